@@ -1,0 +1,28 @@
+# kmirror — the two commands a newcomer needs are `make run` and `make test`.
+GO ?= go
+
+.PHONY: run demo test generate kafka-up build vet
+
+build:
+	$(GO) build -o bin/kmirror ./cmd/kmirror
+
+# The main job: the console with two in-process Kafka clusters and a task
+# replicating between them.
+run:
+	$(GO) run ./cmd/kmirror serve --demo
+
+demo:
+	$(GO) run ./cmd/kmirror demo
+
+generate:
+	$(GO) tool templ generate
+
+vet:
+	$(GO) vet ./...
+
+# All tests, real Apache Kafka included (jars fetched once from Maven Central).
+test:
+	$(GO) test -count=1 -timeout 25m ./...
+
+kafka-up:
+	$(GO) run ./cmd/kafka-up
