@@ -1,0 +1,113 @@
+// Package task is the Smart Connect task: the immutable description of a
+// replication between the current cluster and a peer (SPEC §2), in the JSON
+// shape of the API (SPEC §6).
+//
+// A Task is a value: once created it is never changed (delete and create
+// again). Runtime state (running, paused, failed) lives elsewhere.
+package task
+
+// TypeKafkaReplication is the only preset task type for now.
+const TypeKafkaReplication = "kafka-replication"
+
+// Directions of a task, seen from the current cluster.
+const (
+	DirectionPull          = "pull"          // peer -> current
+	DirectionPush          = "push"          // current -> peer
+	DirectionBidirectional = "bidirectional" // both
+)
+
+// Peer config types.
+const (
+	PeerByAddress = "address"
+	PeerByCluster = "cluster"
+)
+
+// Start offsets for partitions with no stored progress.
+const (
+	StartEarliest = "earliest"
+	StartLatest   = "latest"
+)
+
+// SourceHeader is the record header naming the cluster alias a record was
+// replicated from; a flow never copies a record whose header equals its
+// target alias.
+const SourceHeader = "kmirror.source"
+
+// Task is one Smart Connect task.
+type Task struct {
+	Name    string  `json:"name"`
+	Type    string  `json:"type"`
+	Current Current `json:"current"`
+	Peer    Peer    `json:"peer"`
+	Rules   Rules   `json:"rules"`
+}
+
+// Current is the cluster the task belongs to.
+type Current struct {
+	Cluster string `json:"cluster"`
+	Alias   string `json:"alias"`
+}
+
+// Peer is the other side: a registered cluster or a raw address.
+type Peer struct {
+	Alias            string   `json:"alias"`
+	ConfigType       string   `json:"config_type"`
+	Cluster          string   `json:"cluster,omitempty"`
+	Address          []string `json:"address,omitempty"`
+	SecurityProtocol string   `json:"security_protocol,omitempty"`
+	SASLMechanism    string   `json:"sasl_mechanism,omitempty"`
+	Username         string   `json:"username,omitempty"`
+	Password         string   `json:"password,omitempty"`
+	CAPEM            string   `json:"ca_pem,omitempty"`
+}
+
+// Rules say what is copied and how.
+type Rules struct {
+	Direction           string    `json:"direction"`
+	Topics              []string  `json:"topics,omitempty"`
+	TopicsRegex         string    `json:"topics_regex,omitempty"`
+	Tasks               int       `json:"tasks"`
+	RenameTopics        bool      `json:"rename_topics"`
+	AddSourceHeader     bool      `json:"add_source_header"`
+	SyncConsumerOffsets bool      `json:"sync_consumer_offsets"`
+	ReplicationFactor   int       `json:"replication_factor"`
+	StartOffset         string    `json:"start_offset"`
+	Compression         string    `json:"compression"`
+	TopicMappings       []Mapping `json:"topic_mappings,omitempty"`
+}
+
+// Mapping names a target topic freely for one source topic.
+type Mapping struct {
+	Source string `json:"source"`
+	Target string `json:"target"`
+}
+
+// DefaultTasks is the seed's default parallelism per flow.
+const DefaultTasks = 2
+
+// WithDefaults fills what the user may leave out, as the console does.
+func (t Task) WithDefaults() Task {
+	if t.Type == "" {
+		t.Type = TypeKafkaReplication
+	}
+	if t.Rules.Tasks == 0 {
+		t.Rules.Tasks = DefaultTasks
+	}
+	if t.Rules.StartOffset == "" {
+		t.Rules.StartOffset = StartEarliest
+	}
+	if t.Rules.Compression == "" {
+		t.Rules.Compression = "none"
+	}
+	if t.Rules.ReplicationFactor == 0 {
+		t.Rules.ReplicationFactor = 1
+	}
+	return t
+}
+
+// OffsetSyncsTopic is the MM2 offset-syncs topic on the current cluster.
+func (t Task) OffsetSyncsTopic() string { return "mm2-offset-syncs." + t.Peer.Alias + ".internal" }
+
+// CheckpointsTopic is the MM2 checkpoints topic for records replicated from
+// the cluster with the given alias; it lives on the other cluster.
+func CheckpointsTopic(sourceAlias string) string { return sourceAlias + ".checkpoints.internal" }
