@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Cluster is a registered cluster as stored: the password only sealed (see
+// internal/secrets), never in clear.
+type Cluster struct {
+	Name               string
+	BootstrapServers   []string
+	SecurityProtocol   string
+	SASLMechanism      string
+	Username           string
+	PasswordCiphertext []byte // nil when the cluster has no password
+	CAPEM              string
+	CreatedAt          time.Time
+}
+
+// Clusters stores registered clusters.
+type Clusters interface {
+	// CreateCluster fails with ErrExists when the name is taken.
+	CreateCluster(ctx context.Context, c Cluster) error
+	// Cluster fails with ErrNotFound for an unknown name.
+	Cluster(ctx context.Context, name string) (Cluster, error)
+	// ListClusters returns every cluster ordered by name.
+	ListClusters(ctx context.Context) ([]Cluster, error)
+	// DeleteCluster fails with ErrNotFound for an unknown name.
+	DeleteCluster(ctx context.Context, name string) error
+}
+
+var _ Clusters = (*DB)(nil)
+
+const clusterColumns = `name, bootstrap_servers, security_protocol, sasl_mechanism, username, password_ciphertext, ca_pem, created_at`
+
+// CreateCluster implements Clusters.
+func (d *DB) CreateCluster(ctx context.Context, c Cluster) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now()
+	}
+	_, err := d.db.ExecContext(ctx, `INSERT INTO clusters (`+clusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, strings.Join(c.BootstrapServers, ","), c.SecurityProtocol, c.SASLMechanism, c.Username,
+		c.PasswordCiphertext, c.CAPEM, c.CreatedAt.Unix())
+	if isConstraint(err) {
+		return fmt.Errorf("cluster %q: %w", c.Name, ErrExists)
+	}
+	if err != nil {
+		return fmt.Errorf("create cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Cluster implements Clusters.
+func (d *DB) Cluster(ctx context.Context, name string) (Cluster, error) {
+	c, err := scanCluster(d.db.QueryRowContext(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Cluster{}, fmt.Errorf("cluster %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Cluster{}, fmt.Errorf("read cluster %q: %w", name, err)
+	}
+	return c, nil
+}
+
+// ListClusters implements Clusters.
+func (d *DB) ListClusters(ctx context.Context) ([]Cluster, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+clusterColumns+` FROM clusters ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	defer rows.Close()
+	var out []Cluster
+	for rows.Next() {
+		c, err := scanCluster(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list clusters: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list clusters: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteCluster implements Clusters.
+func (d *DB) DeleteCluster(ctx context.Context, name string) error {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM clusters WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("delete cluster %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("cluster %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanCluster(s scanner) (Cluster, error) {
+	var c Cluster
+	var servers string
+	var created int64
+	if err := s.Scan(&c.Name, &servers, &c.SecurityProtocol, &c.SASLMechanism, &c.Username,
+		&c.PasswordCiphertext, &c.CAPEM, &created); err != nil {
+		return Cluster{}, err
+	}
+	if servers != "" {
+		c.BootstrapServers = strings.Split(servers, ",")
+	}
+	c.CreatedAt = unixTime(created)
+	return c, nil
+}

@@ -1,0 +1,92 @@
+// Package store keeps kmirror's durable state — console users, registered
+// clusters and, later, tasks — in SQLite in the data directory.
+//
+// Callers depend on the small interfaces (Users, Clusters) rather than on DB,
+// so a store shared by several kmirror processes (SPEC §8) can replace SQLite
+// without touching the service layer.
+//
+// Invariants: the schema is brought up to date by Open before any other call;
+// migrations are applied in version order, each in its own transaction
+// together with its row in schema_migrations, so a crash never leaves a
+// half-applied migration recorded as done.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/kmirror/kmirror/migrations"
+)
+
+// FileName is the database's name inside the data directory.
+const FileName = "kmirror.db"
+
+// Errors callers branch on; the service layer turns them into API codes.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+)
+
+// DB is the SQLite implementation of the store interfaces.
+type DB struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) <dataDir>/kmirror.db and applies pending
+// migrations.
+func Open(ctx context.Context, dataDir string) (*DB, error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data directory %s: %w", dataDir, err)
+	}
+	return OpenFile(ctx, filepath.Join(dataDir, FileName))
+}
+
+// OpenFile opens the database at path and applies pending migrations.
+func OpenFile(ctx context.Context, path string) (*DB, error) {
+	// WAL lets the console read while a replicator writes; foreign keys are
+	// off by default in SQLite; the busy timeout turns short write contention
+	// into a wait instead of SQLITE_BUSY; immediate transactions take the write
+	// lock up front so two writers cannot deadlock upgrading read locks.
+	dsn := "file:" + path + "?_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate"
+	sqldb, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %s: %w", path, err)
+	}
+	if err := sqldb.PingContext(ctx); err != nil {
+		sqldb.Close()
+		return nil, fmt.Errorf("open database %s: %w (is the data directory writable?)", path, err)
+	}
+	if err := Migrate(ctx, sqldb, migrations.FS); err != nil {
+		sqldb.Close()
+		return nil, err
+	}
+	return &DB{db: sqldb}, nil
+}
+
+// Close closes the database.
+func (d *DB) Close() error { return d.db.Close() }
+
+// Ping checks that the database answers; /healthz uses it.
+func (d *DB) Ping(ctx context.Context) error { return d.db.PingContext(ctx) }
+
+// SQL exposes the connection pool to other parts of this package's future
+// tables (tasks) and to tests; the service layer never uses it.
+func (d *DB) SQL() *sql.DB { return d.db }
+
+// isConstraint reports whether err is a uniqueness violation.
+func isConstraint(err error) bool {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		return se.ExtendedCode == sqlite3.ErrConstraintPrimaryKey || se.ExtendedCode == sqlite3.ErrConstraintUnique
+	}
+	return false
+}
+
+func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
