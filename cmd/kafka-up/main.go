@@ -1,0 +1,98 @@
+// Command kafka-up starts two local Apache Kafka clusters for development,
+// prints how to reach them and stops them on Ctrl-C. With --fetch-only it
+// only fetches the Kafka jars into the cache (CI runs this first).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "kafka-up:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("kafka-up", flag.ContinueOnError)
+	fetchOnly := fs.Bool("fetch-only", false, "fetch the Kafka jars into the cache and exit")
+	n := fs.Int("n", 2, "number of clusters to start")
+	heap := fs.Int("heap-mb", 1024, "JVM heap of each broker in MiB")
+	acls := fs.Bool("acls", false, "enable ACLs (alice may do everything, bob nothing)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if *fetchOnly {
+		j, err := kafkatest.EnsureJars(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "Apache Kafka %s jars in %s\n", j.Version, j.Dir)
+		return nil
+	}
+	if *n < 1 {
+		return errors.New("-n must be at least 1")
+	}
+
+	clusters := make([]*kafkatest.Cluster, *n)
+	errs := make([]error, *n)
+	var wg sync.WaitGroup
+	for i := range *n {
+		wg.Go(func() {
+			clusters[i], errs[i] = kafkatest.Start(ctx,
+				kafkatest.Name(fmt.Sprintf("kafka%d", i+1)), kafkatest.HeapMB(*heap), kafkatest.ACLs(*acls))
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, c := range clusters {
+			if c != nil {
+				if err := c.Stop(); err != nil {
+					slog.Warn("stop", "cluster", c.Name(), "err", err)
+				}
+				_ = c.Remove()
+			}
+		}
+	}()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		describe(out, c)
+	}
+	fmt.Fprintln(out, "Press Ctrl-C to stop the clusters.")
+	<-ctx.Done()
+	fmt.Fprintln(out, "stopping...")
+	return nil
+}
+
+func describe(out io.Writer, c *kafkatest.Cluster) {
+	fmt.Fprintf(out, "\n%s (Apache Kafka %s, cluster id %s, files in %s)\n", c.Name(), c.Version(), c.ID(), c.Dir())
+	for _, p := range []string{cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL} {
+		fmt.Fprintf(out, "  %-15s %s\n", p, c.Bootstrap(p))
+	}
+	var users []string
+	for _, u := range kafkatest.Users() {
+		users = append(users, u.Name+"/"+u.Password)
+	}
+	fmt.Fprintf(out, "  SASL users      %s (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)\n", strings.Join(users, ", "))
+	fmt.Fprintf(out, "  CA certificate  %s\n", c.CAFile())
+	fmt.Fprintf(out, "  broker log      %s/server.log\n", c.LogDir())
+}

@@ -1,0 +1,145 @@
+package kafkatest
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// User is a SASL user every cluster knows, for PLAIN and both SCRAM mechanisms.
+type User struct {
+	Name     string
+	Password string
+}
+
+// The users of every cluster. Passwords hold no comma: --add-scram cannot
+// take one.
+var (
+	// Admin is a super user, allowed everything even with ACLs on.
+	Admin = User{Name: "admin", Password: "admin-secret"}
+	// Alice is the ordinary user tests connect as; with ACLs on she is
+	// granted everything on topics, groups and transactional ids.
+	Alice = User{Name: "alice", Password: "alice-secret"}
+	// Bob authenticates but is granted nothing: with ACLs on he may not
+	// create, read or write topics.
+	Bob = User{Name: "bob", Password: "bob-secret"}
+)
+
+// Users lists every user a cluster knows.
+func Users() []User { return []User{Admin, Alice, Bob} }
+
+// Listener names double as their security protocols, except CONTROLLER.
+const controllerListener = "CONTROLLER"
+
+// brokerConfig is everything server.properties depends on.
+type brokerConfig struct {
+	Ports       map[string]int // listener name -> port, incl. CONTROLLER
+	DataDir     string
+	KeystoreDir string // holds keystore.pem
+	ACLs        bool
+}
+
+// serverProperties renders a single-node combined broker+controller. The
+// controller and inter-broker traffic stay on PLAINTEXT, so its anonymous
+// principal must be a super user once ACLs are on.
+func serverProperties(c brokerConfig) string {
+	p := map[string]string{
+		"process.roles":                       "broker,controller",
+		"node.id":                             "1",
+		"controller.quorum.bootstrap.servers": fmt.Sprintf("127.0.0.1:%d", c.Ports[controllerListener]),
+		"controller.listener.names":           controllerListener,
+		"inter.broker.listener.name":          "PLAINTEXT",
+		"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d",
+			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"], c.Ports[controllerListener]),
+		"advertised.listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d",
+			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"]),
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		"log.dirs":                       c.DataDir,
+
+		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+		// TLS for SASL_SSL: a PEM keystore file (chain + PKCS#8 key) made in
+		// Go; clients are not asked for certificates.
+		"listener.name.sasl_ssl.ssl.keystore.type":     "PEM",
+		"listener.name.sasl_ssl.ssl.keystore.location": c.KeystoreDir + "/keystore.pem",
+		"listener.name.sasl_ssl.ssl.client.auth":       "none",
+
+		// One node: every internal topic has one replica. Fewer partitions
+		// for the internal topics make the first group or transaction fast.
+		"offsets.topic.replication.factor":                 "1",
+		"offsets.topic.num.partitions":                     "4",
+		"transaction.state.log.replication.factor":         "1",
+		"transaction.state.log.min.isr":                    "1",
+		"transaction.state.log.num.partitions":             "4",
+		"share.coordinator.state.topic.replication.factor": "1",
+		"share.coordinator.state.topic.min.isr":            "1",
+		"default.replication.factor":                       "1",
+		"num.partitions":                                   "1",
+		"group.initial.rebalance.delay.ms":                 "0",
+	}
+	for _, l := range []string{"sasl_plaintext", "sasl_ssl"} {
+		p["listener.name."+l+".plain.sasl.jaas.config"] = plainJAAS(Users())
+		p["listener.name."+l+".scram-sha-256.sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+		p["listener.name."+l+".scram-sha-512.sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+	}
+	if c.ACLs {
+		p["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+		p["super.users"] = "User:ANONYMOUS;User:" + Admin.Name
+		p["allow.everyone.if.no.acl.found"] = "false"
+	}
+
+	keys := make([]string, 0, len(p))
+	for k := range p {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("# Written by kmirror's kafkatest; regenerated at every start.\n")
+	for _, k := range keys {
+		fmt.Fprintf(&b, "%s=%s\n", k, p[k])
+	}
+	return b.String()
+}
+
+// plainJAAS declares the PLAIN users; SCRAM users are added at format time.
+func plainJAAS(users []User) string {
+	var b strings.Builder
+	b.WriteString("org.apache.kafka.common.security.plain.PlainLoginModule required")
+	for _, u := range users {
+		fmt.Fprintf(&b, " user_%s=%q", u.Name, u.Password)
+	}
+	b.WriteString(";")
+	return b.String()
+}
+
+// scramArgs are the StorageTool flags creating every user for both SCRAM
+// mechanisms, so no admin step is needed after start.
+func scramArgs(users []User) []string {
+	var args []string
+	for _, mech := range []string{"SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		for _, u := range users {
+			args = append(args, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", mech, u.Name, u.Password))
+		}
+	}
+	return args
+}
+
+// log4j2Properties sends the broker's log to stdout, which the harness
+// writes to logs/server.log. Properties, not YAML: log4j-core reads
+// properties without extra jars.
+const log4j2Properties = `status = warn
+name = kafkatest
+appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+logger.kafka.name = kafka
+logger.kafka.level = INFO
+logger.controller.name = kafka.controller
+logger.controller.level = INFO
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.authorizer.name = kafka.authorizer.logger
+logger.authorizer.level = WARN
+`
