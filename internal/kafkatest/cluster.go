@@ -407,10 +407,12 @@ func (c *Cluster) Remove() error { return os.RemoveAll(c.dir) }
 
 // KeepLogs copies the broker's logs and configuration to dst, for reading
 // after a failed test. Keys and data are not copied.
-func (c *Cluster) KeepLogs(dst string) error {
+func (c *Cluster) KeepLogs(dst string) error { return keepLogs(c.dir, dst) }
+
+func keepLogs(dir, dst string) error {
 	var errs []error
 	for _, rel := range []string{"logs/server.log", "logs/format.log", "config/server.properties"} {
-		if err := copyFile(filepath.Join(c.dir, rel), filepath.Join(dst, filepath.Base(rel))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := copyFile(filepath.Join(dir, rel), filepath.Join(dst, filepath.Base(rel))); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}

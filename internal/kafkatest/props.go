@@ -72,6 +72,7 @@ func serverProperties(c brokerConfig) string {
 		"transaction.state.log.num.partitions":             "4",
 		"share.coordinator.state.topic.replication.factor": "1",
 		"share.coordinator.state.topic.min.isr":            "1",
+		"share.coordinator.state.topic.num.partitions":     "1",
 		"default.replication.factor":                       "1",
 		"num.partitions":                                   "1",
 		"group.initial.rebalance.delay.ms":                 "0",
