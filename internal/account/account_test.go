@@ -1,0 +1,97 @@
+package account_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/store"
+)
+
+func TestEnsureAdminGeneratesOnceThenNothing(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	pw, err := account.EnsureAdmin(ctx, db, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pw) < 20 {
+		t.Fatalf("generated password %q too short", pw)
+	}
+	if ok, err := account.Check(ctx, db, account.AdminName, pw); err != nil || !ok {
+		t.Fatalf("Check(generated) = %v, %v", ok, err)
+	}
+	again, err := account.EnsureAdmin(ctx, db, "")
+	if err != nil || again != "" {
+		t.Fatalf("second EnsureAdmin = %q, %v; want nothing", again, err)
+	}
+	if ok, _ := account.Check(ctx, db, account.AdminName, "wrong"); ok {
+		t.Fatal("wrong password accepted")
+	}
+	if ok, _ := account.Check(ctx, db, "nobody", pw); ok {
+		t.Fatal("unknown user accepted")
+	}
+}
+
+func TestEnsureAdminUsesGivenPassword(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := account.EnsureAdmin(ctx, db, "short"); err == nil {
+		t.Fatal("short admin password accepted")
+	}
+	pw, err := account.EnsureAdmin(ctx, db, "correct horse battery")
+	if err != nil || pw != "" {
+		t.Fatalf("EnsureAdmin = %q, %v; want no generated password", pw, err)
+	}
+	u, err := db.User(ctx, account.AdminName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.PasswordHash == "correct horse battery" || !account.Verify(u.PasswordHash, "correct horse battery") {
+		t.Fatal("stored value is not a hash of the given password")
+	}
+}
+
+func TestThrottleBacksOff(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := account.NewThrottle()
+	th.Now = func() time.Time { return now }
+	for i := 0; i < th.Free; i++ {
+		if w := th.Wait("k"); w != 0 {
+			t.Fatalf("attempt %d must wait %v, want free", i, w)
+		}
+		th.Fail("k")
+	}
+	if w := th.Wait("k"); w != 0 {
+		t.Fatalf("after %d failures wait = %v, want 0", th.Free, w)
+	}
+	th.Fail("k")
+	if w := th.Wait("k"); w != time.Second {
+		t.Fatalf("wait = %v, want 1s", w)
+	}
+	th.Fail("k")
+	if w := th.Wait("k"); w != 2*time.Second {
+		t.Fatalf("wait = %v, want 2s", w)
+	}
+	if w := th.Wait("other"); w != 0 {
+		t.Fatalf("other key waits %v", w)
+	}
+	now = now.Add(3 * time.Second)
+	if w := th.Wait("k"); w != 0 {
+		t.Fatalf("after waiting, wait = %v", w)
+	}
+	th.Succeed("k")
+	th.Fail("k")
+	if w := th.Wait("k"); w != 0 {
+		t.Fatalf("after success the count must restart, wait = %v", w)
+	}
+}

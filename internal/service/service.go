@@ -1,0 +1,242 @@
+// Package service holds kmirror's use cases — what the console and the JSON
+// API can do — so both interfaces behave the same and the HTTP layer stays a
+// thin translation.
+//
+// Invariants: nothing invalid is stored (every rule is checked before a
+// write, and every broken rule is reported at once as Problems); a Kafka
+// password enters sealed and leaves only through ClusterSettings, which is for
+// the replicators, never for display.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/store"
+)
+
+// TasksPerClusterLimit is how many Smart Connect tasks one current cluster may
+// hold (SPEC §2).
+const TasksPerClusterLimit = 18
+
+// Sealer seals and opens secrets bound to a label; *secrets.Box is one.
+type Sealer interface {
+	Seal(plaintext []byte, label string) ([]byte, error)
+	Open(sealed []byte, label string) ([]byte, error)
+}
+
+// TaskCounter says how many tasks a cluster holds. Until tasks exist the
+// service counts zero.
+type TaskCounter interface {
+	TasksUsed(ctx context.Context, cluster string) (int, error)
+}
+
+// Deps are the service's collaborators.
+type Deps struct {
+	Clusters store.Clusters
+	Users    store.Users
+	Secrets  Sealer
+	// Tasks is optional.
+	Tasks TaskCounter
+	// Throttle slows down sign-in guessing; optional (a default one is made).
+	Throttle *account.Throttle
+}
+
+// Service is the use-case layer. It is safe for concurrent use.
+type Service struct {
+	clusters store.Clusters
+	users    store.Users
+	secrets  Sealer
+	tasks    TaskCounter
+	throttle *account.Throttle
+}
+
+// New returns a Service. Clusters, Users and Secrets are required.
+func New(d Deps) (*Service, error) {
+	if d.Clusters == nil || d.Users == nil || d.Secrets == nil {
+		return nil, errors.New("service: Clusters, Users and Secrets are required")
+	}
+	if d.Throttle == nil {
+		d.Throttle = account.NewThrottle()
+	}
+	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle}, nil
+}
+
+// ClusterInfo is a registered cluster as shown by the console and the API:
+// never the password, only whether one is set.
+type ClusterInfo struct {
+	Name             string    `json:"name"`
+	BootstrapServers []string  `json:"bootstrap_servers"`
+	SecurityProtocol string    `json:"security_protocol"`
+	SASLMechanism    string    `json:"sasl_mechanism,omitempty"`
+	Username         string    `json:"username,omitempty"`
+	PasswordSet      bool      `json:"password_set"`
+	CAPEM            string    `json:"ca_pem,omitempty"`
+	CreatedAt        time.Time `json:"created_at"`
+	TasksUsed        int       `json:"tasks_used"`
+	TasksLimit       int       `json:"tasks_limit"`
+}
+
+// Auth describes the cluster's authentication in a few words for lists.
+func (c ClusterInfo) Auth() string {
+	if c.SecurityProtocol == cluster.Plaintext || c.SecurityProtocol == "" {
+		return "none (PLAINTEXT)"
+	}
+	return c.SecurityProtocol + " " + c.SASLMechanism + " as " + c.Username
+}
+
+// ListClusters returns every registered cluster ordered by name.
+func (s *Service) ListClusters(ctx context.Context) ([]ClusterInfo, error) {
+	recs, err := s.clusters.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ClusterInfo, 0, len(recs))
+	for _, r := range recs {
+		info, err := s.info(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// Cluster returns one registered cluster, or a not_found Error.
+func (s *Service) Cluster(ctx context.Context, name string) (ClusterInfo, error) {
+	r, err := s.clusters.Cluster(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return ClusterInfo{}, notFound("no cluster named %q", name)
+	}
+	if err != nil {
+		return ClusterInfo{}, err
+	}
+	return s.info(ctx, r)
+}
+
+// ClusterSettings returns a registered cluster with its password opened, for
+// connecting to it. Never show the result.
+func (s *Service) ClusterSettings(ctx context.Context, name string) (cluster.Settings, error) {
+	r, err := s.clusters.Cluster(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return cluster.Settings{}, notFound("no cluster named %q", name)
+	}
+	if err != nil {
+		return cluster.Settings{}, err
+	}
+	cs := cluster.Settings{
+		Name: r.Name, BootstrapServers: r.BootstrapServers, SecurityProtocol: r.SecurityProtocol,
+		SASLMechanism: r.SASLMechanism, Username: r.Username, CAPEM: r.CAPEM,
+	}
+	if r.PasswordCiphertext != nil {
+		pw, err := s.secrets.Open(r.PasswordCiphertext, r.Name)
+		if err != nil {
+			return cluster.Settings{}, fmt.Errorf("cluster %q: %w", name, err)
+		}
+		cs.Password = string(pw)
+	}
+	return cs, nil
+}
+
+// AddCluster validates and registers a cluster. Every broken rule comes back
+// at once in an invalid_cluster Error; a taken name is one of them.
+func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterInfo, error) {
+	in = NormalizeCluster(in)
+	if p := ValidateCluster(in); len(p) > 0 {
+		return ClusterInfo{}, &Error{Code: CodeInvalidCluster, Message: "the cluster settings are not valid", Problems: p}
+	}
+	rec := store.Cluster{
+		Name: in.Name, BootstrapServers: in.BootstrapServers, SecurityProtocol: in.SecurityProtocol,
+		SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM, CreatedAt: time.Now(),
+	}
+	if in.Password != "" {
+		sealed, err := s.secrets.Seal([]byte(in.Password), in.Name)
+		if err != nil {
+			return ClusterInfo{}, fmt.Errorf("seal password of cluster %q: %w", in.Name, err)
+		}
+		rec.PasswordCiphertext = sealed
+	}
+	if err := s.clusters.CreateCluster(ctx, rec); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			var p Problems
+			p.Add("name", "a cluster named %q is already registered: choose another name or remove it first", in.Name)
+			return ClusterInfo{}, &Error{Code: CodeInvalidCluster, Message: "the cluster settings are not valid", Problems: p}
+		}
+		return ClusterInfo{}, err
+	}
+	return s.info(ctx, rec)
+}
+
+// RemoveCluster unregisters a cluster that holds no tasks.
+func (s *Service) RemoveCluster(ctx context.Context, name string) error {
+	if _, err := s.clusters.Cluster(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("no cluster named %q", name)
+	} else if err != nil {
+		return err
+	}
+	used, err := s.tasksUsed(ctx, name)
+	if err != nil {
+		return err
+	}
+	if used > 0 {
+		return &Error{Code: CodeClusterInUse, Message: fmt.Sprintf("cluster %q still has %d Smart Connect task(s): delete them first", name, used)}
+	}
+	if err := s.clusters.DeleteCluster(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("no cluster named %q", name)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func (s *Service) info(ctx context.Context, r store.Cluster) (ClusterInfo, error) {
+	used, err := s.tasksUsed(ctx, r.Name)
+	if err != nil {
+		return ClusterInfo{}, err
+	}
+	return ClusterInfo{
+		Name: r.Name, BootstrapServers: r.BootstrapServers, SecurityProtocol: r.SecurityProtocol,
+		SASLMechanism: r.SASLMechanism, Username: r.Username, PasswordSet: r.PasswordCiphertext != nil,
+		CAPEM: r.CAPEM, CreatedAt: r.CreatedAt, TasksUsed: used, TasksLimit: TasksPerClusterLimit,
+	}, nil
+}
+
+func (s *Service) tasksUsed(ctx context.Context, name string) (int, error) {
+	if s.tasks == nil {
+		return 0, nil
+	}
+	n, err := s.tasks.TasksUsed(ctx, name)
+	if err != nil {
+		return 0, fmt.Errorf("count tasks of cluster %q: %w", name, err)
+	}
+	return n, nil
+}
+
+// SignIn checks a console user's password. client identifies where the
+// attempt comes from (the remote address); failures are throttled per user
+// name and client. A wrong name or
+// password is a bad_credentials Error; too many recent failures a
+// too_many_attempts Error with RetryAfter, checked before the password so a
+// throttled guesser learns nothing.
+func (s *Service) SignIn(ctx context.Context, name, password, client string) error {
+	key := name + "|" + client
+	if wait := s.throttle.Wait(key); wait > 0 {
+		secs := max(1, int((wait+time.Second-1)/time.Second))
+		return &Error{Code: CodeTooManyAttempts, RetryAfter: wait,
+			Message: fmt.Sprintf("too many failed sign-ins: wait %d seconds and try again", secs)}
+	}
+	ok, err := account.Check(ctx, s.users, name, password)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		s.throttle.Fail(key)
+		return &Error{Code: CodeBadCredentials, Message: "wrong user name or password"}
+	}
+	s.throttle.Succeed(key)
+	return nil
+}

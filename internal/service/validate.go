@@ -1,0 +1,144 @@
+package service
+
+import (
+	"crypto/x509"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+)
+
+var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// Limits that keep a request from storing absurd values.
+const (
+	maxBootstrapServers = 100
+	maxUsernameLength   = 255
+	maxPasswordLength   = 1024
+	maxCAPEMLength      = 64 << 10
+)
+
+// NormalizeCluster trims what users paste with stray spaces and fills the
+// default protocol (PLAINTEXT). It never changes a password.
+func NormalizeCluster(s cluster.Settings) cluster.Settings {
+	s.Name = strings.TrimSpace(s.Name)
+	var servers []string
+	for _, b := range s.BootstrapServers {
+		if b = strings.TrimSpace(b); b != "" {
+			servers = append(servers, b)
+		}
+	}
+	s.BootstrapServers = servers
+	s.SecurityProtocol = strings.TrimSpace(s.SecurityProtocol)
+	if s.SecurityProtocol == "" {
+		s.SecurityProtocol = cluster.Plaintext
+	}
+	s.SASLMechanism = strings.TrimSpace(s.SASLMechanism)
+	s.Username = strings.TrimSpace(s.Username)
+	s.CAPEM = strings.TrimSpace(s.CAPEM)
+	return s
+}
+
+// ValidateCluster returns every rule s breaks; none means s may be stored.
+// s should be normalized first. It is pure: whether the name is taken is the
+// store's to say.
+func ValidateCluster(s cluster.Settings) Problems {
+	var p Problems
+	switch {
+	case s.Name == "":
+		p.Add("name", "name is required")
+	case !clusterNameRE.MatchString(s.Name):
+		p.Add("name", "name must be 1 to 64 characters of A-Z, a-z, 0-9, - and _")
+	}
+
+	if len(s.BootstrapServers) == 0 {
+		p.Add("bootstrap_servers", "give at least one bootstrap server as host:port, for example 127.0.0.1:9092")
+	} else if len(s.BootstrapServers) > maxBootstrapServers {
+		p.Add("bootstrap_servers", "at most %d bootstrap servers", maxBootstrapServers)
+	} else {
+		seen := map[string]bool{}
+		for _, b := range s.BootstrapServers {
+			if msg := checkHostPort(b); msg != "" {
+				p.Add("bootstrap_servers", "%s", msg)
+			} else if seen[b] {
+				p.Add("bootstrap_servers", "%q is listed twice", b)
+			}
+			seen[b] = true
+		}
+	}
+
+	sasl := s.SecurityProtocol == cluster.SASLPlaintext || s.SecurityProtocol == cluster.SASLSSL
+	switch s.SecurityProtocol {
+	case cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL:
+	default:
+		p.Add("security_protocol", "security protocol must be PLAINTEXT, SASL_PLAINTEXT or SASL_SSL")
+	}
+
+	if sasl {
+		switch s.SASLMechanism {
+		case "":
+			p.Add("sasl_mechanism", "%s needs a SASL mechanism: SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN", s.SecurityProtocol)
+		case cluster.MechanismPlain, cluster.MechanismSCRAMSHA256, cluster.MechanismSCRAMSHA512:
+		default:
+			p.Add("sasl_mechanism", "SASL mechanism must be SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN")
+		}
+		if s.Username == "" {
+			p.Add("username", "%s needs a username", s.SecurityProtocol)
+		}
+		if s.Password == "" {
+			p.Add("password", "%s needs a password", s.SecurityProtocol)
+		}
+	} else if s.SecurityProtocol == cluster.Plaintext {
+		// Refuse rather than silently drop: the user may have picked the
+		// wrong protocol.
+		if s.SASLMechanism != "" {
+			p.Add("sasl_mechanism", "PLAINTEXT uses no SASL mechanism: choose SASL_PLAINTEXT or SASL_SSL, or clear it")
+		}
+		if s.Username != "" {
+			p.Add("username", "PLAINTEXT does not authenticate: choose SASL_PLAINTEXT or SASL_SSL, or clear the username")
+		}
+		if s.Password != "" {
+			p.Add("password", "PLAINTEXT does not authenticate: choose SASL_PLAINTEXT or SASL_SSL, or clear the password")
+		}
+	}
+	if len(s.Username) > maxUsernameLength {
+		p.Add("username", "username is longer than %d characters", maxUsernameLength)
+	}
+	if len(s.Password) > maxPasswordLength {
+		p.Add("password", "password is longer than %d bytes", maxPasswordLength)
+	}
+
+	if s.CAPEM != "" {
+		switch {
+		case s.SecurityProtocol != cluster.SASLSSL:
+			p.Add("ca_pem", "a CA certificate is only used with SASL_SSL")
+		case len(s.CAPEM) > maxCAPEMLength:
+			p.Add("ca_pem", "CA certificate is larger than %d KiB", maxCAPEMLength>>10)
+		case !x509.NewCertPool().AppendCertsFromPEM([]byte(s.CAPEM)):
+			p.Add("ca_pem", "CA holds no PEM certificate: paste the cluster's CA certificate (-----BEGIN CERTIFICATE-----...)")
+		}
+	}
+	return p
+}
+
+// checkHostPort explains what is wrong with a bootstrap address, or returns "".
+func checkHostPort(addr string) string {
+	if !utf8.ValidString(addr) || strings.ContainsAny(addr, " \t\r\n,/") {
+		return strconv.Quote(addr) + " is not host:port"
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strconv.Quote(addr) + " is not host:port (for example kafka-1:9092 or [::1]:9092)"
+	}
+	if host == "" {
+		return strconv.Quote(addr) + " has no host"
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return strconv.Quote(addr) + " has no valid port: use a number from 1 to 65535"
+	}
+	return ""
+}
