@@ -1,0 +1,172 @@
+// Package replicator copies records from a source cluster to a target
+// cluster: one Replicator runs one flow (a direction of a task). It plans
+// (topic discovery, target topic creation, config and partition sync) apart
+// from the copy loop, as MM2's connector and task are split.
+//
+// A flow's partitions are run by assignments — sets of source partitions
+// handed to a worker — never by hard-wired goroutines, so that several
+// processes can later share a flow through a Kafka consumer group (SPEC §8).
+//
+// Invariants of the copy loop:
+//   - a record is copied with its key, value (nil stays nil), headers,
+//     timestamp and partition number, in source order per partition;
+//   - progress (the next source offset) is committed only for records the
+//     target acknowledged, so a restart or crash never loses a record
+//     (at-least-once); duplicates after a crash are bounded by the records
+//     acknowledged since the last commit (one commit interval);
+//   - once a partition hit an error, later acknowledgements of that
+//     partition do not move its progress: nothing behind a failed record is
+//     ever skipped;
+//   - a record the target cannot accept (too large) stops its partition with
+//     a reason naming the record and the limit; it is never skipped.
+package replicator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/policy"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Endpoint is one side of a flow.
+type Endpoint struct {
+	Alias    string
+	Settings cluster.Settings
+}
+
+// Flow is one direction source -> target of a task, fully resolved.
+type Flow struct {
+	Task   string
+	Source Endpoint
+	Target Endpoint
+	Policy policy.Policy
+	// Workers is the task's parallelism: the flow's partitions are spread
+	// over this many assignments.
+	Workers           int
+	AddSourceHeader   bool
+	StartOffset       string
+	Compression       sarama.CompressionCodec
+	ReplicationFactor int16
+	// OffsetSyncs is where offset syncs are written: the task's current
+	// cluster, topic mm2-offset-syncs.<peer alias>.internal.
+	OffsetSyncs      cluster.Settings
+	OffsetSyncsTopic string
+}
+
+// Name is "<source alias>-><target alias>", the flow's stable label.
+func (f Flow) Name() string { return f.Source.Alias + "->" + f.Target.Alias }
+
+// Group is the consumer group on the source cluster that holds the flow's
+// progress. Its "kmirror." prefix keeps it out of consumer-offset sync.
+func (f Flow) Group() string {
+	return "kmirror." + f.Task + "." + f.Source.Alias + "-" + f.Target.Alias
+}
+
+// GroupPrefix marks kmirror's own progress groups.
+const GroupPrefix = "kmirror."
+
+// Compression maps the task's codec name to sarama's.
+func Compression(name string) (sarama.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return sarama.CompressionNone, nil
+	case "gzip":
+		return sarama.CompressionGZIP, nil
+	case "snappy":
+		return sarama.CompressionSnappy, nil
+	case "lz4":
+		return sarama.CompressionLZ4, nil
+	case "zstd":
+		return sarama.CompressionZSTD, nil
+	}
+	return 0, fmt.Errorf("unknown compression %q: use none, gzip, snappy, lz4 or zstd", name)
+}
+
+// FlowsOf derives a task's flows: pull = peer -> current, push = current ->
+// peer, bidirectional = both. current and peer are the resolved clusters.
+func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
+	t = t.WithDefaults()
+	codec, err := Compression(t.Rules.Compression)
+	if err != nil {
+		return nil, err
+	}
+	var mappings map[string]string
+	if len(t.Rules.TopicMappings) > 0 {
+		mappings = make(map[string]string, len(t.Rules.TopicMappings))
+		for _, m := range t.Rules.TopicMappings {
+			mappings[m.Source] = m.Target
+		}
+	}
+	cur := Endpoint{Alias: t.Current.Alias, Settings: current}
+	per := Endpoint{Alias: t.Peer.Alias, Settings: peer}
+	mk := func(src, dst Endpoint) (Flow, error) {
+		p, err := policy.Compile(src.Alias, dst.Alias, t.Rules.Topics, t.Rules.TopicsRegex, t.Rules.RenameTopics, mappings)
+		if err != nil {
+			return Flow{}, err
+		}
+		return Flow{
+			Task: t.Name, Source: src, Target: dst, Policy: p,
+			Workers:           t.Rules.Tasks,
+			AddSourceHeader:   t.Rules.AddSourceHeader,
+			StartOffset:       t.Rules.StartOffset,
+			Compression:       codec,
+			ReplicationFactor: int16(t.Rules.ReplicationFactor),
+			OffsetSyncs:       current,
+			OffsetSyncsTopic:  t.OffsetSyncsTopic(),
+		}, nil
+	}
+	var pairs [][2]Endpoint
+	switch t.Rules.Direction {
+	case task.DirectionPush:
+		pairs = [][2]Endpoint{{cur, per}}
+	case task.DirectionPull:
+		pairs = [][2]Endpoint{{per, cur}}
+	case task.DirectionBidirectional:
+		pairs = [][2]Endpoint{{cur, per}, {per, cur}}
+	default:
+		return nil, fmt.Errorf("unknown direction %q: use pull, push or bidirectional", t.Rules.Direction)
+	}
+	flows := make([]Flow, 0, len(pairs))
+	for _, p := range pairs {
+		f, err := mk(p[0], p[1])
+		if err != nil {
+			return nil, err
+		}
+		flows = append(flows, f)
+	}
+	return flows, nil
+}
+
+// Options tune a Replicator; zero values take the defaults.
+type Options struct {
+	// RefreshInterval is how often topics are rediscovered and target
+	// topics, partitions and configs synced. Default 30s.
+	RefreshInterval time.Duration
+	// CommitInterval is how often progress is committed. Default 1s.
+	CommitInterval time.Duration
+	// SyncInterval bounds the age of the newest offset sync of a partition
+	// that keeps moving. Default 10s.
+	SyncInterval time.Duration
+	// MaxBackoff caps the wait between restarts after errors. Default 30s.
+	MaxBackoff time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.RefreshInterval <= 0 {
+		o.RefreshInterval = 30 * time.Second
+	}
+	if o.CommitInterval <= 0 {
+		o.CommitInterval = time.Second
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = 10 * time.Second
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	return o
+}

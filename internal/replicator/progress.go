@@ -1,0 +1,99 @@
+package replicator
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/IBM/sarama"
+)
+
+// progress keeps a flow's position — the next source offset of each
+// partition — as committed offsets of the flow's group on the source cluster,
+// so standard Kafka tools show the flow's lag, and several processes can
+// later share a flow through that group (SPEC §8).
+//
+// Commits happen on an interval and at a clean stop, not per record: the
+// copy loop only stores the acknowledged position in an atomic.
+type progress struct {
+	client sarama.Client
+	admin  sarama.ClusterAdmin
+	group  string
+	last   map[*partState]int64 // what was last committed
+}
+
+func newProgress(client sarama.Client, group string) (*progress, error) {
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		return nil, err
+	}
+	return &progress{client: client, admin: admin, group: group, last: map[*partState]int64{}}, nil
+}
+
+// load returns the stored next offset per partition, -1 where none is stored.
+func (p *progress) load(parts []Partition) (map[Partition]int64, error) {
+	req := map[string][]int32{}
+	for _, pt := range parts {
+		req[pt.Source] = append(req[pt.Source], pt.Partition)
+	}
+	out := make(map[Partition]int64, len(parts))
+	for _, pt := range parts {
+		out[pt] = -1
+	}
+	resp, err := p.admin.ListConsumerGroupOffsets(p.group, req)
+	if errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return out, nil // first start: nothing stored yet
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read progress of group %s: %w", p.group, err)
+	}
+	for _, pt := range parts {
+		b := resp.GetBlock(pt.Source, pt.Partition)
+		if b == nil {
+			continue
+		}
+		if !errors.Is(b.Err, sarama.ErrNoError) {
+			return nil, fmt.Errorf("read progress of %s-%d: %w", pt.Source, pt.Partition, b.Err)
+		}
+		out[pt] = b.Offset
+	}
+	return out, nil
+}
+
+// commit stores the positions that moved since the last commit.
+func (p *progress) commit(states []*partState) error {
+	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)
+	var pending []*partState
+	for _, ps := range states {
+		next := ps.next.Load()
+		if next < 0 || p.last[ps] == next {
+			continue
+		}
+		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, "")
+		pending = append(pending, ps)
+	}
+	if len(pending) == 0 {
+		return nil
+	}
+	coordinator, err := p.client.Coordinator(p.group)
+	if err != nil {
+		return fmt.Errorf("find coordinator of group %s: %w", p.group, err)
+	}
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		_ = p.client.RefreshCoordinator(p.group)
+		return fmt.Errorf("commit progress of group %s: %w", p.group, err)
+	}
+	var errs []error
+	for _, ps := range pending {
+		kerr := resp.Errors[ps.Source][ps.Partition.Partition]
+		if !errors.Is(kerr, sarama.ErrNoError) {
+			errs = append(errs, fmt.Errorf("commit progress of %s-%d: %w", ps.Source, ps.Partition.Partition, kerr))
+			continue
+		}
+		p.last[ps] = ps.next.Load()
+	}
+	if len(errs) > 0 {
+		_ = p.client.RefreshCoordinator(p.group)
+	}
+	return errors.Join(errs...)
+}

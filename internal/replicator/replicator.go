@@ -1,0 +1,215 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+)
+
+// Replicator runs one flow. Run blocks until ctx ends; errors are retried
+// with backoff and reported through Status, never returned while ctx lives.
+type Replicator struct {
+	flow  Flow
+	opts  Options
+	log   *slog.Logger
+	state *flowState
+}
+
+// New prepares a Replicator; nothing connects until Run.
+func New(flow Flow, opts Options, log *slog.Logger) *Replicator {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Replicator{
+		flow:  flow,
+		opts:  opts.withDefaults(),
+		log:   log.With("task", flow.Task, "flow", flow.Name()),
+		state: newFlowState(flow.Name()),
+	}
+}
+
+// Flow returns what this Replicator runs.
+func (r *Replicator) Flow() Flow { return r.flow }
+
+// Status is a snapshot of the flow's state and counters.
+func (r *Replicator) Status() FlowStatus { return r.state.snapshot(time.Now()) }
+
+// Run replicates until ctx is cancelled, then stops gracefully: intake stops,
+// in-flight records are acknowledged, progress is committed.
+func (r *Replicator) Run(ctx context.Context) error {
+	backoff := time.Second
+	for {
+		started := time.Now()
+		err := r.runOnce(ctx)
+		if ctx.Err() != nil {
+			r.state.set(StateStopped, "")
+			return nil
+		}
+		if err == nil {
+			err = errors.New("replication stopped unexpectedly")
+		}
+		r.state.restarts.Add(1)
+		r.log.Warn("flow failed; retrying", "error", err, "in", backoff)
+		r.state.set(StateFailed, err.Error())
+		if time.Since(started) > 2*r.opts.MaxBackoff {
+			backoff = time.Second // it ran fine for a while: start the backoff over
+		}
+		select {
+		case <-ctx.Done():
+			r.state.set(StateStopped, "")
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, r.opts.MaxBackoff)
+	}
+}
+
+func adminClient(s cluster.Settings, id string) (sarama.Client, sarama.ClusterAdmin, error) {
+	cfg, err := s.Config(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = false
+	cfg.Producer.Return.Errors = true
+	client, err := sarama.NewClient(s.BootstrapServers, cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to %s: %w", s.Name, err)
+	}
+	admin, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
+		return nil, nil, fmt.Errorf("admin client for %s: %w", s.Name, err)
+	}
+	return client, admin, nil
+}
+
+func (r *Replicator) runOnce(ctx context.Context) error {
+	id := "kmirror-" + r.flow.Task + "-" + r.flow.Name()
+	src, srcAdmin, err := adminClient(r.flow.Source.Settings, id)
+	if err != nil {
+		return fmt.Errorf("source %s: %w", r.flow.Source.Alias, err)
+	}
+	defer srcAdmin.Close() // closes src too
+	dst, dstAdmin, err := adminClient(r.flow.Target.Settings, id)
+	if err != nil {
+		return fmt.Errorf("target %s: %w", r.flow.Target.Alias, err)
+	}
+	defer dstAdmin.Close()
+	syncClient, syncAdmin, err := adminClient(r.flow.OffsetSyncs, id+"-offset-syncs")
+	if err != nil {
+		return fmt.Errorf("offset syncs cluster: %w", err)
+	}
+	defer syncAdmin.Close()
+	if err := EnsureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor); err != nil {
+		return err
+	}
+	syncs, err := newSyncWriter(syncClient, r.flow.OffsetSyncsTopic, func(err error) {
+		r.state.setError("write offset sync: " + err.Error())
+	})
+	if err != nil {
+		return fmt.Errorf("offset syncs producer: %w", err)
+	}
+	defer syncs.close()
+
+	pl := &planner{flow: r.flow, src: src, dst: dst, srcAdmin: srcAdmin, dstAdmin: dstAdmin, log: r.log}
+	var (
+		current []Partition
+		ws      workerSet
+		errs    = make(chan error, 64)
+	)
+	defer ws.stop()
+	tick := time.NewTicker(r.opts.RefreshInterval)
+	defer tick.Stop()
+	for {
+		p, err := pl.run()
+		if err != nil {
+			return err
+		}
+		r.state.mu.Lock()
+		r.state.topics, r.state.conflicts = p.Topics, p.Conflicts
+		r.state.mu.Unlock()
+		if !samePartitions(current, p.Partitions) {
+			ws.stop()
+			current = p.Partitions
+			wctx, cancel := context.WithCancel(ctx)
+			ws.cancel = cancel
+			for _, a := range Assign(current, r.flow.Workers) {
+				w := &worker{flow: r.flow, asg: a, opts: r.opts, state: r.state, syncs: syncs,
+					log: r.log.With("assignment", a.ID), header: []byte(r.flow.Source.Alias)}
+				ws.wg.Add(1)
+				go func() {
+					defer ws.wg.Done()
+					if err := w.run(wctx); err != nil {
+						errs <- fmt.Errorf("assignment %d: %w", a.ID, err)
+					}
+				}()
+			}
+			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
+		}
+		r.state.set(StateRunning, "")
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case <-tick.C:
+		}
+	}
+}
+
+// workerSet is the running workers of one assignment round.
+type workerSet struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// stop cancels the workers and waits until each committed its progress.
+func (s *workerSet) stop() {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+}
+
+func samePartitions(a, b []Partition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(p Partition) string { return fmt.Sprintf("%s/%d/%s/%d", p.Source, p.Partition, p.Target, p.MaxBytes) }
+	ka, kb := make([]string, len(a)), make([]string, len(b))
+	for i := range a {
+		ka[i], kb[i] = key(a[i]), key(b[i])
+	}
+	slices.Sort(ka)
+	slices.Sort(kb)
+	return slices.Equal(ka, kb)
+}
+
+// EnsureInternalTopic creates one of kmirror's MM2-compatible internal topics
+// (1 partition, compacted) when missing. The replication factor is capped at
+// the cluster's broker count.
+func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16) error {
+	if rf < 1 {
+		rf = 1
+	}
+	if n := int16(len(client.Brokers())); n > 0 && rf > n {
+		rf = n
+	}
+	compact := "compact"
+	err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
+		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("create internal topic %s: %w", topic, err)
+	}
+	return nil
+}

@@ -1,0 +1,198 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/embedded"
+	"github.com/kmirror/kmirror/internal/mm2"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// These tests run on in-process kfake clusters for speed; the same behaviour
+// is proven on real Apache Kafka in replicator_kafka_test.go.
+
+func startFakes(t *testing.T) (a, b cluster.Settings) {
+	t.Helper()
+	cs, err := embedded.StartAll([]string{"A", "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	return cs[0].Settings(), cs[1].Settings()
+}
+
+func admin(t *testing.T, s cluster.Settings) (sarama.Client, sarama.ClusterAdmin) {
+	t.Helper()
+	c, a, err := adminClient(s, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return c, a
+}
+
+func createTopic(t *testing.T, s cluster.Settings, topic string, partitions int32) {
+	t.Helper()
+	_, a := admin(t, s)
+	if err := a.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func produce(t *testing.T, s cluster.Settings, msgs ...*sarama.ProducerMessage) {
+	t.Helper()
+	cfg, _ := s.Config("test-producer")
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAll reads a topic-partition from the start until want records or timeout.
+func readAll(t *testing.T, s cluster.Settings, topic string, partition int32, want int) []*sarama.ConsumerMessage {
+	t.Helper()
+	cfg, _ := s.Config("test-consumer")
+	c, err := sarama.NewConsumer(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var pc sarama.PartitionConsumer
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		pc, err = c.ConsumePartition(topic, partition, sarama.OffsetOldest)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond) // the topic may not exist yet
+	}
+	if err != nil {
+		t.Fatalf("consume %s-%d: %v", topic, partition, err)
+	}
+	defer pc.Close()
+	var out []*sarama.ConsumerMessage
+	for len(out) < want {
+		select {
+		case m := <-pc.Messages():
+			out = append(out, m)
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("%s-%d: got %d records, want %d", topic, partition, len(out), want)
+		}
+	}
+	return out
+}
+
+func runFlow(t *testing.T, f Flow) *Replicator {
+	t.Helper()
+	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return r
+}
+
+func pushFlow(t *testing.T, a, b cluster.Settings, rules task.Rules) Flow {
+	t.Helper()
+	tk := task.Task{Name: "t1", Current: task.Current{Cluster: "A", Alias: "A"},
+		Peer: task.Peer{Alias: "B", ConfigType: task.PeerByAddress}, Rules: rules}
+	flows, err := FlowsOf(tk, a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return flows[0]
+}
+
+func TestPushKeepsEveryRecord(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 3)
+	const perPartition = 200
+	var msgs []*sarama.ProducerMessage
+	ts := time.UnixMilli(1_700_000_000_000)
+	for p := int32(0); p < 3; p++ {
+		for i := 0; i < perPartition; i++ {
+			m := &sarama.ProducerMessage{Topic: "orders", Partition: p, Timestamp: ts.Add(time.Duration(i) * time.Millisecond),
+				Key: sarama.StringEncoder(fmt.Sprintf("k%d-%d", p, i))}
+			if i%10 != 9 { // every tenth record is a tombstone
+				m.Value = sarama.StringEncoder(fmt.Sprintf("v%d-%d", p, i))
+			}
+			if i%7 == 0 {
+				m.Headers = []sarama.RecordHeader{{Key: []byte("h"), Value: []byte("1")}, {Key: []byte("h"), Value: nil}}
+			}
+			msgs = append(msgs, m)
+		}
+	}
+	produce(t, a, msgs...)
+
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 2,
+		RenameTopics: true, AddSourceHeader: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "lz4"})
+	r := runFlow(t, f)
+
+	for p := int32(0); p < 3; p++ {
+		got := readAll(t, b, "A.orders", p, perPartition)
+		for i, m := range got {
+			want := msgs[int(p)*perPartition+i]
+			if string(m.Key) != fmt.Sprintf("k%d-%d", p, i) {
+				t.Fatalf("partition %d record %d: key %q (order or loss)", p, i, m.Key)
+			}
+			if (want.Value == nil) != (m.Value == nil) {
+				t.Fatalf("partition %d record %d: tombstone not kept", p, i)
+			}
+			if !m.Timestamp.Equal(want.Timestamp) {
+				t.Fatalf("partition %d record %d: timestamp %v, want %v", p, i, m.Timestamp, want.Timestamp)
+			}
+			nh := len(want.Headers) + 1
+			if len(m.Headers) != nh || string(m.Headers[nh-1].Key) != task.SourceHeader || string(m.Headers[nh-1].Value) != "A" {
+				t.Fatalf("partition %d record %d: headers %v", p, i, m.Headers)
+			}
+			if len(want.Headers) == 2 && m.Headers[1].Value != nil {
+				t.Fatalf("nil header value became %q", m.Headers[1].Value)
+			}
+		}
+	}
+	waitFor(t, func() error {
+		st := r.Status()
+		if st.Records != 3*perPartition || st.LagRecords != 0 || st.State != StateRunning {
+			return fmt.Errorf("status %s records=%d lag=%d", st.State, st.Records, st.LagRecords)
+		}
+		return nil
+	})
+	// Offset syncs were written in MM2's format on the current cluster.
+	syncs := readAll(t, a, "mm2-offset-syncs.B.internal", 0, 3)
+	for _, m := range syncs {
+		s, err := mm2.DecodeOffsetSync(m.Key, m.Value)
+		if err != nil || s.Topic != "orders" {
+			t.Fatalf("offset sync %+v, %v", s, err)
+		}
+	}
+}
+
+func waitFor(t *testing.T, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,190 @@
+package replicator
+
+import (
+	"sort"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/policy"
+)
+
+// Flow states.
+const (
+	StateStarting = "STARTING"
+	StateRunning  = "RUNNING"
+	StateFailed   = "FAILED"
+	StateStopped  = "STOPPED"
+)
+
+// FlowStatus is a snapshot of a flow for the console, API and metrics.
+type FlowStatus struct {
+	Flow   string `json:"flow"`
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+	// Records and Bytes replicated since the process started.
+	Records int64 `json:"records"`
+	Bytes   int64 `json:"bytes"`
+	// SkippedLoops counts records not copied because their kmirror.source
+	// header names the target: they came from there.
+	SkippedLoops int64 `json:"skipped_loops"`
+	// LagRecords is the sum over partitions of source end offset minus the
+	// next offset to copy, as of the last record seen.
+	LagRecords int64   `json:"lag_records"`
+	LagSeconds float64 `json:"lag_seconds"`
+	// Restarts counts recoveries after errors since the process started.
+	Restarts   int64             `json:"restarts"`
+	LastError  string            `json:"last_error,omitempty"`
+	Topics     []policy.Pair     `json:"topics"`
+	Conflicts  []string          `json:"conflicts,omitempty"`
+	Partitions []PartitionStatus `json:"partitions"`
+}
+
+// PartitionStatus is one replicated partition.
+type PartitionStatus struct {
+	Topic       string `json:"topic"`
+	Target      string `json:"target"`
+	Partition   int32  `json:"partition"`
+	NextOffset  int64  `json:"next_offset"`
+	EndOffset   int64  `json:"end_offset"`
+	Lag         int64  `json:"lag"`
+	Records     int64  `json:"records"`
+	Failed      bool   `json:"failed"`
+	Reason      string `json:"reason,omitempty"`
+	LastCopied  int64  `json:"last_copied_offset"`
+	Downstream  int64  `json:"last_downstream_offset"`
+	LastRecordT int64  `json:"last_record_timestamp_ms"`
+}
+
+// partState is the live state of one partition. Counters are atomics read by
+// Status; mu guards the progress bookkeeping shared by the copy and
+// acknowledgement goroutines.
+type partState struct {
+	Partition
+	records, bytes, skipped atomic.Int64
+	hwm                     atomic.Int64
+	next                    atomic.Int64 // next source offset to copy (acknowledged progress)
+	lastUp, lastDown        atomic.Int64
+	lastTS                  atomic.Int64
+
+	mu          sync.Mutex
+	inflight    int
+	pendingSkip int64 // progress to mark once nothing is in flight (skipped records)
+	frozen      bool // a transient failure: progress waits for the worker's restart
+	failed      bool // a permanent failure: the partition stops until the task restarts
+	reason      string
+	sync        syncState // last offset sync emitted; only the ack goroutine touches it
+}
+
+func (p *partState) fail(reason string) {
+	p.mu.Lock()
+	if !p.failed {
+		p.failed, p.reason = true, reason
+	}
+	p.mu.Unlock()
+}
+
+func (p *partState) failure() (bool, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed, p.reason
+}
+
+// flowState is the shared, lock-protected state of a flow.
+type flowState struct {
+	name     string
+	restarts atomic.Int64
+
+	mu        sync.Mutex
+	state     string
+	reason    string
+	lastError string
+	topics    []policy.Pair
+	conflicts []string
+	parts     map[string]*partState
+}
+
+func newFlowState(name string) *flowState {
+	return &flowState{name: name, state: StateStarting, parts: map[string]*partState{}}
+}
+
+func (s *flowState) set(state, reason string) {
+	s.mu.Lock()
+	s.state, s.reason = state, reason
+	if reason != "" {
+		s.lastError = reason
+	}
+	s.mu.Unlock()
+}
+
+func (s *flowState) setError(msg string) {
+	s.mu.Lock()
+	s.lastError = msg
+	s.mu.Unlock()
+}
+
+// partition returns the state of a partition, creating it on first use so
+// counters survive worker restarts.
+func (s *flowState) partition(p Partition) *partState {
+	key := p.Source + "/" + strconv.Itoa(int(p.Partition))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ps, ok := s.parts[key]
+	if !ok {
+		ps = &partState{}
+		ps.next.Store(-1)
+		ps.lastUp.Store(-1)
+		ps.lastDown.Store(-1)
+		s.parts[key] = ps
+	}
+	ps.Partition = p
+	return ps
+}
+
+func (s *flowState) snapshot(now time.Time) FlowStatus {
+	s.mu.Lock()
+	st := FlowStatus{Flow: s.name, State: s.state, Reason: s.reason, LastError: s.lastError,
+		Topics: append([]policy.Pair(nil), s.topics...), Conflicts: append([]string(nil), s.conflicts...)}
+	parts := make([]*partState, 0, len(s.parts))
+	for _, p := range s.parts {
+		parts = append(parts, p)
+	}
+	s.mu.Unlock()
+	st.Restarts = s.restarts.Load()
+	var oldest int64
+	for _, p := range parts {
+		failed, reason := p.failure()
+		ps := PartitionStatus{Topic: p.Source, Target: p.Target, Partition: p.Partition.Partition,
+			NextOffset: p.next.Load(), EndOffset: p.hwm.Load(), Records: p.records.Load(),
+			Failed: failed, Reason: reason, LastCopied: p.lastUp.Load(), Downstream: p.lastDown.Load(),
+			LastRecordT: p.lastTS.Load()}
+		if ps.NextOffset >= 0 && ps.EndOffset > ps.NextOffset {
+			ps.Lag = ps.EndOffset - ps.NextOffset
+			if ps.LastRecordT > 0 && (oldest == 0 || ps.LastRecordT < oldest) {
+				oldest = ps.LastRecordT
+			}
+		}
+		st.Records += ps.Records
+		st.Bytes += p.bytes.Load()
+		st.SkippedLoops += p.skipped.Load()
+		st.LagRecords += ps.Lag
+		if failed && st.State == StateRunning {
+			st.State, st.Reason = StateFailed, reason
+		}
+		st.Partitions = append(st.Partitions, ps)
+	}
+	if oldest > 0 {
+		if d := now.Sub(time.UnixMilli(oldest)).Seconds(); d > 0 {
+			st.LagSeconds = d
+		}
+	}
+	sort.Slice(st.Partitions, func(i, j int) bool {
+		a, b := st.Partitions[i], st.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return st
+}

@@ -1,0 +1,226 @@
+package replicator
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/policy"
+)
+
+// Source topic configs never copied, as MM2's default config filter: they
+// are about the source cluster's operation, not the data.
+var configsNotCopied = map[string]bool{
+	"follower.replication.throttled.replicas": true,
+	"leader.replication.throttled.replicas":   true,
+	"message.timestamp.difference.max.ms":     true,
+	"message.timestamp.type":                  true,
+	"unclean.leader.election.enable":          true,
+	"min.insync.replicas":                     true,
+}
+
+// defaultMaxMessageBytes is Kafka's default max.message.bytes, used when the
+// target does not say.
+const defaultMaxMessageBytes = 1048588
+
+// planner discovers the flow's topics and makes the target match the source:
+// topics created, partitions added, topic-level configs synced.
+type planner struct {
+	flow     Flow
+	src, dst sarama.Client
+	srcAdmin sarama.ClusterAdmin
+	dstAdmin sarama.ClusterAdmin
+	log      *slog.Logger
+	// applied remembers the source config values last set on each target
+	// topic, so only source changes are applied and settings made only on
+	// the target survive.
+	applied map[string]map[string]string
+}
+
+// plan is the result of one planning round.
+type plan struct {
+	Topics     []policy.Pair
+	Partitions []Partition
+	Conflicts  []string
+}
+
+func (p *planner) run() (plan, error) {
+	if err := p.src.RefreshMetadata(); err != nil {
+		return plan{}, fmt.Errorf("read source topics: %w", err)
+	}
+	if err := p.dst.RefreshMetadata(); err != nil {
+		return plan{}, fmt.Errorf("read target topics: %w", err)
+	}
+	srcTopics, err := p.src.Topics()
+	if err != nil {
+		return plan{}, fmt.Errorf("list source topics: %w", err)
+	}
+	pairs, conflicts := p.flow.Policy.Select(srcTopics)
+	out := plan{Topics: pairs, Conflicts: conflicts}
+	if len(pairs) == 0 {
+		return out, nil
+	}
+	srcConfigs, err := topicConfigs(p.srcAdmin, sources(pairs), true)
+	if err != nil {
+		return plan{}, fmt.Errorf("describe source topic configs: %w", err)
+	}
+	dstTopics, err := p.dst.Topics()
+	if err != nil {
+		return plan{}, fmt.Errorf("list target topics: %w", err)
+	}
+	existing := make(map[string]bool, len(dstTopics))
+	for _, t := range dstTopics {
+		existing[t] = true
+	}
+	for _, pair := range pairs {
+		parts, err := p.src.Partitions(pair.Source)
+		if err != nil {
+			return plan{}, fmt.Errorf("partitions of source topic %s: %w", pair.Source, err)
+		}
+		n := int32(len(parts))
+		if !existing[pair.Target] {
+			if err := p.create(pair, n, srcConfigs[pair.Source]); err != nil {
+				return plan{}, err
+			}
+			continue
+		}
+		tparts, err := p.dst.Partitions(pair.Target)
+		if err != nil {
+			return plan{}, fmt.Errorf("partitions of target topic %s: %w", pair.Target, err)
+		}
+		if int32(len(tparts)) < n {
+			p.log.Info("adding partitions to target topic", "topic", pair.Target, "from", len(tparts), "to", n)
+			if err := p.dstAdmin.CreatePartitions(pair.Target, n, nil, false); err != nil && !errors.Is(err, sarama.ErrInvalidPartitions) {
+				return plan{}, fmt.Errorf("add partitions to target topic %s (%d -> %d): %w", pair.Target, len(tparts), n, err)
+			}
+		}
+	}
+	if err := p.dst.RefreshMetadata(targets(pairs)...); err != nil {
+		return plan{}, fmt.Errorf("refresh target topics: %w", err)
+	}
+	dstConfigs, err := topicConfigs(p.dstAdmin, targets(pairs), false)
+	if err != nil {
+		return plan{}, fmt.Errorf("describe target topic configs: %w", err)
+	}
+	for _, pair := range pairs {
+		p.syncConfigs(pair, srcConfigs[pair.Source], dstConfigs[pair.Target])
+		maxBytes := defaultMaxMessageBytes
+		if v, err := strconv.Atoi(dstConfigs[pair.Target]["max.message.bytes"]); err == nil && v > 0 {
+			maxBytes = v
+		}
+		parts, err := p.src.Partitions(pair.Source)
+		if err != nil {
+			return plan{}, fmt.Errorf("partitions of source topic %s: %w", pair.Source, err)
+		}
+		for _, id := range parts {
+			out.Partitions = append(out.Partitions, Partition{Source: pair.Source, Target: pair.Target, Partition: id, MaxBytes: maxBytes})
+		}
+	}
+	return out, nil
+}
+
+func (p *planner) create(pair policy.Pair, partitions int32, configs map[string]string) error {
+	entries := make(map[string]*string, len(configs))
+	for k, v := range configs {
+		entries[k] = &v
+	}
+	p.log.Info("creating target topic", "topic", pair.Target, "partitions", partitions, "replication_factor", p.flow.ReplicationFactor)
+	err := p.dstAdmin.CreateTopic(pair.Target, &sarama.TopicDetail{
+		NumPartitions:     partitions,
+		ReplicationFactor: p.flow.ReplicationFactor,
+		ConfigEntries:     entries,
+	}, false)
+	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
+		return fmt.Errorf("create target topic %s (%d partitions, replication factor %d): %w", pair.Target, partitions, p.flow.ReplicationFactor, err)
+	}
+	if p.applied == nil {
+		p.applied = map[string]map[string]string{}
+	}
+	p.applied[pair.Target] = configs
+	return nil
+}
+
+// syncConfigs applies source topic-level configs that changed since they were
+// last applied (or differ on first sight), with incremental alters so keys
+// set only on the target are left alone. Failures are logged, not fatal:
+// copying goes on with the target's settings.
+func (p *planner) syncConfigs(pair policy.Pair, src, dst map[string]string) {
+	if p.applied == nil {
+		p.applied = map[string]map[string]string{}
+	}
+	last := p.applied[pair.Target]
+	changes := map[string]sarama.IncrementalAlterConfigsEntry{}
+	for k, v := range src {
+		if dst[k] == v || (last != nil && last[k] == v) { // same, or unchanged on the source since applied
+			continue
+		}
+		val := v
+		changes[k] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &val}
+	}
+	if len(changes) > 0 {
+		if err := p.dstAdmin.IncrementalAlterConfig(sarama.TopicResource, pair.Target, changes, false); err != nil {
+			p.log.Warn("could not sync topic configs to target", "topic", pair.Target, "error", err)
+			return
+		}
+		p.log.Info("synced topic configs to target", "topic", pair.Target, "configs", keys(changes))
+	}
+	p.applied[pair.Target] = src
+}
+
+// topicConfigs describes topics' configs. With onlyTopicLevel, it returns
+// only what was set on the topic itself (what MM2 copies); otherwise the
+// effective values, defaults included.
+func topicConfigs(admin sarama.ClusterAdmin, topics []string, onlyTopicLevel bool) (map[string]map[string]string, error) {
+	resources := make([]*sarama.ConfigResource, len(topics))
+	for i, t := range topics {
+		resources[i] = &sarama.ConfigResource{Type: sarama.TopicResource, Name: t}
+	}
+	results, err := admin.DescribeConfigs(resources, sarama.DescribeConfigsOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]map[string]string, len(results))
+	for _, r := range results {
+		if r.ErrorCode != 0 {
+			return nil, fmt.Errorf("topic %s: %w", r.Name, r.ErrorCode)
+		}
+		m := map[string]string{}
+		for _, e := range r.Configs {
+			if e.Sensitive || (onlyTopicLevel && (e.Source != sarama.SourceTopic || configsNotCopied[e.Name])) {
+				continue
+			}
+			m[e.Name] = e.Value
+		}
+		out[r.Name] = m
+	}
+	return out, nil
+}
+
+func sources(pairs []policy.Pair) []string {
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = p.Source
+	}
+	return out
+}
+
+func targets(pairs []policy.Pair) []string {
+	out := make([]string, len(pairs))
+	for i, p := range pairs {
+		out[i] = p.Target
+	}
+	return out
+}
+
+func keys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
