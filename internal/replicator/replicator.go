@@ -185,7 +185,9 @@ func samePartitions(a, b []Partition) bool {
 	if len(a) != len(b) {
 		return false
 	}
-	key := func(p Partition) string { return fmt.Sprintf("%s/%d/%s/%d", p.Source, p.Partition, p.Target, p.MaxBytes) }
+	key := func(p Partition) string {
+		return fmt.Sprintf("%s/%d/%s/%d", p.Source, p.Partition, p.Target, p.MaxBytes)
+	}
 	ka, kb := make([]string, len(a)), make([]string, len(b))
 	for i := range a {
 		ka[i], kb[i] = key(a[i]), key(b[i])

@@ -71,8 +71,8 @@ type partState struct {
 	mu          sync.Mutex
 	inflight    int
 	pendingSkip int64 // progress to mark once nothing is in flight (skipped records)
-	frozen      bool // a transient failure: progress waits for the worker's restart
-	failed      bool // a permanent failure: the partition stops until the task restarts
+	frozen      bool  // a transient failure: progress waits for the worker's restart
+	failed      bool  // a permanent failure: the partition stops until the task restarts
 	reason      string
 	sync        syncState // last offset sync emitted; only the ack goroutine touches it
 }
