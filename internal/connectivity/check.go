@@ -1,0 +1,377 @@
+// Package connectivity checks, step by step, that kmirror can use a Kafka
+// cluster with given settings: tcp, tls (SASL_SSL only), sasl (SASL
+// protocols only), metadata and permissions. Each step reports ok and a
+// message a user can act on; steps after a failed one are reported as
+// skipped, never run, so the first failure is the one to fix.
+//
+// Explain is the same vocabulary for the rest of kmirror: it turns a sarama
+// connection error into one that says what failed and what to do.
+package connectivity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+)
+
+// Step names, in the order they run (SPEC §3 and §6).
+const (
+	StepTCP         = "tcp"
+	StepTLS         = "tls"
+	StepSASL        = "sasl"
+	StepMetadata    = "metadata"
+	StepPermissions = "permissions"
+)
+
+// Step is one step's outcome. Skipped steps have OK false and say which
+// earlier step stopped them.
+type Step struct {
+	Name    string `json:"name"`
+	OK      bool   `json:"ok"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Message string `json:"message"`
+}
+
+// Metadata is what the metadata step learnt about the cluster.
+type Metadata struct {
+	Brokers      int    `json:"brokers"`
+	ControllerID int32  `json:"controller_id"`
+	KafkaVersion string `json:"kafka_version,omitempty"`
+}
+
+// Result is a cluster's check: OK only when every step passed.
+type Result struct {
+	OK       bool      `json:"ok"`
+	Steps    []Step    `json:"steps"`
+	Metadata *Metadata `json:"metadata,omitempty"`
+}
+
+// Failed is the first failed step, or nil.
+func (r Result) Failed() *Step {
+	for i := range r.Steps {
+		if !r.Steps[i].OK && !r.Steps[i].Skipped {
+			return &r.Steps[i]
+		}
+	}
+	return nil
+}
+
+// Timeouts of one network operation; the whole check also ends with ctx.
+const (
+	dialTimeout = 5 * time.Second
+	ioTimeout   = 10 * time.Second
+)
+
+// Steps lists the steps Check runs for these settings, in order.
+func Steps(s cluster.Settings) []string {
+	steps := []string{StepTCP}
+	if s.UsesTLS() {
+		steps = append(steps, StepTLS)
+	}
+	if s.UsesSASL() {
+		steps = append(steps, StepSASL)
+	}
+	return append(steps, StepMetadata, StepPermissions)
+}
+
+// Check runs the steps against the cluster. It never returns an error: a
+// failure is a failed step with its reason.
+func Check(ctx context.Context, s cluster.Settings) Result {
+	c := &checker{s: s}
+	defer c.close()
+	run := map[string]func(context.Context) (string, error){
+		StepTCP:         c.tcp,
+		StepTLS:         c.tls,
+		StepSASL:        c.sasl,
+		StepMetadata:    c.metadata,
+		StepPermissions: c.permissions,
+	}
+	var r Result
+	failed := ""
+	for _, name := range Steps(s) {
+		if failed != "" {
+			r.Steps = append(r.Steps, Step{Name: name, Skipped: true, Message: fmt.Sprintf("not run: the %s step failed", failed)})
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			failed = name
+			r.Steps = append(r.Steps, Step{Name: name, Message: fmt.Sprintf("not finished: %v", err)})
+			continue
+		}
+		msg, err := run[name](ctx)
+		if err != nil {
+			failed = name
+			r.Steps = append(r.Steps, Step{Name: name, Message: err.Error()})
+			continue
+		}
+		r.Steps = append(r.Steps, Step{Name: name, OK: true, Message: msg})
+	}
+	r.OK = failed == ""
+	r.Metadata = c.meta
+	return r
+}
+
+type checker struct {
+	s         cluster.Settings
+	reachable []string // bootstrap servers that accepted a TCP connection
+	client    sarama.Client
+	meta      *Metadata
+}
+
+func (c *checker) close() {
+	if c.client != nil {
+		_ = c.client.Close()
+	}
+}
+
+// config is the product's sarama config with the check's short timeouts:
+// a user waits for the answer.
+func (c *checker) config() (*sarama.Config, error) {
+	cfg, err := c.s.Config("kmirror-connectivity-check")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Net.DialTimeout = dialTimeout
+	cfg.Net.ReadTimeout = ioTimeout
+	cfg.Net.WriteTimeout = ioTimeout
+	cfg.Metadata.Retry.Max = 0
+	// A fresh cluster answers COORDINATOR_NOT_AVAILABLE until it has made
+	// its offsets topic; retry briefly rather than report a false failure.
+	cfg.Admin.Retry.Max = 20
+	cfg.Admin.Retry.Backoff = 250 * time.Millisecond
+	cfg.Admin.Timeout = ioTimeout
+	return cfg, nil
+}
+
+func (c *checker) tcp(ctx context.Context) (string, error) {
+	if len(c.s.BootstrapServers) == 0 {
+		return "", errors.New("no bootstrap servers given — give at least one host:port")
+	}
+	var failures []string
+	var firstErr error
+	d := net.Dialer{Timeout: dialTimeout}
+	for _, addr := range c.s.BootstrapServers {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return "", fmt.Errorf("bootstrap server %q is not host:port — write it like broker1.example.com:9092", addr)
+		}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			e := Explain(c.s, addr, err)
+			failures = append(failures, e.Error())
+			if firstErr == nil {
+				firstErr = e
+			}
+			continue
+		}
+		conn.Close()
+		c.reachable = append(c.reachable, addr)
+	}
+	if len(c.reachable) == 0 {
+		if len(failures) == 1 {
+			return "", firstErr
+		}
+		return "", errors.New(strings.Join(failures, "; "))
+	}
+	msg := "reached " + strings.Join(c.reachable, ", ")
+	if len(failures) > 0 {
+		msg += "; but " + strings.Join(failures, "; ")
+	}
+	return msg, nil
+}
+
+func (c *checker) tls(ctx context.Context) (string, error) {
+	addr := c.reachable[0]
+	tc, err := c.s.TLSConfig()
+	if err != nil {
+		return "", err
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	tc.ServerName = host // an IP address is checked against the IP SANs
+	d := net.Dialer{Timeout: dialTimeout}
+	raw, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", Explain(c.s, addr, err)
+	}
+	conn := tls.Client(raw, tc)
+	defer conn.Close()
+	hctx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	if err := conn.HandshakeContext(hctx); err != nil {
+		return "", Explain(c.s, addr, err)
+	}
+	st := conn.ConnectionState()
+	leaf := st.PeerCertificates[0]
+	return fmt.Sprintf("%s with %s; certificate %q issued by %q, valid until %s",
+		tls.VersionName(st.Version), addr, leaf.Subject.CommonName, leaf.Issuer.CommonName, leaf.NotAfter.UTC().Format("2006-01-02")), nil
+}
+
+func (c *checker) sasl(_ context.Context) (string, error) {
+	addr := c.reachable[0]
+	cfg, err := c.config()
+	if err != nil {
+		return "", err
+	}
+	if err := openBroker(sarama.NewBroker(addr), cfg, true); err != nil {
+		return "", Explain(c.s, addr, err)
+	}
+	return fmt.Sprintf("authenticated as %s with %s", c.s.Username, c.s.SASLMechanism), nil
+}
+
+// openBroker connects (and authenticates) one broker, waiting for the
+// outcome: sarama's Open is asynchronous and reports through Connected.
+func openBroker(b *sarama.Broker, cfg *sarama.Config, closeAfter bool) error {
+	if err := b.Open(cfg); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+		return err
+	}
+	if _, err := b.Connected(); err != nil {
+		return err
+	}
+	if closeAfter {
+		_ = b.Close()
+	}
+	return nil
+}
+
+func (c *checker) metadata(_ context.Context) (string, error) {
+	cfg, err := c.config()
+	if err != nil {
+		return "", err
+	}
+	client, err := sarama.NewClient(c.reachable, cfg)
+	if err != nil {
+		return "", Explain(c.s, "", err)
+	}
+	c.client = client
+	brokers := client.Brokers()
+	if len(brokers) == 0 {
+		return "", errors.New("the cluster returned no brokers in its metadata — check that the brokers have registered (is the cluster healthy?)")
+	}
+	slices.SortFunc(brokers, func(a, b *sarama.Broker) int { return int(a.ID() - b.ID()) })
+
+	// Clients talk to the addresses brokers advertise, not the bootstrap
+	// ones: a wrong advertised.listeners is the classic "works in the check,
+	// fails later" mistake, so connect to every broker now.
+	errs := make([]error, len(brokers))
+	var wg sync.WaitGroup
+	for i, b := range brokers {
+		wg.Go(func() {
+			if err := openBroker(b, cfg, false); err != nil {
+				errs[i] = fmt.Errorf("broker %d advertises %s, which cannot be used: %v — fix the broker's advertised.listeners or the network", b.ID(), b.Addr(), Explain(c.s, b.Addr(), err))
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return "", err
+	}
+
+	m := &Metadata{Brokers: len(brokers), ControllerID: -1}
+	controller, err := client.Controller()
+	if err == nil {
+		m.ControllerID = controller.ID()
+	} else {
+		controller = brokers[0]
+	}
+	m.KafkaVersion = kafkaVersion(controller)
+	c.meta = m
+
+	ids := make([]string, len(brokers))
+	for i, b := range brokers {
+		ids[i] = fmt.Sprint(b.ID())
+	}
+	msg := fmt.Sprintf("%d %s (ids %s), controller %d", len(brokers), plural(len(brokers), "broker"), strings.Join(ids, ", "), m.ControllerID)
+	if m.KafkaVersion != "" {
+		msg += ", Kafka " + m.KafkaVersion
+	}
+	return msg, nil
+}
+
+// kafkaVersion asks a broker its finalized metadata.version. Brokers never
+// report their software version; metadata.version is a lower bound of it.
+func kafkaVersion(b *sarama.Broker) string {
+	resp, err := b.ApiVersions(&sarama.ApiVersionsRequest{Version: 3, ClientSoftwareName: "kmirror", ClientSoftwareVersion: "0"})
+	if err != nil || resp.FinalizedFeaturesEpoch < 0 {
+		return ""
+	}
+	for _, f := range resp.FinalizedFeatures {
+		if f.Name == "metadata.version" {
+			return describeMetadataVersion(f.MaxVersionLevel)
+		}
+	}
+	return ""
+}
+
+func (c *checker) permissions(_ context.Context) (string, error) {
+	admin, err := sarama.NewClusterAdminFromClient(c.client)
+	if err != nil {
+		return "", Explain(c.s, "", err)
+	}
+	// The admin shares c.client, which close() ends; do not Close it here.
+	user := userOrAnonymous(c.s)
+	var ok, denied []string
+
+	topics, err := c.client.Topics()
+	switch {
+	case err != nil:
+		denied = append(denied, fmt.Sprintf("cannot list topics: %v", Explain(c.s, "", err)))
+	default:
+		ok = append(ok, fmt.Sprintf("describe topics: %d visible", len(topics)))
+	}
+
+	probe := "kmirror-connectivity-check-" + randomHex(4)
+	err = admin.CreateTopic(probe, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: -1}, true)
+	switch {
+	case err == nil, errors.Is(err, sarama.ErrTopicAlreadyExists):
+		ok = append(ok, "create topics: allowed (validated only, nothing created)")
+	case errors.Is(err, sarama.ErrTopicAuthorizationFailed), errors.Is(err, sarama.ErrClusterAuthorizationFailed):
+		denied = append(denied, fmt.Sprintf("user %s may not create topics — grant it Create on the cluster or on the topics kmirror creates (the target topics and its internal topics), or create them beforehand", user))
+	case errors.Is(err, sarama.ErrPolicyViolation):
+		ok = append(ok, fmt.Sprintf("create topics: allowed, but the cluster's create-topic policy may refuse some topics (%v)", err))
+	default:
+		denied = append(denied, fmt.Sprintf("could not check topic creation: %v", Explain(c.s, "", err)))
+	}
+
+	_, err = admin.ListConsumerGroupOffsets("kmirror-connectivity-check", nil)
+	switch {
+	case err == nil:
+		ok = append(ok, "read consumer-group offsets: allowed")
+	case errors.Is(err, sarama.ErrGroupAuthorizationFailed):
+		denied = append(denied, fmt.Sprintf("user %s may not read consumer-group offsets — grant it Describe and Read on the groups kmirror syncs (or turn off sync consumer offsets)", user))
+	default:
+		denied = append(denied, fmt.Sprintf("could not check consumer-group offsets: %v", Explain(c.s, "", err)))
+	}
+
+	if len(denied) > 0 {
+		msg := strings.Join(denied, "; ")
+		if len(ok) > 0 {
+			msg += " (" + strings.Join(ok, "; ") + ")"
+		}
+		return "", errors.New(msg)
+	}
+	return strings.Join(ok, "; "), nil
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,187 @@
+package connectivity_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+)
+
+// One cluster with ACLs on: alice may do everything, bob nothing.
+func TestMain(m *testing.M) { kafkatest.Main(m, 1, kafkatest.ACLs(true)) }
+
+func check(t *testing.T, s cluster.Settings) connectivity.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r := connectivity.Check(ctx, s)
+	for _, st := range r.Steps {
+		t.Logf("%-11s ok=%-5v skipped=%-5v %s", st.Name, st.OK, st.Skipped, st.Message)
+	}
+	return r
+}
+
+func names(r connectivity.Result) []string {
+	var n []string
+	for _, s := range r.Steps {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+var listeners = []struct{ protocol, mechanism string }{
+	{cluster.Plaintext, ""},
+	{cluster.SASLPlaintext, cluster.MechanismPlain},
+	{cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256},
+	{cluster.SASLPlaintext, cluster.MechanismSCRAMSHA512},
+	{cluster.SASLSSL, cluster.MechanismPlain},
+	{cluster.SASLSSL, cluster.MechanismSCRAMSHA256},
+	{cluster.SASLSSL, cluster.MechanismSCRAMSHA512},
+}
+
+func TestCheckPassesOnEveryListener(t *testing.T) {
+	c := kafkatest.Shared(t, 0)
+	for _, l := range listeners {
+		t.Run(l.protocol+"/"+l.mechanism, func(t *testing.T) {
+			s := c.Settings(l.protocol, l.mechanism)
+			r := check(t, s)
+			if !r.OK {
+				t.Fatalf("check failed: %+v", r.Failed())
+			}
+			if got, want := names(r), connectivity.Steps(s); !slices.Equal(got, want) {
+				t.Fatalf("steps %v, want %v", got, want)
+			}
+			if r.Metadata == nil || r.Metadata.Brokers != 1 || r.Metadata.ControllerID != 1 {
+				t.Fatalf("metadata %+v, want 1 broker with controller 1", r.Metadata)
+			}
+			// The harness runs 4.3.x: metadata.version tells 4.3 or newer.
+			if release := c.Version()[:3]; !strings.HasPrefix(r.Metadata.KafkaVersion, release+" or newer") {
+				t.Fatalf("kafka version %q, want %s or newer", r.Metadata.KafkaVersion, release)
+			}
+		})
+	}
+}
+
+// Each failure stops at its own step with a message naming the fix.
+func TestCheckFailures(t *testing.T) {
+	c := kafkatest.Shared(t, 0)
+	wrongPassword := func(protocol, mech string) cluster.Settings {
+		s := c.Settings(protocol, mech)
+		s.Password = "not-" + s.Password
+		return s
+	}
+	otherCA := c.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
+	otherCA.CAPEM = selfSignedCA(t)
+	noCA := c.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
+	noCA.CAPEM = ""
+	unknownUser := c.SettingsAs(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256, kafkatest.User{Name: "mallory", Password: "x"})
+	closed := closedPort(t)
+	unreachable := cluster.Settings{Name: "gone", BootstrapServers: []string{closed}, SecurityProtocol: cluster.Plaintext}
+	tlsToPlainPort := c.Settings(cluster.SASLSSL, cluster.MechanismPlain)
+	tlsToPlainPort.BootstrapServers = []string{c.Bootstrap(cluster.SASLPlaintext)}
+	plainToSASLPort := c.Settings(cluster.Plaintext, "")
+	plainToSASLPort.BootstrapServers = []string{c.Bootstrap(cluster.SASLPlaintext)}
+	badAddress := cluster.Settings{BootstrapServers: []string{"localhost"}, SecurityProtocol: cluster.Plaintext}
+	badCAPEM := c.Settings(cluster.SASLSSL, cluster.MechanismPlain)
+	badCAPEM.CAPEM = "not a certificate"
+
+	cases := []struct {
+		name     string
+		s        cluster.Settings
+		step     string
+		contains []string
+	}{
+		{"wrong password SCRAM-SHA-512 over TLS", wrongPassword(cluster.SASLSSL, cluster.MechanismSCRAMSHA512), connectivity.StepSASL,
+			[]string{"SASL authentication failed for user alice with SCRAM-SHA-512 — check the user name, password and mechanism"}},
+		{"wrong password SCRAM-SHA-256", wrongPassword(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256), connectivity.StepSASL,
+			[]string{"SASL authentication failed for user alice with SCRAM-SHA-256"}},
+		{"wrong password PLAIN", wrongPassword(cluster.SASLPlaintext, cluster.MechanismPlain), connectivity.StepSASL,
+			[]string{"SASL authentication failed for user alice with PLAIN"}},
+		{"unknown user", unknownUser, connectivity.StepSASL,
+			[]string{"SASL authentication failed for user mallory with SCRAM-SHA-256"}},
+		{"wrong CA", otherCA, connectivity.StepTLS,
+			[]string{"TLS handshake with " + c.Bootstrap(cluster.SASLSSL) + " failed: certificate signed by unknown authority — give the cluster's CA certificate in ca_pem"}},
+		{"no CA", noCA, connectivity.StepTLS,
+			[]string{"certificate signed by unknown authority — give the cluster's CA certificate in ca_pem"}},
+		{"ca_pem is not PEM", badCAPEM, connectivity.StepTLS,
+			[]string{"ca_pem holds no PEM certificate"}},
+		{"unreachable port", unreachable, connectivity.StepTCP,
+			[]string{"cannot reach " + closed + ": connection refused — check the address and that the broker is running"}},
+		{"TLS to a plaintext port", tlsToPlainPort, connectivity.StepTLS,
+			[]string{"closed the connection", "security protocol"}},
+		{"no SASL to a SASL port", plainToSASLPort, connectivity.StepMetadata,
+			[]string{"security protocol", "PLAINTEXT given"}},
+		{"address without port", badAddress, connectivity.StepTCP,
+			[]string{`bootstrap server "localhost" is not host:port`}},
+		{"bob may not create topics", c.SettingsAs(cluster.SASLSSL, cluster.MechanismSCRAMSHA512, kafkatest.Bob), connectivity.StepPermissions,
+			[]string{"user bob may not create topics", "user bob may not read consumer-group offsets"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(t, tc.s)
+			if r.OK {
+				t.Fatal("check passed, want a failure")
+			}
+			f := r.Failed()
+			if f == nil || f.Name != tc.step {
+				t.Fatalf("failed step %+v, want %s", f, tc.step)
+			}
+			for _, want := range tc.contains {
+				if !strings.Contains(f.Message, want) {
+					t.Errorf("message %q does not say %q", f.Message, want)
+				}
+			}
+			after := false
+			for _, st := range r.Steps {
+				if after && (!st.Skipped || st.OK) {
+					t.Errorf("step %s after the failed %s ran: %+v", st.Name, f.Name, st)
+				}
+				after = after || st.Name == f.Name
+			}
+		})
+	}
+}
+
+// closedPort is an address nothing listens on: a port just released.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// selfSignedCA is a CA that signed nothing the broker holds.
+func selfSignedCA(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "some other CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
