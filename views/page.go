@@ -1,0 +1,82 @@
+// Package views holds the console's templ components: the layout every page
+// shares, and one file per page. Components take plain values prepared by
+// web/ handlers and never call the service themselves, so they render the
+// same in tests as in the server.
+//
+// Key elements carry data-testid attributes; tests and tools select by them,
+// not by CSS classes, so restyling does not break them.
+package views
+
+import (
+	"encoding/json"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/static"
+)
+
+// Page is what the layout needs from every handler.
+type Page struct {
+	Title string
+	// CSRF is the token for forms (_csrf field) and htmx requests (header).
+	CSRF string
+	// User is the signed-in user's name; empty on the sign-in page.
+	User string
+	// Nav is the left navigation; nil hides it.
+	Nav     []NavItem
+	Flashes []Flash
+}
+
+// NavItem is one entry of the left navigation.
+type NavItem struct {
+	Label  string
+	Href   string
+	Active bool
+	// TestID names the link for tests (data-testid).
+	TestID string
+}
+
+// Flash kinds.
+const (
+	FlashSuccess = "success"
+	FlashError   = "error"
+)
+
+// Flash is a one-time banner shown after a redirect.
+type Flash struct {
+	Kind    string
+	Message string
+}
+
+// FieldErrors are messages to show next to form fields, by field name.
+type FieldErrors map[string][]string
+
+// FieldErrorsFrom groups service problems by field.
+func FieldErrorsFrom(p service.Problems) FieldErrors {
+	fe := FieldErrors{}
+	for _, pr := range p {
+		fe[pr.Field] = append(fe[pr.Field], pr.Message)
+	}
+	return fe
+}
+
+// htmxConfig is set through htmx's meta tag so no inline script is needed.
+// 422 answers carry a re-rendered form with field errors and are swapped in
+// like successes; other 4xx/5xx are errors and are not swapped.
+var htmxConfig = func() string {
+	b, err := json.Marshal(map[string]any{
+		"includeIndicatorStyles": false, // the CSP forbids inline styles; app.css has them
+		"responseHandling": []map[string]any{
+			{"code": "204", "swap": false},
+			{"code": "[23]..", "swap": true},
+			{"code": "422", "swap": true, "error": false},
+			{"code": "[45]..", "swap": false, "error": true},
+			{"code": "...", "swap": false},
+		},
+	})
+	if err != nil {
+		panic(err) // a literal; cannot fail
+	}
+	return string(b)
+}()
+
+func htmxSrc() string { return "/static/" + static.HTMX }
