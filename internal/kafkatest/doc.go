@@ -20,7 +20,7 @@
 //	func TestMain(m *testing.M) { kafkatest.Main(m, 1) }
 //
 //	func TestX(t *testing.T) {
-//		c := kafkatest.Cluster(t, 0)
+//		c := kafkatest.Shared(t, 0)
 //		topic := kafkatest.NewTopic(t, c, 3, nil)
 //		cfg, _ := c.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512).Config("test")
 //		...
