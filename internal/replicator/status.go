@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -71,17 +72,29 @@ type partState struct {
 	mu          sync.Mutex
 	inflight    int
 	pendingSkip int64 // progress to mark once nothing is in flight (skipped records)
-	frozen      bool  // a transient failure: progress waits for the worker's restart
-	failed      bool  // a permanent failure: the partition stops until the task restarts
-	reason      string
-	sync        syncState // last offset sync emitted; only the ack goroutine touches it
+	// stopAt is the lowest source offset that failed: progress never moves
+	// past it, whatever is acknowledged later. math.MaxInt64 when none.
+	stopAt int64
+	failed bool // a permanent failure: the partition stops until the task restarts
+	reason string
+	sync   syncState // last offset sync emitted; only the ack goroutine touches it
 }
 
-func (p *partState) fail(reason string) {
+// fail stops the partition for good at a source offset.
+func (p *partState) fail(offset int64, reason string) {
 	p.mu.Lock()
+	p.stopAt = min(p.stopAt, offset)
 	if !p.failed {
 		p.failed, p.reason = true, reason
 	}
+	p.mu.Unlock()
+}
+
+// freeze keeps progress below a record that failed transiently, until the
+// worker restarts from committed progress.
+func (p *partState) freeze(offset int64) {
+	p.mu.Lock()
+	p.stopAt = min(p.stopAt, offset)
 	p.mu.Unlock()
 }
 
@@ -132,7 +145,7 @@ func (s *flowState) partition(p Partition) *partState {
 	defer s.mu.Unlock()
 	ps, ok := s.parts[key]
 	if !ok {
-		ps = &partState{}
+		ps = &partState{stopAt: math.MaxInt64}
 		ps.next.Store(-1)
 		ps.lastUp.Store(-1)
 		ps.lastDown.Store(-1)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -140,7 +141,7 @@ func (w *worker) run(ctx context.Context) error {
 			continue // stays stopped until the task is restarted
 		}
 		ps.mu.Lock()
-		ps.frozen, ps.inflight, ps.pendingSkip = false, 0, 0
+		ps.stopAt, ps.inflight, ps.pendingSkip = math.MaxInt64, 0, 0
 		ps.mu.Unlock()
 		prod, ok := producers[p.MaxBytes]
 		if !ok {
@@ -267,7 +268,7 @@ func (w *worker) copyPartition(ctx context.Context, ps *partState, pc sarama.Par
 			if skip {
 				ps.skipped.Add(1)
 				ps.mu.Lock()
-				if ps.inflight == 0 {
+				if ps.inflight == 0 && m.Offset < ps.stopAt {
 					ps.next.Store(m.Offset + 1)
 				} else {
 					ps.pendingSkip = m.Offset + 1
@@ -278,7 +279,7 @@ func (w *worker) copyPartition(ctx context.Context, ps *partState, pc sarama.Par
 			if r.size > ps.MaxBytes-batchOverhead {
 				reason := fmt.Sprintf("record at offset %d of %s-%d is %d bytes; target topic %s accepts at most %d (max.message.bytes): raise max.message.bytes on the target topic, then restart the task",
 					m.Offset, ps.Source, ps.Partition.Partition, r.size, ps.Target, ps.MaxBytes)
-				ps.fail(reason)
+				ps.fail(m.Offset, reason)
 				w.log.Error("partition stopped", "topic", ps.Source, "partition", ps.Partition.Partition, "reason", reason)
 				return nil // this partition stops; the others go on
 			}
@@ -347,9 +348,9 @@ func (w *worker) acknowledge(prod sarama.AsyncProducer) {
 		now := time.Now()
 		ps.mu.Lock()
 		ps.inflight--
-		if !ps.failed && !ps.frozen {
+		if r.upstream < ps.stopAt {
 			next := r.upstream + 1
-			if ps.inflight == 0 && ps.pendingSkip > next {
+			if ps.inflight == 0 && ps.pendingSkip > next && ps.pendingSkip <= ps.stopAt {
 				next = ps.pendingSkip
 			}
 			ps.next.Store(next)
@@ -381,14 +382,12 @@ func (w *worker) failures(prod sarama.AsyncProducer, cancel context.CancelCauseF
 		if errors.Is(e.Err, sarama.ErrMessageSizeTooLarge) || errors.Is(e.Err, sarama.ErrMessageSetSizeTooLarge) {
 			reason := fmt.Sprintf("record at offset %d of %s-%d (%d bytes) was refused by target topic %s as too large: raise max.message.bytes on the target topic, then restart the task",
 				r.upstream, ps.Source, ps.Partition.Partition, r.size, ps.Target)
-			ps.fail(reason)
+			ps.fail(r.upstream, reason)
 			w.log.Error("partition stopped", "topic", ps.Source, "partition", ps.Partition.Partition, "reason", reason)
 			continue
 		}
 		msg := fmt.Sprintf("produce to %s-%d failed at source offset %d: %v", ps.Target, ps.Partition.Partition, r.upstream, e.Err)
-		ps.mu.Lock()
-		ps.frozen = true // no progress past the failed record until the worker restarts
-		ps.mu.Unlock()
+		ps.freeze(r.upstream)
 		cancel(errors.New(msg))
 	}
 }

@@ -6,6 +6,12 @@
 // again). Runtime state (running, paused, failed) lives elsewhere.
 package task
 
+import (
+	"fmt"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+)
+
 // TypeKafkaReplication is the only preset task type for now.
 const TypeKafkaReplication = "kafka-replication"
 
@@ -111,3 +117,34 @@ func (t Task) OffsetSyncsTopic() string { return "mm2-offset-syncs." + t.Peer.Al
 // CheckpointsTopic is the MM2 checkpoints topic for records replicated from
 // the cluster with the given alias; it lives on the other cluster.
 func CheckpointsTopic(sourceAlias string) string { return sourceAlias + ".checkpoints.internal" }
+
+// Resolve finds the clusters a task connects: the current cluster by name,
+// the peer by name or from the task's own address and credentials.
+func (t Task) Resolve(lookup func(name string) (cluster.Settings, bool)) (current, peer cluster.Settings, err error) {
+	current, ok := lookup(t.Current.Cluster)
+	if !ok {
+		return current, peer, fmt.Errorf("current cluster %q is not registered: add it first", t.Current.Cluster)
+	}
+	switch t.Peer.ConfigType {
+	case PeerByCluster:
+		if peer, ok = lookup(t.Peer.Cluster); !ok {
+			return current, peer, fmt.Errorf("peer cluster %q is not registered: add it first", t.Peer.Cluster)
+		}
+	case PeerByAddress, "":
+		peer = cluster.Settings{
+			Name:             t.Peer.Alias,
+			BootstrapServers: t.Peer.Address,
+			SecurityProtocol: t.Peer.SecurityProtocol,
+			SASLMechanism:    t.Peer.SASLMechanism,
+			Username:         t.Peer.Username,
+			Password:         t.Peer.Password,
+			CAPEM:            t.Peer.CAPEM,
+		}
+		if peer.SecurityProtocol == "" {
+			peer.SecurityProtocol = cluster.Plaintext
+		}
+	default:
+		return current, peer, fmt.Errorf("peer config type %q: use address or cluster", t.Peer.ConfigType)
+	}
+	return current, peer, nil
+}

@@ -1,0 +1,151 @@
+// Package engine runs tasks in-process: each running task is a set of
+// replicators, one per flow. It is the single place tasks are started,
+// stopped, paused, resumed and restarted, for `kmirror serve`, `kmirror run`
+// and `kmirror demo` alike.
+//
+// Stopping a task is graceful: its replicators stop intake, wait for the
+// target to acknowledge what is in flight and commit progress, so a task
+// stopped and started again copies nothing twice and misses nothing.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Task states reported beside the flows' own.
+const (
+	StateRunning = replicator.StateRunning
+	StateFailed  = replicator.StateFailed
+	StatePaused  = "PAUSED"
+	StateStopped = replicator.StateStopped
+)
+
+// Engine runs tasks. The zero value is not usable; call New.
+type Engine struct {
+	opts replicator.Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]*run
+}
+
+type run struct {
+	reps   []*replicator.Replicator
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// New makes an Engine; opts apply to every replicator it starts.
+func New(opts replicator.Options, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Engine{opts: opts, log: log, running: map[string]*run{}}
+}
+
+// Start runs a task's flows until Stop. Starting a running task is an error.
+func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
+	flows, err := replicator.FlowsOf(t, current, peer)
+	if err != nil {
+		return fmt.Errorf("task %s: %w", t.Name, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.running[t.Name]; ok {
+		return fmt.Errorf("task %s is already running", t.Name)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &run{cancel: cancel, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	for _, f := range flows {
+		rep := replicator.New(f, e.opts, e.log)
+		r.reps = append(r.reps, rep)
+		wg.Go(func() { _ = rep.Run(ctx) })
+	}
+	go func() { wg.Wait(); close(r.done) }()
+	e.running[t.Name] = r
+	e.log.Info("task started", "task", t.Name, "flows", len(flows))
+	return nil
+}
+
+// Stop stops a task gracefully and waits until its progress is committed.
+// Stopping a task that is not running does nothing.
+func (e *Engine) Stop(name string) {
+	e.mu.Lock()
+	r, ok := e.running[name]
+	delete(e.running, name)
+	e.mu.Unlock()
+	if !ok {
+		return
+	}
+	r.cancel()
+	<-r.done
+	e.log.Info("task stopped", "task", name)
+}
+
+// Running reports whether a task runs here.
+func (e *Engine) Running(name string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.running[name]
+	return ok
+}
+
+// TaskStatus is a task's state: the worst of its flows'.
+type TaskStatus struct {
+	Name   string                  `json:"name"`
+	State  string                  `json:"state"`
+	Reason string                  `json:"reason,omitempty"`
+	Flows  []replicator.FlowStatus `json:"flows"`
+}
+
+// Status of a task; ok is false when it does not run here.
+func (e *Engine) Status(name string) (TaskStatus, bool) {
+	e.mu.Lock()
+	r, ok := e.running[name]
+	e.mu.Unlock()
+	if !ok {
+		return TaskStatus{Name: name, State: StateStopped}, false
+	}
+	st := TaskStatus{Name: name, State: StateRunning}
+	for _, rep := range r.reps {
+		fs := rep.Status()
+		st.Flows = append(st.Flows, fs)
+		switch {
+		case fs.State == replicator.StateFailed && st.State != StateFailed:
+			st.State, st.Reason = StateFailed, fs.Flow+": "+fs.Reason
+		case fs.State == replicator.StateStarting && st.State == StateRunning:
+			st.State = replicator.StateStarting
+		}
+	}
+	return st, true
+}
+
+// Names lists the running tasks, sorted.
+func (e *Engine) Names() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]string, 0, len(e.running))
+	for n := range e.running {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Close stops every task.
+func (e *Engine) Close() {
+	var wg sync.WaitGroup
+	for _, n := range e.Names() {
+		wg.Go(func() { e.Stop(n) })
+	}
+	wg.Wait()
+}
