@@ -151,7 +151,9 @@ func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterI
 	}
 	rec := store.Cluster{
 		Name: in.Name, BootstrapServers: in.BootstrapServers, SecurityProtocol: in.SecurityProtocol,
-		SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM, CreatedAt: time.Now(),
+		SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
+		// Whole seconds: what the store keeps, so a later read shows the same.
+		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
 	if in.Password != "" {
 		sealed, err := s.secrets.Seal([]byte(in.Password), in.Name)

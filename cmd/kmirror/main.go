@@ -1,0 +1,71 @@
+// Command kmirror replicates data between Apache Kafka clusters and serves
+// the console and JSON API that manage it.
+//
+//	kmirror serve [--listen 127.0.0.1:8080] [--data-dir ./kmirror-data] [--demo]
+//	kmirror demo                 (self-contained run on embedded clusters)
+//	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
+//
+// This file only dispatches; each subcommand lives in its own file.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `kmirror replicates data between Apache Kafka clusters.
+
+Usage:
+  kmirror serve [flags]      console + JSON API + replicators
+  kmirror demo               self-contained run on embedded clusters
+  kmirror run -f spec.json   headless replication from a spec file
+
+Run 'kmirror <command> -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kmirror:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches to a subcommand. getenv, stdout and stderr are parameters so
+// tests can run commands without touching the process.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serveCommand(ctx, rest, getenv, stdout, stderr)
+	case "demo":
+		// The demo command (embedded clusters + load + verification) plugs
+		// in here: see demo.go.
+		return demoCommand(ctx, rest, getenv, stdout, stderr)
+	case "run":
+		// Headless mode (kmirror run -f spec.json) plugs in here: see
+		// headless.go.
+		return headlessCommand(ctx, rest, getenv, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+}

@@ -1,0 +1,134 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+func (s *Server) signInPage(c echo.Context) error {
+	if user, _ := s.session(c).Values[keyUser].(string); user != "" {
+		return c.Redirect(http.StatusSeeOther, "/instances")
+	}
+	return Render(c, http.StatusOK, views.SignIn(s.PageData(c, "Sign in", ""), views.SignInForm{}))
+}
+
+func (s *Server) signIn(c echo.Context) error {
+	user := strings.TrimSpace(c.FormValue("user"))
+	err := s.svc.SignIn(c.Request().Context(), user, c.FormValue("password"), c.RealIP())
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		if e.RetryAfter > 0 {
+			c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
+		}
+		s.log.Info("console sign-in refused", "user", user, "client", c.RealIP(), "code", e.Code)
+		return Render(c, e.Code.HTTPStatus(), views.SignIn(s.PageData(c, "Sign in", ""), views.SignInForm{User: user, Error: e.Message}))
+	}
+	sess := s.session(c)
+	sess.Values[keyUser] = user
+	if err := s.saveSession(c, sess); err != nil {
+		return err
+	}
+	s.log.Info("console sign-in", "user", user, "client", c.RealIP())
+	return Redirect(c, "/instances")
+}
+
+func (s *Server) signOut(c echo.Context) error {
+	sess := s.session(c)
+	delete(sess.Values, keyUser)
+	sess.Options.MaxAge = -1 // drop the cookie
+	if err := s.saveSession(c, sess); err != nil {
+		return err
+	}
+	return Redirect(c, "/signin")
+}
+
+func (s *Server) instancesPage(c echo.Context) error {
+	return s.renderInstances(c, http.StatusOK, views.ClusterForm{SecurityProtocol: cluster.Plaintext})
+}
+
+func (s *Server) renderInstances(c echo.Context, status int, form views.ClusterForm) error {
+	clusters, err := s.svc.ListClusters(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return Render(c, status, views.Instances(s.PageData(c, "Instances", "/instances"), clusters, form))
+}
+
+func (s *Server) addInstance(c echo.Context) error {
+	in := cluster.Settings{
+		Name:             c.FormValue("name"),
+		BootstrapServers: splitServers(c.FormValue("bootstrap_servers")),
+		SecurityProtocol: c.FormValue("security_protocol"),
+		SASLMechanism:    c.FormValue("sasl_mechanism"),
+		Username:         c.FormValue("username"),
+		Password:         c.FormValue("password"),
+		CAPEM:            c.FormValue("ca_pem"),
+	}
+	info, err := s.svc.AddCluster(c.Request().Context(), in)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		form := views.ClusterForm{
+			Name: in.Name, BootstrapServers: c.FormValue("bootstrap_servers"), SecurityProtocol: in.SecurityProtocol,
+			SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
+			Errors: views.FieldErrorsFrom(e.Problems),
+		}
+		if len(e.Problems) == 0 {
+			form.Message = e.Message
+		} else if in.Password != "" {
+			form.Errors["password"] = append(form.Errors["password"], "enter the password again: it is not sent back to the browser")
+		}
+		// 422 tells htmx (responseHandling) to swap the form with its
+		// messages in; a browser without htmx gets the whole page.
+		if IsHTMX(c) {
+			return Render(c, http.StatusUnprocessableEntity, views.ClusterFormView(CSRFToken(c), form))
+		}
+		return s.renderInstances(c, http.StatusUnprocessableEntity, form)
+	}
+	if err := s.AddFlash(c, views.FlashSuccess, fmt.Sprintf("Instance %s added.", info.Name)); err != nil {
+		return err
+	}
+	return Redirect(c, "/instances")
+}
+
+func (s *Server) removeInstance(c echo.Context) error {
+	name := c.Param("name")
+	if err := s.svc.RemoveCluster(c.Request().Context(), name); err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
+			return err
+		}
+		return Redirect(c, "/instances")
+	}
+	if err := s.AddFlash(c, views.FlashSuccess, fmt.Sprintf("Instance %s removed.", name)); err != nil {
+		return err
+	}
+	return Redirect(c, "/instances")
+}
+
+// splitServers accepts bootstrap servers separated by commas, spaces or new
+// lines, as people paste them.
+func splitServers(v string) []string {
+	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
+}
+
+func retryAfterSeconds(e *service.Error) string {
+	return strconv.Itoa(max(1, int((e.RetryAfter.Milliseconds()+999)/1000)))
+}

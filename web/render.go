@@ -1,0 +1,162 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// Render writes a templ component as the response with the given status.
+func Render(c echo.Context, status int, comp templ.Component) error {
+	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	c.Response().WriteHeader(status)
+	return comp.Render(c.Request().Context(), c.Response().Writer)
+}
+
+// IsHTMX reports whether the request was made by htmx.
+func IsHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") == "true" }
+
+// Redirect sends the user to url after a POST: htmx is told through
+// HX-Redirect (it would otherwise swap the target page into the form),
+// plain browsers get a 303 so a reload does not repeat the POST.
+func Redirect(c echo.Context, url string) error {
+	if IsHTMX(c) {
+		c.Response().Header().Set("HX-Redirect", url)
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.Redirect(http.StatusSeeOther, url)
+}
+
+// CSRFToken is the token to put in forms (_csrf) and the page's meta tag.
+func CSRFToken(c echo.Context) string {
+	tok, _ := c.Get("csrf").(string)
+	return tok
+}
+
+// CurrentUser is the signed-in user's name, or "".
+func CurrentUser(c echo.Context) string {
+	u, _ := c.Get(keyUser).(string)
+	return u
+}
+
+// PageData prepares what the layout needs: title, CSRF token, user, the left
+// navigation with active marked, and the queued flash banners (which it
+// consumes, so call it once per page).
+func (s *Server) PageData(c echo.Context, title, active string) views.Page {
+	p := views.Page{Title: title, CSRF: CSRFToken(c), User: CurrentUser(c)}
+	if p.User != "" {
+		p.Nav = mainNav(active)
+		p.Flashes = s.popFlashes(c)
+	}
+	return p
+}
+
+// mainNav is the console's left navigation. Add sections here (the tasks
+// dashboard) as their pages land.
+func mainNav(active string) []views.NavItem {
+	items := []views.NavItem{
+		{Label: "Instances", Href: "/instances", TestID: "nav-instances"},
+	}
+	for i := range items {
+		items[i].Active = items[i].Href == active
+	}
+	return items
+}
+
+// apiErrorBody is the JSON shape of every API error (SPEC §6).
+type apiErrorBody struct {
+	Error apiError `json:"error"`
+}
+
+type apiError struct {
+	Code     service.Code      `json:"code"`
+	Message  string            `json:"message"`
+	Problems []service.Problem `json:"problems"`
+}
+
+// WriteError answers an API request with err in the API's error shape. A
+// *service.Error keeps its code and problems; anything else is logged and
+// reported as internal without details.
+func (s *Server) WriteError(c echo.Context, err error) error {
+	return s.writeError(c, err, 0)
+}
+
+// writeError is WriteError with the status forced when status > 0 (echo's
+// own errors, such as 405 or 413, keep theirs).
+func (s *Server) writeError(c echo.Context, err error, status int) error {
+	e := service.AsError(err)
+	if status == 0 {
+		status = e.Code.HTTPStatus()
+	}
+	if e.Code == service.CodeInternal {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	if e.RetryAfter > 0 {
+		c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
+	}
+	problems := e.Problems
+	if problems == nil {
+		problems = service.Problems{}
+	}
+	return c.JSON(status, apiErrorBody{Error: apiError{Code: e.Code, Message: e.Message, Problems: problems}})
+}
+
+// handleError is echo's last stop for errors handlers return: routing
+// errors (404, 405), CSRF rejections, body limits, and errors from the
+// service. API paths get JSON, the console a page.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	status := 0
+	if errors.As(err, &he) {
+		err, status = fromHTTPError(he), he.Code
+	}
+	if strings.HasPrefix(c.Request().URL.Path, "/api/") {
+		if werr := s.writeError(c, err, status); werr != nil {
+			s.log.Warn("could not write error response", "err", werr)
+		}
+		return
+	}
+	e := service.AsError(err)
+	if e.Code == service.CodeInternal {
+		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+	}
+	if status == 0 {
+		status = e.Code.HTTPStatus()
+	}
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	p := s.PageData(c, http.StatusText(status), "")
+	if err := Render(c, status, views.ErrorPage(p, http.StatusText(status), e.Message)); err != nil {
+		s.log.Warn("could not render error page", "err", err)
+	}
+}
+
+// fromHTTPError turns echo's routing and middleware errors into the
+// catalogue's codes, keeping the status.
+func fromHTTPError(he *echo.HTTPError) error {
+	msg, _ := he.Message.(string)
+	if msg == "" {
+		msg = http.StatusText(he.Code)
+	}
+	switch {
+	case he.Code == http.StatusNotFound:
+		return &service.Error{Code: service.CodeNotFound, Message: "no such page or endpoint"}
+	case he.Code == http.StatusUnauthorized:
+		return &service.Error{Code: service.CodeUnauthorized, Message: msg}
+	case he.Code >= 400 && he.Code < 500:
+		return &service.Error{Code: service.CodeInvalidRequest, Message: msg}
+	default:
+		return he
+	}
+}

@@ -1,0 +1,168 @@
+// Package web is kmirror's HTTP face: the server-rendered console (templ
+// views, htmx, session sign-in, CSRF-protected forms) and the JSON API, both
+// thin layers over internal/service.
+//
+// Route groups are exposed (Console, API) so pages and endpoints for tasks
+// can be added by other files or packages without touching the wiring here.
+//
+// Invariants: every console route except sign-in, health and static assets
+// requires a signed-in session; every API route requires the bearer token;
+// bad input is a 4xx with the service's error code, never a 500; a Kafka
+// password is never rendered or returned.
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/sessions"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/static"
+)
+
+// Deps are what the server needs.
+type Deps struct {
+	Service *service.Service
+	// DataDir holds the session keys (session.key), created on first start
+	// so sessions survive restarts.
+	DataDir string
+	// APIToken is the bearer token of the JSON API.
+	APIToken string
+	Logger   *slog.Logger
+	// SecureCookies marks cookies Secure; set it when a TLS proxy fronts
+	// kmirror. Plain http on 127.0.0.1 needs it off.
+	SecureCookies bool
+	// Ping reports whether storage answers, for /healthz; optional.
+	Ping func(context.Context) error
+}
+
+// Server is the console and API server.
+type Server struct {
+	svc      *service.Service
+	log      *slog.Logger
+	sessions *sessions.CookieStore
+	token    string
+	ping     func(context.Context) error
+	secure   bool
+
+	e       *echo.Echo
+	console *echo.Group
+	api     *echo.Group
+}
+
+// New builds the server and its routes.
+func New(d Deps) (*Server, error) {
+	if d.Service == nil {
+		return nil, errors.New("web: Service is required")
+	}
+	if d.APIToken == "" {
+		return nil, errors.New("web: APIToken is required: set KMIRROR_TOKEN or let kmirror generate one")
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	store, err := newSessionStore(d.DataDir, d.SecureCookies)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{svc: d.Service, log: d.Logger, sessions: store, token: d.APIToken, ping: d.Ping, secure: d.SecureCookies}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	// Never trust X-Forwarded-For: the sign-in throttle keys on the address,
+	// and a forged header would reset it.
+	e.IPExtractor = echo.ExtractIPDirect()
+	e.HTTPErrorHandler = s.handleError
+	e.Use(
+		middleware.Recover(),
+		s.logRequests,
+		middleware.BodyLimit("1M"),
+		securityHeaders,
+		s.csrf(),
+	)
+	e.StaticFS("/static", static.FS)
+	e.GET("/healthz", s.healthz)
+	e.GET("/signin", s.signInPage)
+	e.POST("/signin", s.signIn)
+
+	s.console = e.Group("", s.requireUser)
+	s.console.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/instances") })
+	s.console.POST("/signout", s.signOut)
+	s.console.GET("/instances", s.instancesPage)
+	s.console.POST("/instances", s.addInstance)
+	s.console.POST("/instances/:name/delete", s.removeInstance)
+
+	s.api = e.Group("/api/v1", s.requireToken)
+	s.api.GET("/clusters", s.apiListClusters)
+	s.api.POST("/clusters", s.apiAddCluster)
+	s.api.GET("/clusters/:name", s.apiGetCluster)
+	s.api.DELETE("/clusters/:name", s.apiRemoveCluster)
+
+	s.e = e
+	return s, nil
+}
+
+// Handler is the server's http.Handler, for tests and embedding.
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Echo gives access to the router for routes that fit neither group.
+func (s *Server) Echo() *echo.Echo { return s.e }
+
+// Console is the group of signed-in, CSRF-protected console routes (prefix
+// "/"). Task pages go here.
+func (s *Server) Console() *echo.Group { return s.console }
+
+// API is the group of bearer-token routes under /api/v1. The task API goes
+// here; answer errors with WriteError.
+func (s *Server) API() *echo.Group { return s.api }
+
+// Serve answers on ln until ctx is done, then shuts down gracefully, letting
+// requests in flight finish for up to 10 seconds.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
+		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
+			s.log.Warn("console listens beyond this machine; put it behind TLS and set secure cookies", "addr", ln.Addr().String())
+		}
+	}
+	hs := &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("console server stopped: %w", err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shut down console server: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func (s *Server) healthz(c echo.Context) error {
+	if s.ping != nil {
+		if err := s.ping(c.Request().Context()); err != nil {
+			s.log.Error("health check failed", "err", err)
+			return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+		}
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
