@@ -109,7 +109,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another kmirror running? choose another --listen)", cfg.Listen, err)
 	}
-	printWelcome(stdout, "http://"+ln.Addr().String()+"/", generated, cfg, tokenSource)
+	printWelcome(stdout, "http://"+ln.Addr().String()+"/", generated, tokenSource)
 	log.Info("kmirror serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -159,16 +159,13 @@ func registerDemoClusters(ctx context.Context, cfg serveConfig, svc *service.Ser
 	return nil
 }
 
-func printWelcome(w io.Writer, url, generated string, cfg serveConfig, tokenSource string) {
+func printWelcome(w io.Writer, url, generated, tokenSource string) {
 	fmt.Fprintf(w, "kmirror console: %s\n", url)
-	switch {
-	case generated != "":
+	if generated != "" {
 		fmt.Fprintf(w, "  sign in as %q with password %s\n", account.AdminName, generated)
 		fmt.Fprintln(w, "  (generated on this first start and shown only now: keep it)")
-	case cfg.AdminPassword != "":
-		fmt.Fprintf(w, "  sign in as %q with the password in KMIRROR_ADMIN_PASSWORD\n", account.AdminName)
-	default:
-		fmt.Fprintf(w, "  sign in as %q with the password printed on the first start\n", account.AdminName)
+	} else {
+		fmt.Fprintf(w, "  sign in as %q with the password set on the first start (KMIRROR_ADMIN_PASSWORD, or the one printed then)\n", account.AdminName)
 	}
 	if tokenSource == "KMIRROR_TOKEN" {
 		fmt.Fprintln(w, "  API: Authorization: Bearer $KMIRROR_TOKEN")
