@@ -90,6 +90,9 @@ func New(d Deps) (*Server, error) {
 	)
 	e.StaticFS("/static", static.FS)
 	e.GET("/healthz", s.healthz)
+	// Browsers ask for it on every page; an empty answer keeps 404s out of
+	// their consoles and our logs.
+	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	e.GET("/signin", s.signInPage)
 	e.POST("/signin", s.signIn)
 
