@@ -108,7 +108,7 @@ func Produce(ctx context.Context, s cluster.Settings, topic string, partitions, 
 	}
 	next := make([]int64, partitions) // next seq per partition
 	for p := range next {
-		off, err := client.GetOffset(topic, int32(p), sarama.OffsetNewest)
+		off, err := getOffset(ctx, client, topic, int32(p), sarama.OffsetNewest)
 		if err != nil {
 			return ProduceResult{}, fmt.Errorf("produce: end offset of %s/%d on %s: %w", topic, p, s.Name, err)
 		}

@@ -113,11 +113,11 @@ func readTopic(ctx context.Context, s cluster.Settings, topic string, idle time.
 }
 
 func readPartition(ctx context.Context, client sarama.Client, consumer sarama.Consumer, topic string, p int32, idle time.Duration) ([]record, error) {
-	start, err := client.GetOffset(topic, p, sarama.OffsetOldest)
+	start, err := getOffset(ctx, client, topic, p, sarama.OffsetOldest)
 	if err != nil {
 		return nil, fmt.Errorf("partition %d start offset: %w", p, err)
 	}
-	end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+	end, err := getOffset(ctx, client, topic, p, sarama.OffsetNewest)
 	if err != nil {
 		return nil, fmt.Errorf("partition %d end offset: %w", p, err)
 	}
@@ -152,6 +152,27 @@ func readPartition(ctx context.Context, client sarama.Client, consumer sarama.Co
 			return out, nil
 		case <-ctx.Done():
 			return nil, fmt.Errorf("partition %d: read %d records up to offset %d: %w", p, len(out), end, ctx.Err())
+		}
+	}
+}
+
+// getOffset is client.GetOffset that rides out a partition's leadership
+// settling: right after a topic is created (or a broker restarts) a real
+// broker answers NOT_LEADER_OR_FOLLOWER or LEADER_NOT_AVAILABLE for a while.
+func getOffset(ctx context.Context, client sarama.Client, topic string, p int32, which int64) (int64, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		off, err := client.GetOffset(topic, p, which)
+		retriable := errors.Is(err, sarama.ErrNotLeaderForPartition) || errors.Is(err, sarama.ErrLeaderNotAvailable) ||
+			errors.Is(err, sarama.ErrUnknownTopicOrPartition)
+		if !retriable || time.Now().After(deadline) {
+			return off, err
+		}
+		_ = client.RefreshMetadata(topic)
+		select {
+		case <-ctx.Done():
+			return off, err
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }

@@ -90,11 +90,11 @@ func count(ctx context.Context, c sarama.Client, topic string) (int64, error) {
 	}
 	var total int64
 	for _, p := range parts {
-		start, err := c.GetOffset(topic, p, sarama.OffsetOldest)
+		start, err := getOffset(ctx, c, topic, p, sarama.OffsetOldest)
 		if err != nil {
 			return 0, fmt.Errorf("partition %d start offset: %w", p, err)
 		}
-		end, err := c.GetOffset(topic, p, sarama.OffsetNewest)
+		end, err := getOffset(ctx, c, topic, p, sarama.OffsetNewest)
 		if err != nil {
 			return 0, fmt.Errorf("partition %d end offset: %w", p, err)
 		}
