@@ -70,14 +70,25 @@ type Cluster struct {
 	ports   map[string]int
 	caPEM   string
 
-	cmd      *exec.Cmd
-	exited   chan struct{} // closed when the JVM has exited
-	exitErr  error         // set before exited is closed
-	stopOnce sync.Once
-	stopErr  error
+	argv         []string // java and its arguments: Restart runs the same broker again
+	startTimeout time.Duration
 
-	adminMu sync.Mutex
-	admin   sarama.ClusterAdmin
+	// procMu serializes Stop, Kill and Restart. proc is the running JVM,
+	// nil while the broker is down.
+	procMu  sync.Mutex
+	proc    *process
+	stopErr error // why the last Stop was not clean; Stop returns it again
+
+	adminMu     sync.Mutex
+	adminClient sarama.Client // to tell whether a caller closed the shared admin
+	admin       sarama.ClusterAdmin
+}
+
+// process is one run of the broker JVM.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed when the JVM has exited
+	err    error         // set before exited is closed
 }
 
 // Name is the cluster's name.
@@ -219,7 +230,7 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{name: o.name, id: id, dir: dir, version: jars.Version, ports: ports, caPEM: string(tm.caPEM), exited: make(chan struct{})}
+	c := &Cluster{name: o.name, id: id, dir: dir, version: jars.Version, ports: ports, caPEM: string(tm.caPEM), startTimeout: o.startTimeout}
 
 	java, err := exec.LookPath("java")
 	if err != nil {
@@ -240,37 +251,9 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 		return nil, fmt.Errorf("format the storage: %w", err)
 	}
 
-	logPath := filepath.Join(dir, "logs", "server.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("open the broker log: %w", err)
-	}
-	c.cmd = exec.Command(java, append(jvm, "kafka.Kafka", props)...)
-	c.cmd.Stdout, c.cmd.Stderr = logf, logf
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Own process group: Ctrl-C in a terminal reaches us, not the JVM,
-		// and Stop can signal the whole group.
-		Setpgid: true,
-		// The kernel kills the JVM when the thread that started it dies,
-		// which in Go means the process (its threads are not retired).
-		Pdeathsig: syscall.SIGKILL,
-	}
+	c.argv = append(append([]string{java}, jvm...), "kafka.Kafka", props)
 	began := time.Now()
-	if err := c.cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start the broker JVM: %w", err)
-	}
-	go func() {
-		c.exitErr = c.cmd.Wait()
-		logf.Close()
-		close(c.exited)
-	}()
-
-	if err := c.waitReady(ctx, logPath); err != nil {
-		_ = c.Stop()
-		if taken(logPath) {
-			return nil, fmt.Errorf("%w: %w", errPortTaken, err)
-		}
+	if err := c.launch(ctx); err != nil {
 		return nil, err
 	}
 	if o.acls {
@@ -284,22 +267,69 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	return c, nil
 }
 
-// waitReady polls the broker log for the started line, then proves a
-// metadata request on PLAINTEXT answers; it fails fast if the JVM exits.
-func (c *Cluster) waitReady(ctx context.Context, logPath string) error {
+// launch starts the formatted broker and waits until it serves clients.
+// Its output is appended to logs/server.log; readiness is only looked for
+// in what this run wrote, not in an earlier run's lines. A broker that does
+// not become ready is killed.
+func (c *Cluster) launch(ctx context.Context) error {
+	logPath := filepath.Join(c.dir, "logs", "server.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("open the broker log: %w", err)
+	}
+	from, err := logf.Seek(0, io.SeekEnd)
+	if err != nil {
+		logf.Close()
+		return fmt.Errorf("open the broker log: %w", err)
+	}
+	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Own process group: Ctrl-C in a terminal reaches us, not the JVM,
+		// and Stop can signal the whole group.
+		Setpgid: true,
+		// The kernel kills the JVM when the thread that started it dies,
+		// which in Go means the process (its threads are not retired).
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start the broker JVM: %w", err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	c.proc = p
+	if err := c.waitReady(ctx, p, logPath, from); err != nil {
+		c.terminate(syscall.SIGKILL)
+		if logContainsFrom(logPath, from, "Address already in use") {
+			return fmt.Errorf("%w: %w", errPortTaken, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// waitReady polls the broker log (from offset from) for the started line,
+// then proves a metadata request on PLAINTEXT answers; it fails fast if the
+// JVM exits.
+func (c *Cluster) waitReady(ctx context.Context, p *process, logPath string, from int64) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	started := false
 	for {
 		select {
-		case <-c.exited:
-			return fmt.Errorf("the broker exited before serving (%v); last log lines:\n%s", c.exitErr, tail(logPath, 20))
+		case <-p.exited:
+			return fmt.Errorf("the broker exited before serving (%v); last log lines:\n%s", p.err, tail(logPath, 20))
 		case <-ctx.Done():
 			return fmt.Errorf("the broker did not serve in time: %w; last log lines:\n%s", ctx.Err(), tail(logPath, 20))
 		case <-tick.C:
 		}
 		if !started {
-			started = logContains(logPath, startedLine)
+			started = logContainsFrom(logPath, from, startedLine)
 			continue
 		}
 		if err := c.ping(); err == nil {
@@ -327,23 +357,40 @@ func (c *Cluster) ping() error {
 }
 
 // Admin is a cluster admin on the PLAINTEXT listener (a super user even
-// with ACLs on), shared by the harness and closed by Stop.
+// with ACLs on), shared by the harness and closed by Stop, Kill and Restart.
+// A caller that closed it gets a new one.
 func (c *Cluster) Admin() (sarama.ClusterAdmin, error) {
 	c.adminMu.Lock()
 	defer c.adminMu.Unlock()
-	if c.admin != nil {
+	if c.admin != nil && !c.adminClient.Closed() {
 		return c.admin, nil
 	}
 	cfg, err := c.Settings(cluster.Plaintext, "").Config("kafkatest-admin")
 	if err != nil {
 		return nil, err
 	}
-	a, err := sarama.NewClusterAdmin([]string{c.Bootstrap(cluster.Plaintext)}, cfg)
+	client, err := sarama.NewClient([]string{c.Bootstrap(cluster.Plaintext)}, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect an admin client to %s: %w", c.name, err)
 	}
-	c.admin = a
+	a, err := sarama.NewClusterAdminFromClient(client)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("connect an admin client to %s: %w", c.name, err)
+	}
+	c.adminClient, c.admin = client, a
 	return a, nil
+}
+
+// closeAdmin drops the shared admin: its connections die with the broker,
+// and a new one is cheaper than relying on reconnects.
+func (c *Cluster) closeAdmin() {
+	c.adminMu.Lock()
+	defer c.adminMu.Unlock()
+	if c.admin != nil {
+		_ = c.admin.Close()
+		c.admin, c.adminClient = nil, nil
+	}
 }
 
 // grantAlice gives Alice every operation on every topic, group and
@@ -376,30 +423,136 @@ func (c *Cluster) grantAlice() error {
 }
 
 // Stop ends the broker: SIGTERM to its process group, SIGKILL if it has not
-// exited after 30 s. Files stay; Remove deletes them. Safe to call twice.
+// exited after 30 s. Files stay; Remove deletes them, Restart starts the
+// broker again. Safe to call twice.
 func (c *Cluster) Stop() error {
-	c.stopOnce.Do(func() {
-		c.adminMu.Lock()
-		if c.admin != nil {
-			_ = c.admin.Close()
-			c.admin = nil
-		}
-		c.adminMu.Unlock()
-		if c.cmd == nil || c.cmd.Process == nil {
-			return
-		}
-		pgid := c.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(30 * time.Second):
-			slog.Warn("kafka broker ignored SIGTERM for 30s; killing it", "cluster", c.name)
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-c.exited
-			c.stopErr = fmt.Errorf("broker %s did not stop within 30s of SIGTERM and was killed", c.name)
-		}
-	})
+	c.closeAdmin()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	if c.proc != nil {
+		c.stopErr = c.terminate(syscall.SIGTERM)
+	}
 	return c.stopErr
+}
+
+// Kill ends the broker with SIGKILL, as a crash would: no controlled
+// shutdown, logs not flushed past the page cache. Restart brings it back,
+// about 9 s slower than after Stop: the controller refuses the new broker's
+// registration until the killed one's session (broker.session.timeout.ms)
+// expires.
+func (c *Cluster) Kill() error {
+	c.closeAdmin()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	if c.proc != nil {
+		return c.terminate(syscall.SIGKILL)
+	}
+	return nil
+}
+
+// Restart stops the broker cleanly if it runs (after Kill it does not), then
+// starts it again on the same directory, ports and cluster id, and waits
+// until it serves clients and every partition of every topic has a leader
+// again. Addresses do not change, so clients and Settings taken before keep
+// working once they reconnect.
+func (c *Cluster) Restart(ctx context.Context) error {
+	c.closeAdmin()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	how := "after it was killed"
+	if c.proc != nil {
+		how = "after a clean stop"
+		if err := c.terminate(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("restart %s: %w", c.name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
+	defer cancel()
+	began := time.Now()
+	c.stopErr = nil
+	if err := c.launch(ctx); err != nil {
+		// The ports are the cluster's identity: a restart cannot move to
+		// new ones as Start does, so a taken port is an error.
+		return fmt.Errorf("restart Kafka cluster %s %s (logs in %s): %w", c.name, how, c.LogDir(), err)
+	}
+	if err := c.waitAllLeaders(ctx); err != nil {
+		return fmt.Errorf("restart Kafka cluster %s %s (logs in %s): %w", c.name, how, c.LogDir(), err)
+	}
+	slog.Info("kafka cluster restarted", "cluster", c.name, "how", how,
+		"plaintext", c.Bootstrap(cluster.Plaintext), "took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// terminate sends sig to the broker's process group and waits for the JVM
+// to exit, escalating to SIGKILL after 30 s. Called with procMu held.
+func (c *Cluster) terminate(sig syscall.Signal) error {
+	p := c.proc
+	if p == nil {
+		return nil
+	}
+	c.proc = nil
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, sig)
+	select {
+	case <-p.exited:
+		return nil
+	case <-time.After(30 * time.Second):
+	}
+	slog.Warn("kafka broker ignored a signal for 30s; killing it", "cluster", c.name, "signal", sig)
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	<-p.exited
+	return fmt.Errorf("broker %s did not stop within 30s of %v and was killed", c.name, sig)
+}
+
+// waitAllLeaders polls metadata until every partition of every topic,
+// internal ones included, has a leader: a restarted broker serves metadata
+// before it leads its partitions again, and a test that goes on earlier
+// sees NOT_LEADER errors it did not cause.
+func (c *Cluster) waitAllLeaders(ctx context.Context) error {
+	cfg, err := c.Settings(cluster.Plaintext, "").Config("kafkatest-wait")
+	if err != nil {
+		return err
+	}
+	client, err := sarama.NewClient([]string{c.Bootstrap(cluster.Plaintext)}, cfg)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", c.name, err)
+	}
+	defer client.Close()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		last := allLed(client)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("partitions without a leader: %w (%w)", last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func allLed(client sarama.Client) error {
+	if err := client.RefreshMetadata(); err != nil {
+		return err
+	}
+	topics, err := client.Topics()
+	if err != nil {
+		return err
+	}
+	for _, topic := range topics {
+		ps, err := client.Partitions(topic)
+		if err != nil {
+			return fmt.Errorf("%s: %w", topic, err)
+		}
+		for _, p := range ps {
+			if _, err := client.Leader(topic, p); err != nil {
+				return fmt.Errorf("%s-%d: %w", topic, p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Remove deletes the cluster's directory. Call after Stop.
@@ -491,12 +644,17 @@ func runLogged(ctx context.Context, name string, args []string, logPath string) 
 	return nil
 }
 
-func logContains(path, s string) bool {
+// logContainsFrom reports whether the file holds s in a line after byte
+// offset from (a restart's lines, not an earlier run's).
+func logContainsFrom(path string, from int64, s string) bool {
 	f, err := os.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return false
+	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
 	for sc.Scan() {
@@ -505,10 +663,6 @@ func logContains(path, s string) bool {
 		}
 	}
 	return false
-}
-
-func taken(logPath string) bool {
-	return logContains(logPath, "Address already in use")
 }
 
 func tail(path string, n int) string {

@@ -136,7 +136,13 @@ func NewTopic(t testing.TB, c *Cluster, partitions int32, configs map[string]*st
 		t.Fatalf("kafkatest: create topic %s on %s: %v", name, c.Name(), err)
 	}
 	t.Cleanup(func() {
-		if err := a.DeleteTopic(name); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		// Asked again: the admin taken above is closed if the test
+		// restarted the broker.
+		a, err := c.Admin()
+		if err == nil {
+			err = a.DeleteTopic(name)
+		}
+		if err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
 			t.Logf("kafkatest: delete topic %s on %s: %v", name, c.Name(), err)
 		}
 	})
