@@ -2,22 +2,53 @@ package main
 
 import (
 	"context"
-	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/demo"
 )
 
 // demoClusters is the hook `kmirror serve --demo` calls to start embedded
-// clusters that live until ctx is done; the returned settings are registered
-// as instances. TODO(demo): start internal/embedded clusters here. Until then
-// --demo registers nothing.
+// clusters that live until ctx is done, with data flowing between them; the
+// returned settings are registered as instances.
 func demoClusters(ctx context.Context) ([]cluster.Settings, error) {
-	return nil, nil
+	return demo.StartBackground(ctx, slog.Default())
 }
 
-// demoCommand is `kmirror demo`. TODO(demo): the self-contained run on
-// embedded clusters (internal/demo) goes here.
+type demoConfig struct {
+	records, size, partitions int
+	timeout                   time.Duration
+}
+
+func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
+	var c demoConfig
+	fs := flag.NewFlagSet("kmirror demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&c.records, "records", 100000, "records to produce and replicate")
+	fs.IntVar(&c.size, "size", 512, "value bytes per record")
+	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the demo topic")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "how long to wait for the copy")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("demo takes no arguments, got %q", fs.Args())
+	}
+	return c, nil
+}
+
+// demoCommand is `kmirror demo`: a self-contained, verified replication on
+// two embedded clusters. It fails when any record is missing or altered.
 func demoCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("kmirror demo is not available yet: use 'kmirror serve --demo'")
+	c, err := parseDemo(args, stderr)
+	if err != nil {
+		return err
+	}
+	_, err = demo.Run(ctx, stdout, demo.RunOptions{Records: c.records, Size: c.size, Partitions: c.partitions, Timeout: c.timeout,
+		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	return err
 }

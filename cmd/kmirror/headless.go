@@ -3,11 +3,83 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/service"
 )
 
-// headlessCommand is `kmirror run -f spec.json`. TODO(run): headless
-// replication from a spec file, without the console, goes here.
+// headlessCommand is `kmirror run -f spec.json`: the spec's tasks run in the
+// foreground with no console and no store besides the progress kept in Kafka
+// (like MM2's dedicated mode). SIGINT/SIGTERM stop it with progress saved.
 func headlessCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("kmirror run is not available yet: use 'kmirror serve'")
+	fs := flag.NewFlagSet("kmirror run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("f", "", "spec file: {\"clusters\": [...], \"tasks\": [...]} in the API's shapes")
+	statusEvery := fs.Duration("status-interval", 10*time.Second, "how often to log each task's status (0: never)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("run needs -f spec.json")
+	}
+	f, err := os.Open(*file)
+	if err != nil {
+		return fmt.Errorf("open spec: %w", err)
+	}
+	spec, err := engine.ReadSpec(f)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	if err := validateSpec(spec); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	eng := engine.New(replicator.Options{}, log)
+	if err := spec.StartAll(eng); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "kmirror: running %d task(s); Ctrl-C or SIGTERM stops them with progress saved\n", len(spec.Tasks))
+	var tick <-chan time.Time
+	if *statusEvery > 0 {
+		t := time.NewTicker(*statusEvery)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			eng.Close()
+			fmt.Fprintln(stdout, "kmirror: stopped; progress committed")
+			return nil
+		case <-tick:
+			for _, name := range eng.Names() {
+				if st, ok := eng.Status(name); ok {
+					for _, fl := range st.Flows {
+						log.Info("status", "task", name, "flow", fl.Flow, "state", fl.State, "records", fl.Records,
+							"lag_records", fl.LagRecords, "reason", fl.Reason)
+					}
+				}
+			}
+		}
+	}
+}
+
+// validateSpec checks every cluster of a spec with the same rules as the API
+// and reports all problems at once.
+func validateSpec(spec engine.Spec) error {
+	var errs []error
+	for i, c := range spec.Clusters {
+		for _, p := range service.ValidateCluster(service.NormalizeCluster(c)) {
+			errs = append(errs, fmt.Errorf("clusters[%d].%s: %s", i, p.Field, p.Message))
+		}
+	}
+	return errors.Join(errs...)
 }
