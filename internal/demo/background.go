@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
@@ -29,7 +30,7 @@ func StartBackground(ctx context.Context, log *slog.Logger) ([]cluster.Settings,
 	}
 	east, west := cs[0].Settings(), cs[1].Settings()
 	// Seed the topic so the task has something to copy from the start.
-	if _, err := Produce(ctx, east, "orders", 6, 1000, 256); err != nil {
+	if _, err := e2e.Produce(ctx, east, "orders", 6, 1000, 256); err != nil {
 		cs.Close()
 		return nil, err
 	}

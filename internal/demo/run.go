@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
@@ -67,20 +68,20 @@ func DemoTask(topic string) task.Task {
 // replicated to the second by the same engine real tasks use, then every
 // record verified. The report is written to w; the error is non-nil when the
 // copy is not exact.
-func Run(ctx context.Context, w io.Writer, o RunOptions) (Report, error) {
+func Run(ctx context.Context, w io.Writer, o RunOptions) (e2e.Report, error) {
 	o = o.withDefaults()
 	cs, err := embedded.StartAll([]string{"east", "west"})
 	if err != nil {
-		return Report{}, err
+		return e2e.Report{}, err
 	}
 	defer cs.Close()
 	east, west := cs[0].Settings(), cs[1].Settings()
 	fmt.Fprintf(w, "embedded clusters: east %v, west %v\n", east.BootstrapServers, west.BootstrapServers)
 
 	fmt.Fprintf(w, "producing %d records of %d bytes to %s on east (%d partitions)...\n", o.Records, o.Size, o.Topic, o.Partitions)
-	pr, err := Produce(ctx, east, o.Topic, o.Partitions, o.Records, o.Size)
+	pr, err := e2e.Produce(ctx, east, o.Topic, o.Partitions, o.Records, o.Size)
 	if err != nil {
-		return Report{}, err
+		return e2e.Report{}, err
 	}
 	fmt.Fprintf(w, "produced %d records in %s (%.0f records/s)\n", pr.Records, pr.Elapsed.Round(time.Millisecond), pr.Rate())
 
@@ -98,19 +99,19 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) (Report, error) {
 	}
 	current, peer, err := t.Resolve(lookup)
 	if err != nil {
-		return Report{}, err
+		return e2e.Report{}, err
 	}
 	target := "A." + o.Topic
 	fmt.Fprintf(w, "task %s: push east (A) -> west (B), %s -> %s, rename on, source header on, %d tasks, lz4\n",
 		t.Name, o.Topic, target, t.Rules.Tasks)
 	began := time.Now()
 	if err := eng.Start(t, current, peer); err != nil {
-		return Report{}, err
+		return e2e.Report{}, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	last := time.Now()
-	have, err := WaitFor(wctx, west, target, int64(o.Records), func(have int64) {
+	have, err := e2e.WaitFor(wctx, west, target, int64(o.Records), func(have int64) {
 		if time.Since(last) >= time.Second {
 			last = time.Now()
 			fmt.Fprintf(w, "  replicated %d/%d\n", have, o.Records)
@@ -120,7 +121,7 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) (Report, error) {
 		if st, ok := eng.Status(t.Name); ok && st.Reason != "" {
 			err = fmt.Errorf("%w (task %s: %s)", err, st.State, st.Reason)
 		}
-		return Report{}, fmt.Errorf("replication did not finish: %d of %d records on west: %w", have, o.Records, err)
+		return e2e.Report{}, fmt.Errorf("replication did not finish: %d of %d records on west: %w", have, o.Records, err)
 	}
 	took := time.Since(began)
 	fmt.Fprintf(w, "replicated %d records in %s (%.0f records/s, including start-up)\n", have, took.Round(time.Millisecond), float64(have)/took.Seconds())
@@ -128,13 +129,13 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) (Report, error) {
 
 	if o.Tamper != nil {
 		if err := o.Tamper(ctx, west, target); err != nil {
-			return Report{}, fmt.Errorf("tamper: %w", err)
+			return e2e.Report{}, fmt.Errorf("tamper: %w", err)
 		}
 	}
 	fmt.Fprintln(w, "verifying every record on both sides...")
-	rep, err := Verify(ctx, east, o.Topic, west, target, VerifyOptions{SourceAlias: "A"})
+	rep, err := e2e.Verify(ctx, east, o.Topic, west, target, e2e.VerifyOptions{SourceAlias: "A"})
 	if err != nil {
-		return Report{}, err
+		return e2e.Report{}, err
 	}
 	if err := rep.Print(w); err != nil {
 		return rep, err

@@ -16,7 +16,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/demo"
+	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -110,21 +110,21 @@ func produceN(t *testing.T, s cluster.Settings, topic string, partitions, n, siz
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := demo.Produce(ctx, s, topic, partitions, n, size); err != nil {
+	if _, err := e2e.Produce(ctx, s, topic, partitions, n, size); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // verifyCopy waits until the target holds want records, then compares
 // record by record.
-func verifyCopy(t *testing.T, src cluster.Settings, srcTopic string, dst cluster.Settings, dstTopic string, want int64, opts demo.VerifyOptions) demo.Report {
+func verifyCopy(t *testing.T, src cluster.Settings, srcTopic string, dst cluster.Settings, dstTopic string, want int64, opts e2e.VerifyOptions) e2e.Report {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if _, err := demo.WaitFor(ctx, dst, dstTopic, want, nil); err != nil {
+	if _, err := e2e.WaitFor(ctx, dst, dstTopic, want, nil); err != nil {
 		t.Fatalf("waiting for %d records on %s: %v", want, dstTopic, err)
 	}
-	rep, err := demo.Verify(ctx, src, srcTopic, dst, dstTopic, opts)
+	rep, err := e2e.Verify(ctx, src, srcTopic, dst, dstTopic, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestPushRenameSourceHeaderToSASLSSLPeer(t *testing.T) {
 	tk.Rules.RenameTopics, tk.Rules.AddSourceHeader, tk.Rules.Compression = true, true, "lz4"
 	reps := startTask(t, tk, current, peer)
 
-	rep := verifyCopy(t, current, topic, peer, "A."+topic, 3000, demo.VerifyOptions{SourceAlias: "A"})
+	rep := verifyCopy(t, current, topic, peer, "A."+topic, 3000, e2e.VerifyOptions{SourceAlias: "A"})
 	t.Logf("verified: %s", rep.String())
 	waitFor(t, func() error {
 		st := reps[0].Status()
@@ -167,7 +167,7 @@ func TestPullMappingFromSASLPlainPeer(t *testing.T) {
 	tk.Rules.TopicMappings = []task.Mapping{{Source: topic, Target: topic + "-copy"}}
 	tk.Rules.Compression = "zstd"
 	startTask(t, tk, current, peer)
-	verifyCopy(t, peer, topic, current, topic+"-copy", 1000, demo.VerifyOptions{})
+	verifyCopy(t, peer, topic, current, topic+"-copy", 1000, e2e.VerifyOptions{})
 }
 
 func TestBidirectionalIdentityWithSourceHeaderDoesNotLoop(t *testing.T) {
@@ -185,7 +185,7 @@ func TestBidirectionalIdentityWithSourceHeaderDoesNotLoop(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, s := range []cluster.Settings{a, b} {
-		if _, err := demo.WaitFor(ctx, s, topic, 700, nil); err != nil {
+		if _, err := e2e.WaitFor(ctx, s, topic, 700, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestBidirectionalIdentityWithSourceHeaderDoesNotLoop(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, s := range []cluster.Settings{a, b} {
-			n, err := demo.Count(ctx, s, topic)
+			n, err := e2e.Count(ctx, s, topic)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -223,11 +223,11 @@ func TestNewTopicAndPartitionGrowthArePickedUp(t *testing.T) {
 	tk := newTask("regex", task.DirectionPush, nil)
 	tk.Rules.TopicsRegex = strings.ReplaceAll(prefix, ".", `\.`) + `\..*`
 	startTask(t, tk, current, peer)
-	verifyCopy(t, current, first, peer, first, 100, demo.VerifyOptions{})
+	verifyCopy(t, current, first, peer, first, 100, e2e.VerifyOptions{})
 
 	second := prefix + ".two"
 	produceN(t, current, second, 2, 200, 50)
-	verifyCopy(t, current, second, peer, second, 200, demo.VerifyOptions{})
+	verifyCopy(t, current, second, peer, second, 200, e2e.VerifyOptions{})
 
 	admin, err := k1.Admin()
 	if err != nil {
@@ -238,7 +238,7 @@ func TestNewTopicAndPartitionGrowthArePickedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceN(t, current, first, 3, 300, 50)
-	verifyCopy(t, current, first, peer, first, 400, demo.VerifyOptions{})
+	verifyCopy(t, current, first, peer, first, 400, e2e.VerifyOptions{})
 }
 
 func TestStartLatestCopiesOnlyNewRecords(t *testing.T) {
@@ -261,7 +261,7 @@ func TestStartLatestCopiesOnlyNewRecords(t *testing.T) {
 	produceN(t, current, topic, 2, 60, 50)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if _, err := demo.WaitFor(ctx, peer, topic, 60, nil); err != nil {
+	if _, err := e2e.WaitFor(ctx, peer, topic, 60, nil); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() error {
@@ -270,7 +270,7 @@ func TestStartLatestCopiesOnlyNewRecords(t *testing.T) {
 		}
 		return nil
 	})
-	if n, err := demo.Count(ctx, peer, topic); err != nil || n != 60 {
+	if n, err := e2e.Count(ctx, peer, topic); err != nil || n != 60 {
 		t.Fatalf("target holds %d records (%v), want the 60 produced after start", n, err)
 	}
 }
@@ -308,7 +308,7 @@ func TestOversizeRecordStopsPartitionWithReason(t *testing.T) {
 	t.Logf("reason: %s", reps[0].Status().Reason)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	n, err := demo.Count(ctx, peer, topic)
+	n, err := e2e.Count(ctx, peer, topic)
 	if err != nil || n != 5 {
 		t.Fatalf("target holds %d records (%v), want the 5 before the oversize one and none after", n, err)
 	}
@@ -340,25 +340,25 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		_, err := demo.Produce(ctx, current, topic, 4, total, 200)
+		_, err := e2e.Produce(ctx, current, topic, 4, total, 200)
 		produced <- err
 	}()
 	first := startChild(t, cs)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := demo.WaitFor(ctx, peer, topic, 5000, nil); err != nil {
+	if _, err := e2e.WaitFor(ctx, peer, topic, 5000, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
-	atKill, _ := demo.Count(ctx, peer, topic)
+	atKill, _ := e2e.Count(ctx, peer, topic)
 	startChild(t, cs)
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
-	rep := verifyCopy(t, current, topic, peer, topic, total, demo.VerifyOptions{AllowDuplicates: true})
+	rep := verifyCopy(t, current, topic, peer, topic, total, e2e.VerifyOptions{AllowDuplicates: true})
 	t.Logf("killed with %d records on the target; after restart: %s; duplicates %d (%.2f%% of %d)",
 		atKill, rep.String(), rep.Duplicated, 100*float64(rep.Duplicated)/total, total)
 	if rep.Missing != 0 || rep.Replicated != total {

@@ -1,8 +1,8 @@
-// Package demo is the load and verification half of `kmirror demo`: it writes
-// self-describing records to a source topic (Produce), waits until a target
-// topic holds as many (WaitFor), and proves the target is an exact, ordered
-// copy of the source (Verify). Replication itself is internal/replicator's
-// job; the CLI runs it between Produce and Verify.
+// Package e2e is end-to-end load and verification, for `kmirror demo`, the
+// tests and the benchmarks: it writes self-describing records to a source
+// topic (Produce), waits until a target topic holds as many (WaitFor), and
+// proves the target is an exact, ordered copy of the source (Verify).
+// Replication itself is internal/replicator's job.
 //
 // What "exact copy" means is SPEC §4: every source record is on the target
 // once, in the same partition and the same order, with the same key, value
@@ -21,7 +21,7 @@
 //     no header at all, so each of SPEC §4's cases is exercised;
 //   - timestamps are distinct and an hour in the past, so a copy that
 //     re-stamps records with the time it produced them is caught.
-package demo
+package e2e
 
 import (
 	"bytes"
