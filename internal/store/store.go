@@ -1,7 +1,7 @@
 // Package store keeps kmirror's durable state — console users, registered
-// clusters and, later, tasks — in SQLite in the data directory.
+// clusters and Smart Connect tasks — in SQLite in the data directory.
 //
-// Callers depend on the small interfaces (Users, Clusters) rather than on DB,
+// Callers depend on the small interfaces (Users, Clusters, Tasks) rather than on DB,
 // so a store shared by several kmirror processes (SPEC §8) can replace SQLite
 // without touching the service layer.
 //
@@ -90,3 +90,9 @@ func isConstraint(err error) bool {
 }
 
 func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
+
+// isForeignKey reports whether err is a foreign-key violation.
+func isForeignKey(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+}

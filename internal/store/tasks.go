@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Desired states of a stored task: what the operator asked for. Whether it
+// actually runs is the engine's to say.
+const (
+	DesiredRunning = "running"
+	DesiredPaused  = "paused"
+)
+
+// Task is a stored Smart Connect task. Spec never holds the peer password:
+// the store clears it before writing, and the sealed password travels in
+// PeerPasswordCiphertext.
+type Task struct {
+	Spec                   task.Task
+	PeerPasswordCiphertext []byte // nil when there is none
+	DesiredState           string // DesiredRunning or DesiredPaused
+	LastAction             string // create, pause, resume, restart
+	LastActionBy           string
+	LastActionAt           time.Time
+	LastError              string
+	CreatedAt              time.Time
+}
+
+// Name is the task's name, its key.
+func (t Task) Name() string { return t.Spec.Name }
+
+// Tasks stores Smart Connect tasks.
+type Tasks interface {
+	// CreateTask inserts t after check approved it against every other
+	// stored task. Loading the others, check and the insert run in one
+	// write transaction, so two concurrent creates cannot both pass a rule
+	// that spans tasks (a limit per cluster, a loop). check's error is
+	// returned as is; a taken name is ErrExists.
+	CreateTask(ctx context.Context, t Task, check func(others []Task) error) error
+	// Task fails with ErrNotFound for an unknown name.
+	Task(ctx context.Context, name string) (Task, error)
+	// ListTasks returns every task ordered by name.
+	ListTasks(ctx context.Context) ([]Task, error)
+	// DeleteTask fails with ErrNotFound for an unknown name.
+	DeleteTask(ctx context.Context, name string) error
+	// SetTaskState records an operator's action and the desired state it
+	// leads to. It fails with ErrNotFound for an unknown name.
+	SetTaskState(ctx context.Context, name, desired, action, by string, at time.Time) error
+	// SetTaskError records why the task could not start ("" clears it).
+	SetTaskError(ctx context.Context, name, msg string) error
+	// CountTasks counts the tasks whose current cluster is cluster.
+	CountTasks(ctx context.Context, cluster string) (int, error)
+	// TasksUsingCluster names the tasks that use cluster on either side.
+	TasksUsingCluster(ctx context.Context, cluster string) ([]string, error)
+}
+
+var _ Tasks = (*DB)(nil)
+
+const taskColumns = `spec, peer_password_ciphertext, desired_state, last_action, last_action_by, last_action_at, last_error, created_at`
+
+// CreateTask implements Tasks.
+func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) error) error {
+	if t.DesiredState != DesiredRunning && t.DesiredState != DesiredPaused {
+		return fmt.Errorf("create task %q: desired state %q: use %s or %s", t.Name(), t.DesiredState, DesiredRunning, DesiredPaused)
+	}
+	now := time.Now()
+	if t.CreatedAt.IsZero() {
+		t.CreatedAt = now
+	}
+	if t.LastActionAt.IsZero() {
+		t.LastActionAt = t.CreatedAt
+	}
+	if t.LastAction == "" {
+		t.LastAction = "create"
+	}
+	// The password never goes into the JSON column, whatever the caller
+	// passed: it is only stored sealed.
+	t.Spec.Peer.Password = ""
+	spec, err := json.Marshal(t.Spec)
+	if err != nil {
+		return fmt.Errorf("create task %q: encode: %w", t.Name(), err)
+	}
+	var peer any // NULL for a peer by address
+	if t.Spec.Peer.ConfigType == task.PeerByCluster {
+		peer = t.Spec.Peer.Cluster
+	}
+
+	// The DSN makes every transaction BEGIN IMMEDIATE: the write lock is
+	// taken here, before the others are read, so a concurrent create waits
+	// for this one to commit and then sees it.
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create task %q: begin: %w", t.Name(), err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	if check != nil {
+		others, err := listTasks(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("create task %q: %w", t.Name(), err)
+		}
+		if err := check(others); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tasks (name, current_cluster, peer_cluster, `+taskColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.Name(), t.Spec.Current.Cluster, peer, string(spec), t.PeerPasswordCiphertext, t.DesiredState,
+		t.LastAction, t.LastActionBy, t.LastActionAt.Unix(), t.LastError, t.CreatedAt.Unix())
+	switch {
+	case isConstraint(err):
+		return fmt.Errorf("task %q: %w", t.Name(), ErrExists)
+	case isForeignKey(err):
+		return fmt.Errorf("create task %q: its current or peer cluster is not registered (any more): %w", t.Name(), ErrNotFound)
+	case err != nil:
+		return fmt.Errorf("create task %q: %w", t.Name(), err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create task %q: commit: %w", t.Name(), err)
+	}
+	return nil
+}
+
+// Task implements Tasks.
+func (d *DB) Task(ctx context.Context, name string) (Task, error) {
+	t, err := scanTask(d.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Task{}, fmt.Errorf("task %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("read task %q: %w", name, err)
+	}
+	return t, nil
+}
+
+// ListTasks implements Tasks.
+func (d *DB) ListTasks(ctx context.Context) ([]Task, error) {
+	return listTasks(ctx, d.db)
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func listTasks(ctx context.Context, q querier) ([]Task, error) {
+	rows, err := q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	defer rows.Close()
+	var out []Task
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list tasks: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteTask implements Tasks.
+func (d *DB) DeleteTask(ctx context.Context, name string) error {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM tasks WHERE name = ?`, name)
+	if err != nil {
+		return fmt.Errorf("delete task %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("task %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// SetTaskState implements Tasks.
+func (d *DB) SetTaskState(ctx context.Context, name, desired, action, by string, at time.Time) error {
+	if desired != DesiredRunning && desired != DesiredPaused {
+		return fmt.Errorf("task %q: desired state %q: use %s or %s", name, desired, DesiredRunning, DesiredPaused)
+	}
+	res, err := d.db.ExecContext(ctx, `UPDATE tasks SET desired_state = ?, last_action = ?, last_action_by = ?, last_action_at = ?
+		WHERE name = ?`, desired, action, by, at.Unix(), name)
+	if err != nil {
+		return fmt.Errorf("set state of task %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("task %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// SetTaskError implements Tasks.
+func (d *DB) SetTaskError(ctx context.Context, name, msg string) error {
+	if _, err := d.db.ExecContext(ctx, `UPDATE tasks SET last_error = ? WHERE name = ?`, msg, name); err != nil {
+		return fmt.Errorf("record error of task %q: %w", name, err)
+	}
+	return nil
+}
+
+// CountTasks implements Tasks.
+func (d *DB) CountTasks(ctx context.Context, cluster string) (int, error) {
+	var n int
+	if err := d.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE current_cluster = ?`, cluster).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count tasks of cluster %q: %w", cluster, err)
+	}
+	return n, nil
+}
+
+// TasksUsingCluster implements Tasks.
+func (d *DB) TasksUsingCluster(ctx context.Context, cluster string) ([]string, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT name FROM tasks WHERE current_cluster = ? OR peer_cluster = ? ORDER BY name`, cluster, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("tasks using cluster %q: %w", cluster, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, fmt.Errorf("tasks using cluster %q: %w", cluster, err)
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
+}
+
+func scanTask(s scanner) (Task, error) {
+	var t Task
+	var spec string
+	var actionAt, created int64
+	if err := s.Scan(&spec, &t.PeerPasswordCiphertext, &t.DesiredState, &t.LastAction, &t.LastActionBy,
+		&actionAt, &t.LastError, &created); err != nil {
+		return Task{}, err
+	}
+	if err := json.Unmarshal([]byte(spec), &t.Spec); err != nil {
+		return Task{}, fmt.Errorf("decode task spec: %w", err)
+	}
+	t.LastActionAt = unixTime(actionAt)
+	t.CreatedAt = unixTime(created)
+	return t, nil
+}
