@@ -1,0 +1,110 @@
+// Package metrics exposes what the engine's replicators are doing to
+// Prometheus. The Collector reads the engine's status snapshots at scrape
+// time, so the copy loop pays nothing for metrics: its counters are the
+// atomics it keeps for the console anyway.
+//
+// Metric names are stable (dashboards and alerts rely on them); every series
+// carries the labels task and flow ("<source alias>-><target alias>").
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/replicator"
+)
+
+// Source is what the Collector reads; *engine.Engine is one.
+type Source interface {
+	// Names lists the tasks running here.
+	Names() []string
+	// Status is a task's snapshot; false when it stopped meanwhile.
+	Status(name string) (engine.TaskStatus, bool)
+}
+
+var labels = []string{"task", "flow"}
+
+func desc(name, help string) *prometheus.Desc {
+	return prometheus.NewDesc(name, help, labels, nil)
+}
+
+// The metrics, by their stable names.
+var (
+	recordsDesc    = desc("kmirror_replicated_records_total", "Records copied to the target and acknowledged, since this process started.")
+	bytesDesc      = desc("kmirror_replicated_bytes_total", "Bytes of record keys and values copied to the target, since this process started.")
+	skippedDesc    = desc("kmirror_skipped_loop_records_total", "Records not copied because their kmirror.source header names the target: they came from there.")
+	lagRecordsDesc = desc("kmirror_lag_records", "Records on the source not yet copied: the sum over partitions of end offset minus next offset to copy.")
+	lagSecondsDesc = desc("kmirror_lag_seconds", "Age of the oldest record not yet copied, from its timestamp.")
+	restartsDesc   = desc("kmirror_flow_restarts_total", "Recoveries of the flow after errors, since this process started.")
+	upDesc         = desc("kmirror_flow_up", "1 when the flow is running, else 0.")
+	failedDesc     = desc("kmirror_flow_failed", "1 when the flow has failed (see the task's status for the reason), else 0.")
+	failedPartDesc = desc("kmirror_failed_partitions", "Partitions stopped for good until the task restarts (a record the target refuses, for one).")
+)
+
+// Collector is a prometheus.Collector over a Source.
+type Collector struct {
+	src Source
+}
+
+// NewCollector returns a Collector reading src at every scrape.
+func NewCollector(src Source) *Collector { return &Collector{src: src} }
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, failedPartDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	for _, name := range c.src.Names() {
+		st, ok := c.src.Status(name)
+		if !ok {
+			continue
+		}
+		for _, f := range st.Flows {
+			collectFlow(ch, name, f)
+		}
+	}
+}
+
+func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStatus) {
+	l := []string{task, f.Flow}
+	counter := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	gauge := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	counter(recordsDesc, float64(f.Records))
+	counter(bytesDesc, float64(f.Bytes))
+	counter(skippedDesc, float64(f.SkippedLoops))
+	counter(restartsDesc, float64(f.Restarts))
+	gauge(lagRecordsDesc, float64(f.LagRecords))
+	gauge(lagSecondsDesc, f.LagSeconds)
+	gauge(upDesc, b2f(f.State == replicator.StateRunning))
+	gauge(failedDesc, b2f(f.State == replicator.StateFailed))
+	failed := 0
+	for _, p := range f.Partitions {
+		if p.Failed {
+			failed++
+		}
+	}
+	gauge(failedPartDesc, float64(failed))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Registry returns a registry with the Collector and the Go runtime and
+// process collectors, ready for promhttp.HandlerFor.
+func Registry(src Source) *prometheus.Registry {
+	r := prometheus.NewRegistry()
+	r.MustRegister(NewCollector(src), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return r
+}
