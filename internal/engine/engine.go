@@ -149,3 +149,23 @@ func (e *Engine) Close() {
 	}
 	wg.Wait()
 }
+
+// SyncGroup translates one consumer group's offsets of every flow of a
+// running task and commits them to the targets now: the failover helper.
+func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]replicator.GroupResult, error) {
+	e.mu.Lock()
+	r, ok := e.running[taskName]
+	e.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("task %s is not running here: resume it first", taskName)
+	}
+	var out []replicator.GroupResult
+	for _, rep := range r.reps {
+		res, err := rep.SyncGroup(ctx, group)
+		if err != nil {
+			return out, fmt.Errorf("flow %s: %w", rep.Flow().Name(), err)
+		}
+		out = append(out, res...)
+	}
+	return out, nil
+}

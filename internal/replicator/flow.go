@@ -55,6 +55,11 @@ type Flow struct {
 	// cluster, topic mm2-offset-syncs.<peer alias>.internal.
 	OffsetSyncs      cluster.Settings
 	OffsetSyncsTopic string
+	// SyncGroupOffsets turns on checkpoints: consumer-group offsets of the
+	// source translated to the target, written as MM2 checkpoints to
+	// CheckpointsTopic on the target and committed to idle target groups.
+	SyncGroupOffsets bool
+	CheckpointsTopic string
 }
 
 // Name is "<source alias>-><target alias>", the flow's stable label.
@@ -104,6 +109,15 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 	cur := Endpoint{Alias: t.Current.Alias, Settings: current}
 	per := Endpoint{Alias: t.Peer.Alias, Settings: peer}
 	mk := func(src, dst Endpoint) (Flow, error) {
+		// Offset syncs live on the current cluster (push: at the source,
+		// pull: at the target, as the seed says). The peer -> current half
+		// of a bidirectional task keeps them at its source instead, MM2's
+		// default layout: both halves in one topic would key syncs of two
+		// different source topics named alike the same way.
+		syncsAt, syncsTopic := current, t.OffsetSyncsTopic()
+		if t.Rules.Direction == task.DirectionBidirectional && src.Alias == t.Peer.Alias {
+			syncsAt, syncsTopic = peer, "mm2-offset-syncs."+t.Current.Alias+".internal"
+		}
 		p, err := policy.Compile(src.Alias, dst.Alias, t.Rules.Topics, t.Rules.TopicsRegex, t.Rules.RenameTopics, mappings)
 		if err != nil {
 			return Flow{}, err
@@ -115,8 +129,10 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			StartOffset:       t.Rules.StartOffset,
 			Compression:       codec,
 			ReplicationFactor: int16(t.Rules.ReplicationFactor),
-			OffsetSyncs:       current,
-			OffsetSyncsTopic:  t.OffsetSyncsTopic(),
+			OffsetSyncs:       syncsAt,
+			OffsetSyncsTopic:  syncsTopic,
+			SyncGroupOffsets:  t.Rules.SyncConsumerOffsets,
+			CheckpointsTopic:  task.CheckpointsTopic(src.Alias),
 		}, nil
 	}
 	var pairs [][2]Endpoint
@@ -153,6 +169,10 @@ type Options struct {
 	SyncInterval time.Duration
 	// MaxBackoff caps the wait between restarts after errors. Default 30s.
 	MaxBackoff time.Duration
+	// CheckpointInterval is how often consumer-group offsets are translated
+	// and synced when the flow syncs them. Default 60s (the seed's "once a
+	// minute").
+	CheckpointInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -167,6 +187,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second
+	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Minute
 	}
 	return o
 }

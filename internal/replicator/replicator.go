@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/mm2"
 )
 
 // Replicator runs one flow. Run blocks until ctx ends; errors are retried
@@ -21,6 +22,34 @@ type Replicator struct {
 	opts  Options
 	log   *slog.Logger
 	state *flowState
+	// historyLoaded: the offset-syncs topic was read once; later syncs come
+	// from this process's own acknowledgements.
+	historyLoaded bool
+
+	mu   sync.Mutex
+	ckpt *checkpointer // the running checkpointer, for on-demand syncs (failover)
+}
+
+func (r *Replicator) newCheckpointer(srcAdmin sarama.ClusterAdmin, dst sarama.Client, dstAdmin sarama.ClusterAdmin) *checkpointer {
+	cp := &checkpointer{flow: r.flow, state: r.state, srcAdmin: srcAdmin, dst: dst, dstAdmin: dstAdmin,
+		log: r.log.With("component", "checkpoints"), emitted: map[string]mm2.Checkpoint{}}
+	r.mu.Lock()
+	r.ckpt = cp
+	r.mu.Unlock()
+	return cp
+}
+
+// SyncGroup translates one consumer group's offsets and commits them to the
+// target now (the failover helper). It needs the flow running with
+// consumer-offset sync on.
+func (r *Replicator) SyncGroup(ctx context.Context, group string) ([]GroupResult, error) {
+	r.mu.Lock()
+	cp := r.ckpt
+	r.mu.Unlock()
+	if cp == nil {
+		return nil, errors.New("consumer offset sync is not running for this flow: the task must run with sync consumer offsets on")
+	}
+	return cp.Sync(ctx, group)
 }
 
 // New prepares a Replicator; nothing connects until Run.
@@ -120,6 +149,23 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		return fmt.Errorf("offset syncs producer: %w", err)
 	}
 	defer syncs.close()
+
+	if !r.historyLoaded {
+		if err := r.loadHistory(syncClient); err != nil {
+			return err
+		}
+		r.historyLoaded = true
+	}
+	if r.flow.SyncGroupOffsets {
+		if err := EnsureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor); err != nil {
+			return err
+		}
+		cp := r.newCheckpointer(srcAdmin, dst, dstAdmin)
+		cctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); cp.run(cctx, r.opts.CheckpointInterval) }()
+		defer func() { stop(); <-done; cp.close() }()
+	}
 
 	pl := &planner{flow: r.flow, src: src, dst: dst, srcAdmin: srcAdmin, dstAdmin: dstAdmin, log: r.log}
 	var (

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/policy"
 )
 
@@ -40,6 +41,21 @@ type FlowStatus struct {
 	Topics     []policy.Pair     `json:"topics"`
 	Conflicts  []string          `json:"conflicts,omitempty"`
 	Partitions []PartitionStatus `json:"partitions"`
+	// Checkpoints is consumer-offset sync, when the task has it on.
+	Checkpoints *CheckpointStatus `json:"checkpoints,omitempty"`
+}
+
+// CheckpointStatus is the consumer-offset sync of a flow.
+type CheckpointStatus struct {
+	// LastRun is when groups were last translated; zero before the first.
+	LastRun time.Time `json:"last_run"`
+	// Groups translated in the last run, and those committed to the target.
+	Groups    []string `json:"groups"`
+	Committed []string `json:"committed"`
+	// Skipped says why a group or partition was not synced (active on the
+	// target, older than the sync history, ...).
+	Skipped   []string `json:"skipped,omitempty"`
+	LastError string   `json:"last_error,omitempty"`
 }
 
 // PartitionStatus is one replicated partition.
@@ -77,7 +93,8 @@ type partState struct {
 	stopAt int64
 	failed bool // a permanent failure: the partition stops until the task restarts
 	reason string
-	sync   syncState // last offset sync emitted; only the ack goroutine touches it
+	sync   syncState           // last offset sync emitted; only the ack goroutine touches it
+	hist   *checkpoint.History // syncs where the upstream/downstream distance changed
 }
 
 // fail stops the partition for good at a source offset.
@@ -116,6 +133,7 @@ type flowState struct {
 	topics    []policy.Pair
 	conflicts []string
 	parts     map[string]*partState
+	ckpt      *CheckpointStatus
 }
 
 func newFlowState(name string) *flowState {
@@ -145,7 +163,7 @@ func (s *flowState) partition(p Partition) *partState {
 	defer s.mu.Unlock()
 	ps, ok := s.parts[key]
 	if !ok {
-		ps = &partState{stopAt: math.MaxInt64}
+		ps = &partState{stopAt: math.MaxInt64, hist: checkpoint.NewHistory(0)}
 		ps.next.Store(-1)
 		ps.lastUp.Store(-1)
 		ps.lastDown.Store(-1)
@@ -162,6 +180,10 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 	parts := make([]*partState, 0, len(s.parts))
 	for _, p := range s.parts {
 		parts = append(parts, p)
+	}
+	if s.ckpt != nil {
+		c := *s.ckpt
+		st.Checkpoints = &c
 	}
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()

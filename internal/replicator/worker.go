@@ -11,6 +11,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -355,6 +356,9 @@ func (w *worker) acknowledge(prod sarama.AsyncProducer) {
 			}
 			ps.next.Store(next)
 			if shouldSync(ps.sync, r.upstream, m.Offset, now, w.opts.SyncInterval) {
+				if !ps.sync.have || m.Offset-r.upstream != ps.sync.down-ps.sync.up {
+					ps.hist.Add(checkpoint.SyncPoint{Upstream: r.upstream, Downstream: m.Offset})
+				}
 				ps.sync = syncState{have: true, up: r.upstream, down: m.Offset, at: now}
 				w.syncs.emit(mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: r.upstream, DownstreamOffset: m.Offset})
 			}

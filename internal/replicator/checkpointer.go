@@ -1,0 +1,325 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/checkpoint"
+	"github.com/kmirror/kmirror/internal/mm2"
+)
+
+// loadHistory reads the offset-syncs topic from its start, so translation
+// works right after a restart for offsets copied before it (MM2 keeps only
+// what it saw since its own start). Syncs of topics this flow does not
+// replicate are ignored.
+func (r *Replicator) loadHistory(client sarama.Client) error {
+	consumer, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		return err
+	}
+	defer consumer.Close()
+	topic := r.flow.OffsetSyncsTopic
+	oldest, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		return fmt.Errorf("read offset syncs %s: %w", topic, err)
+	}
+	end, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
+	if err != nil {
+		return fmt.Errorf("read offset syncs %s: %w", topic, err)
+	}
+	if end <= oldest {
+		return nil
+	}
+	pc, err := consumer.ConsumePartition(topic, 0, oldest)
+	if err != nil {
+		return fmt.Errorf("read offset syncs %s: %w", topic, err)
+	}
+	defer pc.Close()
+	n := 0
+	for {
+		select {
+		case m := <-pc.Messages():
+			if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
+				ps := r.state.partition(Partition{Source: s.Topic, Partition: s.Partition, Target: r.flow.Policy.TargetTopic(s.Topic)})
+				ps.mu.Lock()
+				ps.hist.Add(checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
+				ps.mu.Unlock()
+				n++
+			}
+			if m.Offset+1 >= end {
+				r.log.Info("offset sync history loaded", "topic", topic, "syncs", n)
+				return nil
+			}
+		case err := <-pc.Errors():
+			return fmt.Errorf("read offset syncs %s: %w", topic, err)
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("read offset syncs %s: no record for 30s before offset %d", topic, end)
+		}
+	}
+}
+
+// checkpointer translates the source's consumer-group offsets and keeps the
+// target in step: it writes MM2 checkpoints, then commits the translated
+// offsets to target groups with no active members, only forward.
+type checkpointer struct {
+	flow     Flow
+	state    *flowState
+	srcAdmin sarama.ClusterAdmin
+	dst      sarama.Client
+	dstAdmin sarama.ClusterAdmin
+	log      *slog.Logger
+	mu       sync.Mutex                // one sync at a time: the interval and on-demand failovers
+	emitted  map[string]mm2.Checkpoint // last checkpoint written per group/topic/partition
+	producer sarama.SyncProducer
+}
+
+func (c *checkpointer) close() {
+	if c.producer != nil {
+		c.producer.Close()
+	}
+}
+
+func (c *checkpointer) run(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if _, err := c.Sync(ctx, ""); err != nil && ctx.Err() == nil {
+			c.log.Warn("consumer offset sync failed; will retry", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// GroupResult is what one sync did for a group.
+type GroupResult struct {
+	Group       string           `json:"group"`
+	Checkpoints []mm2.Checkpoint `json:"checkpoints"`
+	Committed   map[string]int64 `json:"committed,omitempty"` // "topic/partition" -> offset committed on the target
+	Skipped     []string         `json:"skipped,omitempty"`
+	offsets     map[string]map[int32]int64
+}
+
+// Sync translates and syncs every group (or only the named one) once.
+func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := &CheckpointStatus{LastRun: time.Now()}
+	defer func() {
+		c.state.mu.Lock()
+		c.state.ckpt = st
+		c.state.mu.Unlock()
+	}()
+	groups, err := c.sourceGroups(only)
+	if err != nil {
+		st.LastError = err.Error()
+		return nil, err
+	}
+	parts := c.replicated()
+	if len(parts) == 0 || len(groups) == 0 {
+		return nil, nil
+	}
+	request := map[string][]int32{}
+	for _, ps := range parts {
+		request[ps.Source] = append(request[ps.Source], ps.Partition.Partition)
+	}
+	var results []GroupResult
+	var records []*sarama.ProducerMessage
+	for _, g := range groups {
+		resp, err := c.srcAdmin.ListConsumerGroupOffsets(g, request)
+		if err != nil {
+			st.Skipped = append(st.Skipped, fmt.Sprintf("%s: read offsets on the source: %v", g, err))
+			continue
+		}
+		res := GroupResult{Group: g, offsets: map[string]map[int32]int64{}}
+		for _, ps := range parts {
+			b := resp.GetBlock(ps.Source, ps.Partition.Partition)
+			if b == nil || b.Offset < 0 || !errors.Is(b.Err, sarama.ErrNoError) {
+				continue
+			}
+			down, ok := c.translate(ps, b.Offset)
+			if !ok {
+				res.Skipped = append(res.Skipped, fmt.Sprintf("%s-%d offset %d is older than the offset sync history (oldest %d): not translated",
+					ps.Source, ps.Partition.Partition, b.Offset, ps.hist.Oldest()))
+				continue
+			}
+			cp := mm2.Checkpoint{Group: g, Topic: ps.Target, Partition: ps.Partition.Partition,
+				UpstreamOffset: b.Offset, DownstreamOffset: down, Metadata: b.Metadata}
+			res.Checkpoints = append(res.Checkpoints, cp)
+			if res.offsets[ps.Target] == nil {
+				res.offsets[ps.Target] = map[int32]int64{}
+			}
+			res.offsets[ps.Target][ps.Partition.Partition] = down
+			key := string(cp.Key())
+			if c.emitted[key] != cp { // only newer checkpoints are written, as MM2 does
+				records = append(records, &sarama.ProducerMessage{Topic: c.flow.CheckpointsTopic, Partition: 0,
+					Key: sarama.ByteEncoder(cp.Key()), Value: sarama.ByteEncoder(cp.Value())})
+				c.emitted[key] = cp
+			}
+		}
+		if len(res.Checkpoints) > 0 {
+			results = append(results, res)
+			st.Groups = append(st.Groups, g)
+		}
+		for _, s := range res.Skipped {
+			st.Skipped = append(st.Skipped, g+": "+s)
+		}
+	}
+	if len(records) > 0 {
+		if err := c.write(records); err != nil {
+			for _, m := range records { // write again next time
+				delete(c.emitted, string(m.Key.(sarama.ByteEncoder)))
+			}
+			st.LastError = err.Error()
+			return results, err
+		}
+	}
+	for i := range results {
+		if err := c.commit(&results[i]); err != nil {
+			results[i].Skipped = append(results[i].Skipped, err.Error())
+			st.Skipped = append(st.Skipped, results[i].Group+": "+err.Error())
+			continue
+		}
+		if len(results[i].Committed) > 0 {
+			st.Committed = append(st.Committed, results[i].Group)
+		}
+	}
+	return results, nil
+}
+
+// sourceGroups lists the source's consumer groups, kmirror's own left out.
+func (c *checkpointer) sourceGroups(only string) ([]string, error) {
+	if only != "" {
+		return []string{only}, nil
+	}
+	all, err := c.srcAdmin.ListConsumerGroups()
+	if err != nil {
+		return nil, fmt.Errorf("list consumer groups on the source: %w", err)
+	}
+	var out []string
+	for g := range all {
+		if !strings.HasPrefix(g, GroupPrefix) {
+			out = append(out, g)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// replicated are the partitions the flow copies (with a target name).
+func (c *checkpointer) replicated() []*partState {
+	c.state.mu.Lock()
+	defer c.state.mu.Unlock()
+	out := make([]*partState, 0, len(c.state.parts))
+	for _, ps := range c.state.parts {
+		if ps.Target != "" {
+			out = append(out, ps)
+		}
+	}
+	return out
+}
+
+// translate uses the flow's live progress when this process copied the
+// partition, so the newest run of syncs translates exactly.
+func (c *checkpointer) translate(ps *partState, g int64) (int64, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	var live *checkpoint.Live
+	if up, down := ps.lastUp.Load(), ps.lastDown.Load(); up >= 0 && down >= 0 {
+		next := ps.next.Load()
+		live = &checkpoint.Live{NextUpstream: max(next, up+1), NextDownstream: down + 1}
+	}
+	return ps.hist.Translate(g, live)
+}
+
+func (c *checkpointer) write(records []*sarama.ProducerMessage) error {
+	if c.producer == nil {
+		cfg, err := c.flow.Target.Settings.Config("kmirror-" + c.flow.Task + "-" + c.flow.Name() + "-checkpoints")
+		if err != nil {
+			return err
+		}
+		cfg.Producer.Partitioner = sarama.NewManualPartitioner
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+		cfg.Producer.Return.Successes = true
+		if c.producer, err = sarama.NewSyncProducer(c.flow.Target.Settings.BootstrapServers, cfg); err != nil {
+			return fmt.Errorf("checkpoints producer: %w", err)
+		}
+	}
+	if err := c.producer.SendMessages(records); err != nil {
+		return fmt.Errorf("write checkpoints to %s: %w", c.flow.CheckpointsTopic, err)
+	}
+	return nil
+}
+
+// commit writes a group's translated offsets to the target when the group
+// has no active members there, and only where they move forward: a consumer
+// that already moved to the target is never pulled back.
+func (c *checkpointer) commit(res *GroupResult) error {
+	descs, err := c.dstAdmin.DescribeConsumerGroups([]string{res.Group})
+	if err != nil {
+		return fmt.Errorf("describe group on the target: %w", err)
+	}
+	for _, d := range descs {
+		if !errors.Is(d.Err, sarama.ErrNoError) && !errors.Is(d.Err, sarama.ErrGroupIDNotFound) {
+			return fmt.Errorf("describe group on the target: %w", d.Err)
+		}
+		if len(d.Members) > 0 || (d.State != "" && d.State != "Empty" && d.State != "Dead") {
+			return fmt.Errorf("group is active on the target (%s, %d members): offsets not committed", d.State, len(d.Members))
+		}
+	}
+	request := map[string][]int32{}
+	for topic, ps := range res.offsets {
+		for p := range ps {
+			request[topic] = append(request[topic], p)
+		}
+	}
+	current, err := c.dstAdmin.ListConsumerGroupOffsets(res.Group, request)
+	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return fmt.Errorf("read the group's offsets on the target: %w", err)
+	}
+	forward := map[string]map[int32]sarama.OffsetAndMetadata{}
+	for topic, ps := range res.offsets {
+		for p, off := range ps {
+			if current != nil {
+				if b := current.GetBlock(topic, p); b != nil && b.Offset >= off {
+					continue
+				}
+			}
+			if forward[topic] == nil {
+				forward[topic] = map[int32]sarama.OffsetAndMetadata{}
+			}
+			forward[topic][p] = sarama.OffsetAndMetadata{Offset: off, LeaderEpoch: -1}
+		}
+	}
+	if len(forward) == 0 {
+		return nil
+	}
+	resp, err := c.dstAdmin.AlterConsumerGroupOffsets(res.Group, forward, nil)
+	if err != nil {
+		return fmt.Errorf("commit the group's offsets on the target: %w", err)
+	}
+	// The call can succeed while partitions were refused: check each.
+	res.Committed = map[string]int64{}
+	var errs []error
+	for topic, ps := range forward {
+		for p, o := range ps {
+			if kerr := resp.Errors[topic][p]; !errors.Is(kerr, sarama.ErrNoError) {
+				errs = append(errs, fmt.Errorf("commit %s-%d on the target: %w", topic, p, kerr))
+				continue
+			}
+			res.Committed[fmt.Sprintf("%s/%d", topic, p)] = o.Offset
+		}
+	}
+	return errors.Join(errs...)
+}
