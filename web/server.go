@@ -42,6 +42,8 @@ type Deps struct {
 	SecureCookies bool
 	// Ping reports whether storage answers, for /healthz; optional.
 	Ping func(context.Context) error
+	// Metrics serves GET /metrics (Prometheus); optional.
+	Metrics http.Handler
 }
 
 // Server is the console and API server.
@@ -108,6 +110,15 @@ func New(d Deps) (*Server, error) {
 	s.api.POST("/clusters", s.apiAddCluster)
 	s.api.GET("/clusters/:name", s.apiGetCluster)
 	s.api.DELETE("/clusters/:name", s.apiRemoveCluster)
+	s.registerTaskAPI()
+	// Public like /healthz: it describes the API, holds no data, and tools
+	// fetch it before they have a token.
+	e.GET("/api/v1/openapi.json", s.openAPI)
+	if d.Metrics != nil {
+		// Prometheus scrapes without the API token; bind the console to
+		// loopback or a private network (the default listen is 127.0.0.1).
+		e.GET("/metrics", echo.WrapHandler(d.Metrics))
+	}
 
 	s.e = e
 	return s, nil

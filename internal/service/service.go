@@ -12,6 +12,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/account"
@@ -40,8 +42,17 @@ type Deps struct {
 	Clusters store.Clusters
 	Users    store.Users
 	Secrets  Sealer
-	// Tasks is optional.
+	// Tasks counts tasks per cluster; optional: TaskStore counts when set,
+	// else zero.
 	Tasks TaskCounter
+	// TaskStore and Runner enable the task use cases (CreateTask and the
+	// rest); without them those answer an internal error.
+	TaskStore store.Tasks
+	Runner    Runner
+	// Kafka talks to live clusters; optional (sarama by default).
+	Kafka Kafka
+	// Logger is optional (slog.Default). Passwords are never logged.
+	Logger *slog.Logger
 	// Throttle slows down sign-in guessing; optional (a default one is made).
 	Throttle *account.Throttle
 }
@@ -53,6 +64,12 @@ type Service struct {
 	secrets  Sealer
 	tasks    TaskCounter
 	throttle *account.Throttle
+
+	taskStore store.Tasks
+	runner    Runner
+	kafka     Kafka
+	log       *slog.Logger
+	taskLocks taskLocks
 }
 
 // New returns a Service. Clusters, Users and Secrets are required.
@@ -63,7 +80,17 @@ func New(d Deps) (*Service, error) {
 	if d.Throttle == nil {
 		d.Throttle = account.NewThrottle()
 	}
-	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle}, nil
+	if d.Tasks == nil && d.TaskStore != nil {
+		d.Tasks = storeCounter{d.TaskStore}
+	}
+	if d.Kafka == nil {
+		d.Kafka = saramaKafka{}
+	}
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
+		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger}, nil
 }
 
 // ClusterInfo is a registered cluster as shown by the console and the API:
@@ -173,12 +200,22 @@ func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterI
 	return s.info(ctx, rec)
 }
 
-// RemoveCluster unregisters a cluster that holds no tasks.
+// RemoveCluster unregisters a cluster that no task uses, as its current
+// cluster or as its peer.
 func (s *Service) RemoveCluster(ctx context.Context, name string) error {
 	if _, err := s.clusters.Cluster(ctx, name); errors.Is(err, store.ErrNotFound) {
 		return notFound("no cluster named %q", name)
 	} else if err != nil {
 		return err
+	}
+	if s.taskStore != nil {
+		names, err := s.taskStore.TasksUsingCluster(ctx, name)
+		if err != nil {
+			return err
+		}
+		if len(names) > 0 {
+			return &Error{Code: CodeClusterInUse, Message: fmt.Sprintf("cluster %q is used by Smart Connect task(s) %s: delete them first", name, strings.Join(names, ", "))}
+		}
 	}
 	used, err := s.tasksUsed(ctx, name)
 	if err != nil {

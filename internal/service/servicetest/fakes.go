@@ -1,0 +1,166 @@
+// Package servicetest has in-memory stand-ins for the service's Kafka-facing
+// collaborators (the engine and live clusters), so the console and API can
+// be tested without brokers. Real behaviour is proven on real Kafka in the
+// integration tests.
+package servicetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Runner is a service.Runner and metrics.Source that runs nothing: a
+// started task reports RUNNING with one flow per direction.
+type Runner struct {
+	mu      sync.Mutex
+	running map[string]task.Task
+	// Starts and Stops count calls per task.
+	Starts, Stops map[string]int
+	// FailStart, when set, is returned by Start.
+	FailStart error
+}
+
+var _ service.Runner = (*Runner)(nil)
+
+// NewRunner returns an empty Runner.
+func NewRunner() *Runner {
+	return &Runner{running: map[string]task.Task{}, Starts: map[string]int{}, Stops: map[string]int{}}
+}
+
+// Start implements service.Runner.
+func (r *Runner) Start(t task.Task, _, _ cluster.Settings) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.FailStart != nil {
+		return r.FailStart
+	}
+	if _, ok := r.running[t.Name]; ok {
+		return errors.New("task " + t.Name + " is already running")
+	}
+	r.running[t.Name] = t
+	r.Starts[t.Name]++
+	return nil
+}
+
+// Stop implements service.Runner.
+func (r *Runner) Stop(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.running[name]; ok {
+		delete(r.running, name)
+		r.Stops[name]++
+	}
+}
+
+// Status implements service.Runner.
+func (r *Runner) Status(name string) (engine.TaskStatus, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.running[name]
+	if !ok {
+		return engine.TaskStatus{Name: name, State: engine.StateStopped}, false
+	}
+	st := engine.TaskStatus{Name: name, State: engine.StateRunning}
+	flow := func(src, dst string) {
+		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: src + "->" + dst, State: replicator.StateRunning, Records: 10, Bytes: 1000})
+	}
+	switch t.Rules.Direction {
+	case task.DirectionPush:
+		flow(t.Current.Alias, t.Peer.Alias)
+	case task.DirectionPull:
+		flow(t.Peer.Alias, t.Current.Alias)
+	default:
+		flow(t.Current.Alias, t.Peer.Alias)
+		flow(t.Peer.Alias, t.Current.Alias)
+	}
+	return st, true
+}
+
+// Names lists the running tasks (metrics.Source).
+func (r *Runner) Names() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for n := range r.running {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Started returns the task as last started, password included, and whether
+// it runs.
+func (r *Runner) Started(name string) (task.Task, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.running[name]
+	return t, ok
+}
+
+// Kafka is a service.Kafka over made-up clusters keyed by their first
+// bootstrap address. An address not in Clusters is unreachable.
+type Kafka struct {
+	Clusters map[string]FakeCluster
+}
+
+// FakeCluster is what Kafka answers for one address.
+type FakeCluster struct {
+	Brokers int
+	Topics  []string
+	// Password, when set, is the only one the cluster accepts.
+	Password string
+}
+
+var _ service.Kafka = (*Kafka)(nil)
+
+func (k *Kafka) find(s cluster.Settings) (FakeCluster, error) {
+	for _, a := range s.BootstrapServers {
+		if c, ok := k.Clusters[a]; ok {
+			return c, nil
+		}
+	}
+	return FakeCluster{}, errors.New("cannot reach " + strings.Join(s.BootstrapServers, ",") + ": connection refused — check the address and that the broker is running")
+}
+
+// Describe implements service.Kafka.
+func (k *Kafka) Describe(_ context.Context, s cluster.Settings) (service.Description, error) {
+	c, err := k.find(s)
+	if err != nil {
+		return service.Description{}, err
+	}
+	return service.Description{Brokers: c.Brokers, Topics: slices.Sorted(slices.Values(c.Topics))}, nil
+}
+
+// Check implements service.Kafka with the real step names.
+func (k *Kafka) Check(_ context.Context, s cluster.Settings) connectivity.Result {
+	c, err := k.find(s)
+	var r connectivity.Result
+	failed := ""
+	for _, step := range connectivity.Steps(s) {
+		switch {
+		case failed != "":
+			r.Steps = append(r.Steps, connectivity.Step{Name: step, Skipped: true, Message: "not run: the " + failed + " step failed"})
+		case step == connectivity.StepTCP && err != nil:
+			failed = step
+			r.Steps = append(r.Steps, connectivity.Step{Name: step, Message: err.Error()})
+		case step == connectivity.StepSASL && c.Password != "" && s.Password != c.Password:
+			failed = step
+			r.Steps = append(r.Steps, connectivity.Step{Name: step, Message: "SASL authentication failed as " + s.Username + ": wrong user name or password"})
+		default:
+			r.Steps = append(r.Steps, connectivity.Step{Name: step, OK: true, Message: "ok"})
+		}
+	}
+	r.OK = failed == ""
+	return r
+}

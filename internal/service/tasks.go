@@ -1,0 +1,546 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Runner runs tasks; *engine.Engine is one. Stop is graceful: it returns
+// once progress is committed.
+type Runner interface {
+	Start(t task.Task, current, peer cluster.Settings) error
+	Stop(name string)
+	Status(name string) (engine.TaskStatus, bool)
+}
+
+// Task states the API and console show (TaskStatus.State). RUNNING,
+// STARTING and FAILED come from the engine while a task runs; PAUSED is an
+// operator's choice; FAILED with a reason also covers a task that should run
+// but could not be started.
+const (
+	StateRunning  = engine.StateRunning
+	StateStarting = replicator.StateStarting
+	StatePaused   = engine.StatePaused
+	StateFailed   = engine.StateFailed
+)
+
+// Actions an operator takes on a task, recorded with who and when.
+const (
+	ActionCreate  = "create"
+	ActionPause   = "pause"
+	ActionResume  = "resume"
+	ActionRestart = "restart"
+)
+
+// TaskInfo is a task as the console and the API show it: its parameters
+// (the peer password never, only whether one is set), what the operator
+// asked for, and what it is doing.
+type TaskInfo struct {
+	Name    string       `json:"name"`
+	Type    string       `json:"type"`
+	Current task.Current `json:"current"`
+	Peer    PeerInfo     `json:"peer"`
+	Rules   task.Rules   `json:"rules"`
+	// DesiredState is running or paused: what the operator asked for.
+	DesiredState string     `json:"desired_state"`
+	Status       TaskStatus `json:"status"`
+	LastAction   LastAction `json:"last_action"`
+	// InternalTopics are the MM2-compatible topics the task uses (SPEC §5).
+	InternalTopics []InternalTopic `json:"internal_topics"`
+	CreatedAt      time.Time       `json:"created_at"`
+	// Warnings are set by CreateTask only: rules the task bends without
+	// breaking (a duplicate without offset sync, for one).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// PeerInfo is the peer without its password.
+type PeerInfo struct {
+	task.Peer
+	PasswordSet bool `json:"password_set"`
+}
+
+// TaskStatus is what a task is doing: State is RUNNING, STARTING, PAUSED or
+// FAILED; Reason says why it failed; Flows are the engine's per-flow
+// snapshots (empty unless it runs here).
+type TaskStatus struct {
+	State  string                  `json:"state"`
+	Reason string                  `json:"reason,omitempty"`
+	Flows  []replicator.FlowStatus `json:"flows"`
+}
+
+// LastAction is the operator's last action on a task.
+type LastAction struct {
+	Action string    `json:"action"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// InternalTopic is one of a task's MM2-compatible internal topics.
+type InternalTopic struct {
+	// Cluster is the side it lives on: current or peer.
+	Cluster string `json:"cluster"`
+	Topic   string `json:"topic"`
+}
+
+// taskLocks serialises state changes of one task (pause, resume, restart,
+// delete) without making one task's graceful stop hold up another's.
+type taskLocks struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (l *taskLocks) lock(name string) func() {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*sync.Mutex{}
+	}
+	m, ok := l.locks[name]
+	if !ok {
+		m = &sync.Mutex{}
+		l.locks[name] = m
+	}
+	l.mu.Unlock()
+	m.Lock()
+	return m.Unlock
+}
+
+// passwordLabel binds a task's sealed peer password to the task, so it
+// cannot be opened as another task's or a cluster's.
+func passwordLabel(name string) string { return "task/" + name }
+
+func invalidTask(p Problems) *Error {
+	return &Error{Code: CodeInvalidTask, Message: "the task is not valid", Problems: p}
+}
+
+func (s *Service) requireTasks() error {
+	if s.taskStore == nil || s.runner == nil {
+		return errors.New("service: tasks need Deps.TaskStore and Deps.Runner")
+	}
+	return nil
+}
+
+// CreateTask validates a task against every rule of SPEC §2, stores it and
+// starts it. by names who asked (a console user, "api"). Every broken rule
+// comes back at once in an invalid_task Error: the field rules, unregistered
+// clusters, a replication factor above the target's broker count (checked
+// on the live cluster; an unreachable target is a problem naming it), and
+// the rules across tasks, which are checked in the same store transaction as
+// the insert. A task that is stored but cannot start is returned with state
+// FAILED and the reason.
+func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (TaskInfo, error) {
+	if err := s.requireTasks(); err != nil {
+		return TaskInfo{}, err
+	}
+	t := NormalizeTask(in)
+	p := ValidateTask(t)
+	current, peer, rp, err := s.resolveTask(ctx, t, p)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	p = append(p, rp...)
+	if len(p) > 0 {
+		return TaskInfo{}, invalidTask(p)
+	}
+	if p, _ := s.checkReplicationFactor(ctx, t, current, peer); len(p) > 0 {
+		return TaskInfo{}, invalidTask(p)
+	}
+	addrs, err := s.clusterAddrs(ctx)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+
+	now := time.Now().UTC().Truncate(time.Second)
+	rec := store.Task{Spec: t, DesiredState: store.DesiredRunning, LastAction: ActionCreate, LastActionBy: by,
+		LastActionAt: now, CreatedAt: now}
+	if t.Peer.Password != "" {
+		sealed, err := s.secrets.Seal([]byte(t.Peer.Password), passwordLabel(t.Name))
+		if err != nil {
+			return TaskInfo{}, fmt.Errorf("seal peer password of task %q: %w", t.Name, err)
+		}
+		rec.PeerPasswordCiphertext = sealed
+	}
+	var warnings []string
+	err = s.taskStore.CreateTask(ctx, rec, func(others []store.Task) error {
+		specs := make([]task.Task, len(others))
+		for i, o := range others {
+			specs[i] = o.Spec
+		}
+		var p Problems
+		p, warnings = CheckAgainstTasks(t, specs, addrs)
+		if len(p) > 0 {
+			return invalidTask(p)
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, store.ErrExists):
+		var p Problems
+		p.Add("name", "a task named %q already exists: choose another name", t.Name)
+		return TaskInfo{}, invalidTask(p)
+	case errors.Is(err, store.ErrNotFound):
+		var p Problems
+		p.Add("current.cluster", "a cluster of this task was removed while it was being created: register it again")
+		return TaskInfo{}, invalidTask(p)
+	case err != nil:
+		return TaskInfo{}, err
+	}
+	s.log.Info("task created", "task", t.Name, "by", by, "current", t.Current.Cluster, "direction", t.Rules.Direction)
+	s.startTask(ctx, t, current, peer)
+	info, err := s.Task(ctx, t.Name)
+	info.Warnings = warnings
+	return info, err
+}
+
+// resolveTask finds the clusters of a normalized task. Unregistered
+// clusters are problems; fields that already have problems (p) are not
+// looked up again.
+func (s *Service) resolveTask(ctx context.Context, t task.Task, p Problems) (current, peer cluster.Settings, rp Problems, err error) {
+	lookup := func(field, what, name string) (cluster.Settings, bool, error) {
+		if len(p.For(field)) > 0 || name == "" {
+			return cluster.Settings{}, false, nil
+		}
+		cs, err := s.ClusterSettings(ctx, name)
+		if IsCode(err, CodeNotFound) {
+			rp.Add(field, "%s %q is not registered: add it under Instances first (kmirror instance add)", what, name)
+			return cluster.Settings{}, false, nil
+		}
+		return cs, err == nil, err
+	}
+	var ok bool
+	if current, ok, err = lookup("current.cluster", "current cluster", t.Current.Cluster); err != nil || !ok {
+		return current, peer, rp, err
+	}
+	switch t.Peer.ConfigType {
+	case task.PeerByCluster:
+		if peer, ok, err = lookup("peer.cluster", "peer cluster", t.Peer.Cluster); err != nil || !ok {
+			return current, peer, rp, err
+		}
+	case task.PeerByAddress:
+		_, peer, err = t.Resolve(func(string) (cluster.Settings, bool) { return current, true })
+		if err != nil {
+			return current, peer, rp, err
+		}
+	}
+	return current, peer, rp, nil
+}
+
+// side is one cluster of a task, for messages and the checks that need its
+// live state.
+type side struct {
+	role     string // current or peer
+	field    string // the field naming it
+	label    string // how users know it
+	settings cluster.Settings
+}
+
+func sides(t task.Task, current, peer cluster.Settings) (cur, per side) {
+	cur = side{role: "current", field: "current.cluster", label: fmt.Sprintf("current cluster %q", t.Current.Cluster), settings: current}
+	per = side{role: "peer", field: "peer.cluster", label: fmt.Sprintf("peer cluster %q", t.Peer.Cluster), settings: peer}
+	if t.Peer.ConfigType != task.PeerByCluster {
+		per.field = "peer.address"
+		per.label = "the peer at " + strings.Join(t.Peer.Address, ",")
+	}
+	return cur, per
+}
+
+// targets are the sides a task writes topics to.
+func targets(t task.Task, cur, per side) []side {
+	switch t.Rules.Direction {
+	case task.DirectionPush:
+		return []side{per}
+	case task.DirectionPull:
+		return []side{cur}
+	case task.DirectionBidirectional:
+		return []side{cur, per}
+	}
+	return nil
+}
+
+// checkReplicationFactor asks each target cluster for its broker count.
+// Returned problems are rule violations and, separately, unreachable targets
+// (the caller decides whether those refuse: CreateTask yes, the dry run
+// warns).
+func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, current, peer cluster.Settings) (Problems, Problems) {
+	cur, per := sides(t, current, peer)
+	var broken, unreachable Problems
+	for _, tg := range targets(t, cur, per) {
+		d, err := s.kafka.Describe(ctx, tg.settings)
+		if err != nil {
+			unreachable.Add(tg.field, "cannot reach %s to check the replication factor against its broker count: %v. Run the connectivity check (Start check) and fix what it reports", tg.label, err)
+			continue
+		}
+		if t.Rules.ReplicationFactor > d.Brokers {
+			broken.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
+				t.Rules.ReplicationFactor, d.Brokers, tg.label, d.Brokers)
+		}
+	}
+	return append(broken, unreachable...), unreachable
+}
+
+// clusterAddrs lets the cross-task rules tell that a peer by address is a
+// registered cluster.
+func (s *Service) clusterAddrs(ctx context.Context) (func(string) []string, error) {
+	recs, err := s.clusters.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string][]string, len(recs))
+	for _, r := range recs {
+		m[r.Name] = r.BootstrapServers
+	}
+	return func(name string) []string { return m[name] }, nil
+}
+
+// startTask starts a task in the runner and records why when it cannot.
+func (s *Service) startTask(ctx context.Context, t task.Task, current, peer cluster.Settings) {
+	msg := ""
+	if err := s.runner.Start(t, current, peer); err != nil {
+		msg = err.Error()
+		s.log.Error("task could not start", "task", t.Name, "err", err)
+	}
+	if err := s.taskStore.SetTaskError(ctx, t.Name, msg); err != nil {
+		s.log.Error("task error not recorded", "task", t.Name, "err", err)
+	}
+}
+
+// startStored opens a stored task's password, resolves its clusters and
+// starts it.
+func (s *Service) startStored(ctx context.Context, rec store.Task) {
+	t, current, peer, err := s.openTask(ctx, rec)
+	if err != nil {
+		s.log.Error("task could not start", "task", rec.Name(), "err", err)
+		if err := s.taskStore.SetTaskError(ctx, rec.Name(), err.Error()); err != nil {
+			s.log.Error("task error not recorded", "task", rec.Name(), "err", err)
+		}
+		return
+	}
+	s.startTask(ctx, t, current, peer)
+}
+
+// openTask is a stored task ready to run: its peer password opened and its
+// clusters resolved. Never show the result.
+func (s *Service) openTask(ctx context.Context, rec store.Task) (task.Task, cluster.Settings, cluster.Settings, error) {
+	t := rec.Spec
+	if rec.PeerPasswordCiphertext != nil {
+		pw, err := s.secrets.Open(rec.PeerPasswordCiphertext, passwordLabel(t.Name))
+		if err != nil {
+			return t, cluster.Settings{}, cluster.Settings{}, fmt.Errorf("open the peer password of task %q: %w (was the data directory's secret.key replaced? delete and create the task again)", t.Name, err)
+		}
+		t.Peer.Password = string(pw)
+	}
+	var lookupErr error
+	current, peer, err := t.Resolve(func(name string) (cluster.Settings, bool) {
+		cs, err := s.ClusterSettings(ctx, name)
+		if err != nil && !IsCode(err, CodeNotFound) {
+			lookupErr = err
+		}
+		return cs, err == nil
+	})
+	if lookupErr != nil {
+		return t, current, peer, lookupErr
+	}
+	return t, current, peer, err
+}
+
+// StartTasks starts every stored task whose desired state is running and
+// that does not run yet; `kmirror serve` calls it once at start. They resume
+// from committed progress. A task that cannot start is logged and shows
+// FAILED with the reason; only a store failure is returned.
+func (s *Service) StartTasks(ctx context.Context) error {
+	if err := s.requireTasks(); err != nil {
+		return err
+	}
+	recs, err := s.taskStore.ListTasks(ctx)
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if rec.DesiredState != store.DesiredRunning {
+			continue
+		}
+		if _, running := s.runner.Status(rec.Name()); running {
+			continue
+		}
+		s.startStored(ctx, rec)
+	}
+	return nil
+}
+
+// ListTasks returns every task ordered by name, with its status.
+func (s *Service) ListTasks(ctx context.Context) ([]TaskInfo, error) {
+	if err := s.requireTasks(); err != nil {
+		return nil, err
+	}
+	recs, err := s.taskStore.ListTasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TaskInfo, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, s.taskInfo(r))
+	}
+	return out, nil
+}
+
+// Task returns one task with its status, or a not_found Error.
+func (s *Service) Task(ctx context.Context, name string) (TaskInfo, error) {
+	rec, err := s.storedTask(ctx, name)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	return s.taskInfo(rec), nil
+}
+
+func (s *Service) storedTask(ctx context.Context, name string) (store.Task, error) {
+	if err := s.requireTasks(); err != nil {
+		return store.Task{}, err
+	}
+	rec, err := s.taskStore.Task(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Task{}, notFound("no task named %q", name)
+	}
+	return rec, err
+}
+
+func (s *Service) taskInfo(r store.Task) TaskInfo {
+	t := r.Spec
+	t.Peer.Password = ""
+	return TaskInfo{
+		Name: t.Name, Type: t.Type, Current: t.Current, Rules: t.Rules,
+		Peer:           PeerInfo{Peer: t.Peer, PasswordSet: r.PeerPasswordCiphertext != nil},
+		DesiredState:   r.DesiredState,
+		Status:         s.status(r),
+		LastAction:     LastAction{Action: r.LastAction, By: r.LastActionBy, At: r.LastActionAt},
+		InternalTopics: internalTopics(t),
+		CreatedAt:      r.CreatedAt,
+	}
+}
+
+// status merges what the operator asked for with what the engine does.
+func (s *Service) status(r store.Task) TaskStatus {
+	st, running := s.runner.Status(r.Name())
+	switch {
+	case r.DesiredState == store.DesiredPaused:
+		return TaskStatus{State: StatePaused, Flows: []replicator.FlowStatus{}}
+	case running:
+		if st.Flows == nil {
+			st.Flows = []replicator.FlowStatus{}
+		}
+		return TaskStatus{State: st.State, Reason: st.Reason, Flows: st.Flows}
+	case r.LastError != "":
+		return TaskStatus{State: StateFailed, Reason: "could not start: " + r.LastError, Flows: []replicator.FlowStatus{}}
+	default:
+		return TaskStatus{State: StateFailed, Reason: "not running in this kmirror process: restart the task", Flows: []replicator.FlowStatus{}}
+	}
+}
+
+// internalTopics lists a task's MM2-compatible internal topics (SPEC §5).
+func internalTopics(t task.Task) []InternalTopic {
+	out := []InternalTopic{{Cluster: "current", Topic: t.OffsetSyncsTopic()}}
+	if !t.Rules.SyncConsumerOffsets {
+		return out
+	}
+	d := t.Rules.Direction
+	if d == task.DirectionPull || d == task.DirectionBidirectional {
+		out = append(out, InternalTopic{Cluster: "current", Topic: task.CheckpointsTopic(t.Peer.Alias)})
+	}
+	if d == task.DirectionPush || d == task.DirectionBidirectional {
+		out = append(out, InternalTopic{Cluster: "peer", Topic: task.CheckpointsTopic(t.Current.Alias)})
+	}
+	return out
+}
+
+// DeleteTask stops a task (gracefully: its progress is committed) and
+// deletes it. Its progress consumer groups and internal topics stay on the
+// clusters, so a task created again under the same name resumes.
+func (s *Service) DeleteTask(ctx context.Context, name, by string) error {
+	if _, err := s.storedTask(ctx, name); err != nil {
+		return err
+	}
+	defer s.taskLocks.lock(name)()
+	s.runner.Stop(name)
+	if err := s.taskStore.DeleteTask(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("no task named %q", name)
+	} else if err != nil {
+		return err
+	}
+	s.log.Info("task deleted", "task", name, "by", by)
+	return nil
+}
+
+// PauseTask stops a task gracefully and keeps it stopped, across restarts
+// of kmirror too, until ResumeTask. Pausing a paused task changes nothing.
+func (s *Service) PauseTask(ctx context.Context, name, by string) (TaskInfo, error) {
+	return s.changeState(ctx, name, by, ActionPause)
+}
+
+// ResumeTask starts a paused task again from its committed progress.
+// Resuming a running task changes nothing.
+func (s *Service) ResumeTask(ctx context.Context, name, by string) (TaskInfo, error) {
+	return s.changeState(ctx, name, by, ActionResume)
+}
+
+// RestartTask stops a task gracefully and starts it again, which clears
+// partitions that failed for good (a record too large for the target, for
+// one) once their cause is fixed. A paused task is started.
+func (s *Service) RestartTask(ctx context.Context, name, by string) (TaskInfo, error) {
+	return s.changeState(ctx, name, by, ActionRestart)
+}
+
+func (s *Service) changeState(ctx context.Context, name, by, action string) (TaskInfo, error) {
+	if _, err := s.storedTask(ctx, name); err != nil {
+		return TaskInfo{}, err
+	}
+	defer s.taskLocks.lock(name)()
+	rec, err := s.storedTask(ctx, name) // again, under the lock
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	_, running := s.runner.Status(name)
+	desired := store.DesiredRunning
+	switch action {
+	case ActionPause:
+		desired = store.DesiredPaused
+		if rec.DesiredState == store.DesiredPaused && !running {
+			return s.taskInfo(rec), nil
+		}
+		s.runner.Stop(name)
+	case ActionResume:
+		if rec.DesiredState == store.DesiredRunning && running {
+			return s.taskInfo(rec), nil
+		}
+	case ActionRestart:
+		s.runner.Stop(name)
+	}
+	now := time.Now().UTC().Truncate(time.Second)
+	if err := s.taskStore.SetTaskState(ctx, name, desired, action, by, now); errors.Is(err, store.ErrNotFound) {
+		return TaskInfo{}, notFound("no task named %q", name)
+	} else if err != nil {
+		return TaskInfo{}, err
+	}
+	rec.DesiredState = desired
+	if desired == store.DesiredRunning {
+		if _, running := s.runner.Status(name); !running {
+			s.startStored(ctx, rec)
+		}
+	}
+	s.log.Info("task "+action, "task", name, "by", by)
+	return s.Task(ctx, name)
+}
+
+// TasksUsed implements TaskCounter on the task store.
+type storeCounter struct{ store.Tasks }
+
+func (c storeCounter) TasksUsed(ctx context.Context, cluster string) (int, error) {
+	return c.CountTasks(ctx, cluster)
+}

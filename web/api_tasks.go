@@ -1,0 +1,109 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// apiActor is who the task API records as having acted: the API has one
+// token, not users.
+const apiActor = "api"
+
+// taskList is the body of GET /api/v1/tasks.
+type taskList struct {
+	Tasks []service.TaskInfo `json:"tasks"`
+}
+
+func (s *Server) registerTaskAPI() {
+	s.api.GET("/tasks", s.apiListTasks)
+	s.api.POST("/tasks", s.apiCreateTask)
+	s.api.POST("/tasks/validate", s.apiValidateTask)
+	s.api.GET("/tasks/:name", s.apiGetTask)
+	s.api.DELETE("/tasks/:name", s.apiDeleteTask)
+	s.api.POST("/tasks/:name/pause", s.apiTaskAction((*service.Service).PauseTask))
+	s.api.POST("/tasks/:name/resume", s.apiTaskAction((*service.Service).ResumeTask))
+	s.api.POST("/tasks/:name/restart", s.apiTaskAction((*service.Service).RestartTask))
+	s.api.POST("/connectivity", s.apiConnectivity)
+}
+
+func (s *Server) apiListTasks(c echo.Context) error {
+	list, err := s.svc.ListTasks(c.Request().Context())
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, taskList{Tasks: list})
+}
+
+func (s *Server) apiGetTask(c echo.Context) error {
+	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, info)
+}
+
+func (s *Server) apiCreateTask(c echo.Context) error {
+	var in task.Task
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	info, err := s.svc.CreateTask(c.Request().Context(), in, apiActor)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/tasks/"+url.PathEscape(info.Name))
+	return c.JSON(http.StatusCreated, info)
+}
+
+func (s *Server) apiDeleteTask(c echo.Context) error {
+	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name"), apiActor); err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// apiTaskAction answers pause, resume and restart with the task as it is
+// afterwards.
+func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string, string) (service.TaskInfo, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		info, err := do(s.svc, c.Request().Context(), c.Param("name"), apiActor)
+		if err != nil {
+			return s.WriteError(c, err)
+		}
+		return c.JSON(http.StatusOK, info)
+	}
+}
+
+// apiValidateTask is the dry run: 200 with ok, problems, warnings and the
+// topic preview whenever the body is a task, valid or not.
+func (s *Server) apiValidateTask(c echo.Context) error {
+	var in task.Task
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	res, err := s.svc.ValidateTaskDryRun(c.Request().Context(), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
+}
+
+// apiConnectivity answers 200 whether the check passed or not (SPEC §6); a
+// task whose connection fields are unusable is a 422.
+func (s *Server) apiConnectivity(c echo.Context) error {
+	var in task.Task
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	res, err := s.svc.Connectivity(c.Request().Context(), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
+}

@@ -1,0 +1,254 @@
+package web
+
+import (
+	"net/http"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// apiOp documents one JSON API route. The OpenAPI document is generated
+// from this table and from the Go types the handlers read and write, so the
+// schemas cannot drift from the code; a test checks that the table and the
+// router list the same routes.
+type apiOp struct {
+	method, path string // echo's path syntax (:name)
+	summary      string
+	request      any // a value of the body type, or nil
+	status       int // on success
+	response     any // a value of the answer type, or nil for no body
+	errors       []int
+	public       bool // no bearer token needed
+}
+
+var apiOps = []apiOp{
+	{method: http.MethodGet, path: "/api/v1/clusters", summary: "List registered clusters (instances)", status: 200, response: clusterList{}, errors: []int{401}},
+	{method: http.MethodPost, path: "/api/v1/clusters", summary: "Register a cluster", request: cluster.Settings{}, status: 201, response: service.ClusterInfo{}, errors: []int{400, 401, 422}},
+	{method: http.MethodGet, path: "/api/v1/clusters/:name", summary: "Show a registered cluster (never its password)", status: 200, response: service.ClusterInfo{}, errors: []int{401, 404}},
+	{method: http.MethodDelete, path: "/api/v1/clusters/:name", summary: "Remove a cluster no task uses", status: 204, errors: []int{401, 404, 409}},
+
+	{method: http.MethodGet, path: "/api/v1/tasks", summary: "List Smart Connect tasks with their status", status: 200, response: taskList{}, errors: []int{401}},
+	{method: http.MethodPost, path: "/api/v1/tasks", summary: "Create a task and start it; every broken rule is reported at once", request: task.Task{}, status: 201, response: service.TaskInfo{}, errors: []int{400, 401, 422}},
+	{method: http.MethodPost, path: "/api/v1/tasks/validate", summary: "Dry run: every problem, warnings, and the topics each flow would replicate with their target names (200 whether valid or not)", request: task.Task{}, status: 200, response: service.ValidationResult{}, errors: []int{400, 401}},
+	{method: http.MethodGet, path: "/api/v1/tasks/:name", summary: "Show a task (the peer password never, only password_set) and its status", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
+	{method: http.MethodDelete, path: "/api/v1/tasks/:name", summary: "Stop a task gracefully and delete it", status: 204, errors: []int{401, 404}},
+	{method: http.MethodPost, path: "/api/v1/tasks/:name/pause", summary: "Stop a task gracefully and keep it stopped", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
+	{method: http.MethodPost, path: "/api/v1/tasks/:name/resume", summary: "Start a paused task from its committed progress", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
+	{method: http.MethodPost, path: "/api/v1/tasks/:name/restart", summary: "Stop and start a task, clearing partitions that failed for good", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
+	{method: http.MethodPost, path: "/api/v1/connectivity", summary: "Check both clusters of a task step by step (tcp, tls, sasl, metadata, permissions); 200 whether the check passed or not", request: task.Task{}, status: 200, response: service.ConnectivityResult{}, errors: []int{400, 401, 422}},
+	{method: http.MethodGet, path: "/api/v1/openapi.json", summary: "This document", status: 200, response: map[string]any{}, public: true},
+}
+
+var (
+	openAPIOnce sync.Once
+	openAPIDoc  map[string]any
+)
+
+func (s *Server) openAPI(c echo.Context) error {
+	openAPIOnce.Do(func() { openAPIDoc = buildOpenAPI(apiOps) })
+	return c.JSON(http.StatusOK, openAPIDoc)
+}
+
+// buildOpenAPI makes an OpenAPI 3.0 document of ops.
+func buildOpenAPI(ops []apiOp) map[string]any {
+	g := &schemaGen{schemas: map[string]any{}, names: map[reflect.Type]string{}}
+	errRef := g.schema(reflect.TypeOf(apiErrorBody{}))
+	paths := map[string]any{}
+	for _, op := range ops {
+		path, params := openAPIPath(op.path)
+		item, _ := paths[path].(map[string]any)
+		if item == nil {
+			item = map[string]any{}
+			paths[path] = item
+		}
+		o := map[string]any{"summary": op.summary, "operationId": operationID(op)}
+		if len(params) > 0 {
+			var ps []any
+			for _, p := range params {
+				ps = append(ps, map[string]any{"name": p, "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+			}
+			o["parameters"] = ps
+		}
+		if op.request != nil {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(op.request))}}}
+		}
+		resp := map[string]any{}
+		ok := map[string]any{"description": http.StatusText(op.status)}
+		if op.response != nil {
+			ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(op.response))}}
+		}
+		resp[strconv.Itoa(op.status)] = ok
+		for _, code := range op.errors {
+			resp[strconv.Itoa(code)] = map[string]any{"description": http.StatusText(code),
+				"content": map[string]any{"application/json": map[string]any{"schema": errRef}}}
+		}
+		o["responses"] = resp
+		if op.public {
+			o["security"] = []any{}
+		}
+		item[strings.ToLower(op.method)] = o
+	}
+	return map[string]any{
+		"openapi": "3.0.3",
+		"info": map[string]any{"title": "kmirror API", "version": "1",
+			"description": "Registered Kafka clusters and Smart Connect tasks replicating between them. Errors are " +
+				"{\"error\": {\"code\", \"message\", \"problems\": [{\"field\", \"message\"}]}} with a stable code."},
+		"paths":    paths,
+		"security": []any{map[string]any{"bearer": []any{}}},
+		"components": map[string]any{
+			"schemas":         g.schemas,
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
+		},
+	}
+}
+
+// openAPIPath turns /tasks/:name into /tasks/{name} and lists the params.
+func openAPIPath(p string) (string, []string) {
+	parts := strings.Split(p, "/")
+	var params []string
+	for i, s := range parts {
+		if strings.HasPrefix(s, ":") {
+			params = append(params, s[1:])
+			parts[i] = "{" + s[1:] + "}"
+		}
+	}
+	return strings.Join(parts, "/"), params
+}
+
+func operationID(op apiOp) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(op.method))
+	for _, s := range strings.FieldsFunc(strings.TrimPrefix(op.path, "/api/v1"), func(r rune) bool { return r == '/' || r == '.' || r == ':' }) {
+		b.WriteString(strings.ToUpper(s[:1]) + s[1:])
+	}
+	return b.String()
+}
+
+// schemaGen derives JSON schemas from Go types as encoding/json sees them:
+// named structs become components, fields take their json names, and a field
+// without omitempty is required.
+type schemaGen struct {
+	schemas map[string]any
+	names   map[reflect.Type]string
+}
+
+// schemaNames overrides names that would be ambiguous in the document.
+var schemaNames = map[reflect.Type]string{
+	reflect.TypeOf(cluster.Settings{}): "ClusterSettings",
+	reflect.TypeOf(apiErrorBody{}):     "ErrorBody",
+	reflect.TypeOf(apiError{}):         "Error",
+}
+
+var timeType = reflect.TypeOf(time.Time{})
+
+func (g *schemaGen) schema(t reflect.Type) map[string]any {
+	switch {
+	case t == timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case t.Kind() == reflect.Pointer:
+		return g.schema(t.Elem())
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "format": "byte"}
+		}
+		return map[string]any{"type": "array", "items": g.schema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
+	case reflect.Struct:
+		name := schemaNames[t]
+		if name == "" {
+			name = t.Name()
+		}
+		if name == "" {
+			return g.object(t)
+		}
+		if _, done := g.names[t]; !done {
+			g.names[t] = name
+			g.schemas[name] = map[string]any{} // placeholder against recursion
+			g.schemas[name] = g.object(t)
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	default:
+		return map[string]any{}
+	}
+}
+
+func (g *schemaGen) object(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	var required []string
+	g.fields(t, props, &required)
+	o := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		o["required"] = required
+	}
+	return o
+}
+
+func (g *schemaGen) fields(t reflect.Type, props map[string]any, required *[]string) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" || (!f.IsExported() && !f.Anonymous) {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				g.fields(ft, props, required)
+				continue
+			}
+		}
+		if name == "" {
+			name = f.Name
+		}
+		props[name] = g.schema(f.Type)
+		if !strings.Contains(opts, "omitempty") {
+			*required = append(*required, name)
+		}
+	}
+}
+
+// APIRoutes lists the router's JSON API routes as "METHOD /api/v1/path",
+// with OpenAPI's {param} syntax, sorted.
+func (s *Server) APIRoutes() []string {
+	var out []string
+	for _, r := range s.e.Routes() {
+		if !strings.HasPrefix(r.Path, "/api/v1/") {
+			continue
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		default:
+			continue // echo's not-found catch-alls of the group
+		}
+		p, _ := openAPIPath(r.Path)
+		out = append(out, r.Method+" "+p)
+	}
+	sort.Strings(out)
+	return out
+}
