@@ -1,0 +1,1086 @@
+package service
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/policy"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Task limits (SPEC §2) and bounds that keep absurd values out of the store.
+const (
+	maxTaskTopics    = 20
+	maxTopicMappings = 20
+	// maxTaskParallelism bounds rules.tasks: every task of a flow is a worker
+	// with its own Kafka connections, a bidirectional task doubles them, and
+	// workers beyond the topics' partition count only sit idle.
+	maxTaskParallelism = 64
+	// maxReplicationFactor is Kafka's own limit (the protocol carries it as a
+	// 16-bit number); the target's broker count, checked at create time, is
+	// the real bound.
+	maxReplicationFactor = math.MaxInt16
+	maxTopicNameLength   = 249 // Kafka's limit
+	maxTopicsRegexLength = 1000
+)
+
+var (
+	taskNameRE  = regexp.MustCompile(`^[A-Za-z0-9_-]{4,64}$`)
+	aliasRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,20}$`)
+	topicNameRE = regexp.MustCompile(`^[a-zA-Z0-9._-]+$`)
+)
+
+var compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+// NormalizeTask trims what users paste with stray spaces, drops empty list
+// entries and rows (the console sends blank ones), and fills the defaults the
+// console shows (type, tasks 2, replication factor 1, start offset earliest,
+// compression none, protocol PLAINTEXT for a peer by address). It never
+// changes a password, and never turns add_source_header on: JSON cannot tell
+// an explicit false from a missing field, so the bidirectional default is the
+// console's to pre-check, and ValidateTask refuses a bidirectional task with
+// neither rename nor header. It is idempotent.
+func NormalizeTask(t task.Task) task.Task {
+	ts := strings.TrimSpace
+	t.Name = ts(t.Name)
+	t.Type = ts(t.Type)
+	t.Current.Cluster = ts(t.Current.Cluster)
+	t.Current.Alias = ts(t.Current.Alias)
+
+	p := &t.Peer
+	p.Alias = ts(p.Alias)
+	p.ConfigType = ts(p.ConfigType)
+	p.Cluster = ts(p.Cluster)
+	p.Address = trimList(p.Address)
+	p.SecurityProtocol = ts(p.SecurityProtocol)
+	p.SASLMechanism = ts(p.SASLMechanism)
+	p.Username = ts(p.Username)
+	p.CAPEM = ts(p.CAPEM)
+	if p.ConfigType == "" {
+		// Infer only when unambiguous; with both or neither given the
+		// validator asks.
+		switch {
+		case p.Cluster != "" && len(p.Address) == 0:
+			p.ConfigType = task.PeerByCluster
+		case p.Cluster == "" && len(p.Address) > 0:
+			p.ConfigType = task.PeerByAddress
+		}
+	}
+	if p.ConfigType == task.PeerByAddress && p.SecurityProtocol == "" {
+		p.SecurityProtocol = cluster.Plaintext
+	}
+
+	r := &t.Rules
+	r.Direction = ts(r.Direction)
+	r.Topics = trimList(r.Topics)
+	// Topic names hold no spaces, so surrounding blanks are never meant.
+	r.TopicsRegex = ts(r.TopicsRegex)
+	r.StartOffset = ts(r.StartOffset)
+	r.Compression = ts(r.Compression)
+	var maps []task.Mapping
+	for _, m := range r.TopicMappings {
+		m.Source, m.Target = ts(m.Source), ts(m.Target)
+		if m.Source != "" || m.Target != "" {
+			maps = append(maps, m)
+		}
+	}
+	r.TopicMappings = maps
+	return t.WithDefaults()
+}
+
+func trimList(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ValidateTask returns every rule of SPEC §2 that t breaks on its own; none
+// means t may be stored as far as t alone goes (CheckAgainstTasks covers the
+// rules involving other tasks, the store whether clusters exist and the
+// target's broker count). t should be normalized first. It is pure and never
+// panics. Problems about one topic mapping use the path
+// rules.topic_mappings[i].source|target, i counting rows of the normalized
+// task (blank rows dropped).
+func ValidateTask(t task.Task) Problems {
+	var p Problems
+	switch {
+	case t.Name == "":
+		p.Add("name", "name is required")
+	case !taskNameRE.MatchString(t.Name):
+		p.Add("name", "name must be 4 to 64 characters of A-Z, a-z, 0-9, - and _")
+	}
+	switch t.Type {
+	case task.TypeKafkaReplication:
+	case "":
+		p.Add("type", "type is required: use kafka-replication")
+	default:
+		p.Add("type", "type must be kafka-replication (Kafka data replication, the only preset type for now)")
+	}
+
+	switch {
+	case t.Current.Cluster == "":
+		p.Add("current.cluster", "current cluster is required: the name of a registered cluster")
+	case !clusterNameRE.MatchString(t.Current.Cluster):
+		p.Add("current.cluster", "current cluster must be the name of a registered cluster (1 to 64 characters of A-Z, a-z, 0-9, - and _)")
+	}
+	checkAlias(&p, "current.alias", "current alias", t.Current.Alias)
+	checkAlias(&p, "peer.alias", "peer alias", t.Peer.Alias)
+	if t.Peer.Alias != "" && t.Peer.Alias == t.Current.Alias {
+		p.Add("peer.alias", "peer alias must differ from the current alias %q: aliases tell the two sides apart in topic names and source headers", t.Current.Alias)
+	}
+	validatePeer(&p, t)
+	validateRules(&p, t)
+	return p
+}
+
+func checkAlias(p *Problems, field, what, alias string) {
+	switch {
+	case alias == "":
+		p.Add(field, "%s is required", what)
+	case !aliasRE.MatchString(alias):
+		p.Add(field, "%s must be 1 to 20 characters of A-Z, a-z, 0-9, - and _", what)
+	}
+}
+
+// peerFields maps ValidateCluster's field names to the task's.
+var peerFields = map[string]string{
+	"bootstrap_servers": "peer.address",
+	"security_protocol": "peer.security_protocol",
+	"sasl_mechanism":    "peer.sasl_mechanism",
+	"username":          "peer.username",
+	"password":          "peer.password",
+	"ca_pem":            "peer.ca_pem",
+}
+
+func validatePeer(p *Problems, t task.Task) {
+	peer := t.Peer
+	switch peer.ConfigType {
+	case task.PeerByAddress:
+		if len(peer.Address) == 0 {
+			p.Add("peer.address", "peer config type address needs the peer's bootstrap servers: one or more host:port, for example 10.0.0.5:9092")
+		}
+		if peer.Cluster != "" {
+			p.Add("peer.cluster", "a peer given by address takes no cluster name: clear it, or choose config type cluster")
+		}
+		// The same rules as a registered cluster, so a peer that works by
+		// address also works once registered.
+		for _, pr := range ValidateCluster(cluster.Settings{
+			Name: "peer", BootstrapServers: peer.Address, SecurityProtocol: peer.SecurityProtocol,
+			SASLMechanism: peer.SASLMechanism, Username: peer.Username, Password: peer.Password, CAPEM: peer.CAPEM,
+		}) {
+			field, ok := peerFields[pr.Field]
+			if !ok || (field == "peer.address" && len(peer.Address) == 0) {
+				continue
+			}
+			p.Add(field, "peer: %s", pr.Message)
+		}
+	case task.PeerByCluster:
+		switch {
+		case peer.Cluster == "":
+			p.Add("peer.cluster", "peer config type cluster needs the name of a registered cluster")
+		case !clusterNameRE.MatchString(peer.Cluster):
+			p.Add("peer.cluster", "peer cluster must be the name of a registered cluster (1 to 64 characters of A-Z, a-z, 0-9, - and _)")
+		case peer.Cluster == t.Current.Cluster:
+			p.Add("peer.cluster", "peer cluster must be another cluster than the current cluster %q: replicating a cluster into itself copies records forever", t.Current.Cluster)
+		}
+		// Refuse rather than ignore: the registered cluster's own address and
+		// authentication are used, and the user may think these apply.
+		if len(peer.Address) > 0 {
+			p.Add("peer.address", "a peer given by cluster name uses that cluster's bootstrap servers: clear the address, or choose config type address")
+		}
+		for _, f := range []struct{ field, what, v string }{
+			{"peer.security_protocol", "security protocol", peer.SecurityProtocol},
+			{"peer.sasl_mechanism", "SASL mechanism", peer.SASLMechanism},
+			{"peer.username", "username", peer.Username},
+			{"peer.password", "password", peer.Password},
+			{"peer.ca_pem", "CA certificate", peer.CAPEM},
+		} {
+			if f.v != "" {
+				p.Add(f.field, "a peer given by cluster name uses that cluster's own authentication: clear the %s, or choose config type address", f.what)
+			}
+		}
+	case "":
+		p.Add("peer.config_type", "peer config type is required: address (bootstrap servers given here) or cluster (a registered cluster)")
+	default:
+		p.Add("peer.config_type", "peer config type must be address (bootstrap servers given here) or cluster (a registered cluster)")
+	}
+}
+
+func validateRules(p *Problems, t task.Task) {
+	r := t.Rules
+	switch r.Direction {
+	case task.DirectionPull, task.DirectionPush, task.DirectionBidirectional:
+	case "":
+		p.Add("rules.direction", "direction is required: pull (peer to current), push (current to peer) or bidirectional")
+	default:
+		p.Add("rules.direction", "direction must be pull (peer to current), push (current to peer) or bidirectional")
+	}
+
+	// Aliases of the clusters this task copies to: a topic named
+	// "<alias>.x" came from that cluster and is never copied back to it.
+	var targets []string
+	switch r.Direction {
+	case task.DirectionPush:
+		targets = []string{t.Peer.Alias}
+	case task.DirectionPull:
+		targets = []string{t.Current.Alias}
+	case task.DirectionBidirectional:
+		targets = []string{t.Peer.Alias, t.Current.Alias}
+	}
+	// Aliases this task prefixes topics with when renaming.
+	var prefixes []string
+	if r.RenameTopics {
+		switch r.Direction {
+		case task.DirectionPush:
+			prefixes = []string{t.Current.Alias}
+		case task.DirectionPull:
+			prefixes = []string{t.Peer.Alias}
+		case task.DirectionBidirectional:
+			prefixes = []string{t.Current.Alias, t.Peer.Alias}
+		}
+	}
+
+	var re *regexp.Regexp
+	switch {
+	case len(r.Topics) == 0 && r.TopicsRegex == "":
+		p.Add("rules.topics", "choose the topics to replicate: a list of 1 to %d topic names, or a regular expression in topics_regex", maxTaskTopics)
+	case len(r.Topics) > 0 && r.TopicsRegex != "":
+		p.Add("rules.topics_regex", "give either a topic list or a regular expression, not both")
+	case r.TopicsRegex != "":
+		var msg string
+		if re, msg = compileTopicsRegex(r.TopicsRegex); msg != "" {
+			p.Add("rules.topics_regex", "%s", msg)
+		} else if w, decided := regexWitness(r.TopicsRegex); decided && w == "" {
+			p.Add("rules.topics_regex", "topics_regex matches no topic kmirror would replicate: topics ending in internal or starting with __, mm2- or kmirror- are never replicated")
+		}
+	default:
+		if len(r.Topics) > maxTaskTopics {
+			p.Add("rules.topics", "at most %d topics may be listed (%d given): use topics_regex to select more", maxTaskTopics, len(r.Topics))
+		}
+		seen := map[string]bool{}
+		for _, tp := range r.Topics {
+			if msg := checkTopicName(tp); msg != "" {
+				p.Add("rules.topics", "%s", msg)
+			} else if seen[tp] {
+				p.Add("rules.topics", "topic %q is listed twice", tp)
+			} else if policy.IsInternal(tp) {
+				p.Add("rules.topics", "%s", internalMsg(tp))
+			} else {
+				checkCameFrom(p, "rules.topics", tp, targets)
+				for _, a := range prefixes {
+					if len(a)+1+len(tp) > maxTopicNameLength {
+						p.Add("rules.topics", "topic %q renamed to %q would be longer than Kafka's %d characters: shorten it or turn rename topics off", tp, a+"."+shorten(tp), maxTopicNameLength)
+						break
+					}
+				}
+			}
+			seen[tp] = true
+		}
+	}
+
+	if r.Tasks < 1 {
+		p.Add("rules.tasks", "tasks must be at least 1 (the default is %d)", task.DefaultTasks)
+	} else if r.Tasks > maxTaskParallelism {
+		p.Add("rules.tasks", "tasks must be at most %d: each task is a worker with its own Kafka connections (twice for bidirectional), and more tasks than partitions only sit idle", maxTaskParallelism)
+	}
+	if r.Direction == task.DirectionBidirectional && !r.RenameTopics && !r.AddSourceHeader {
+		p.Add("rules.add_source_header", "a bidirectional task needs add source header or rename topics on: without either, records would be copied back and forth forever")
+	}
+	if r.ReplicationFactor < 1 {
+		p.Add("rules.replication_factor", "replication factor must be at least 1")
+	} else if r.ReplicationFactor > maxReplicationFactor {
+		p.Add("rules.replication_factor", "replication factor must be at most %d (Kafka's limit), and no more than the target cluster's broker count", maxReplicationFactor)
+	}
+	switch r.StartOffset {
+	case task.StartEarliest, task.StartLatest:
+	default:
+		p.Add("rules.start_offset", "start offset must be earliest (oldest data first) or latest (only new data)")
+	}
+	if !contains(compressions, r.Compression) {
+		p.Add("rules.compression", "compression must be none, gzip, snappy, lz4 or zstd")
+	}
+	validateMappings(p, t, re, targets)
+}
+
+func validateMappings(p *Problems, t task.Task, re *regexp.Regexp, targets []string) {
+	r := t.Rules
+	if len(r.TopicMappings) == 0 {
+		return
+	}
+	if r.RenameTopics {
+		p.Add("rules.rename_topics", "rename topics and topic mappings cannot be combined: turn rename topics off or remove the mappings")
+	}
+	if len(r.TopicMappings) > maxTopicMappings {
+		p.Add("rules.topic_mappings", "at most %d topic mappings (%d given)", maxTopicMappings, len(r.TopicMappings))
+	}
+	// Target names of listed topics that no mapping renames: a mapping onto
+	// one of them would mix two source topics in one target topic.
+	mappedSrc := map[string]bool{}
+	for _, m := range r.TopicMappings {
+		mappedSrc[m.Source] = true
+	}
+	identity := map[string]bool{}
+	for _, tp := range r.Topics {
+		if !mappedSrc[tp] {
+			identity[tp] = true
+		}
+	}
+	sources := map[string]int{}
+	targetsSeen := map[string]int{}
+	collide := map[string]int{} // Kafka refuses topics differing only in '.' vs '_'
+	for i, m := range r.TopicMappings {
+		sf := fmt.Sprintf("rules.topic_mappings[%d].source", i)
+		tf := fmt.Sprintf("rules.topic_mappings[%d].target", i)
+		n := i + 1
+		switch {
+		case m.Source == "":
+			p.Add(sf, "mapping %d needs a source topic", n)
+		case checkTopicName(m.Source) != "":
+			p.Add(sf, "%s", checkTopicName(m.Source))
+		case policy.IsInternal(m.Source):
+			p.Add(sf, "%s", internalMsg(m.Source))
+		default:
+			if j, dup := sources[m.Source]; dup {
+				p.Add(sf, "source topic %q is already mapped by mapping %d: map each source topic once", m.Source, j+1)
+			}
+			sources[m.Source] = i
+			// A mapping only names the target of a selected topic; it does
+			// not select one (the seed: mappings customise target names).
+			switch {
+			case len(r.Topics) > 0 && r.TopicsRegex == "":
+				if !contains(r.Topics, m.Source) {
+					p.Add(sf, "source topic %q is not among the selected topics: add it to the topic list, or remove the mapping", m.Source)
+				}
+			case re != nil:
+				if !re.MatchString(m.Source) {
+					p.Add(sf, "source topic %q does not match topics_regex, so it is never replicated: fix the regex or remove the mapping", m.Source)
+				}
+			}
+			checkCameFrom(p, sf, m.Source, targets)
+		}
+		switch {
+		case m.Target == "":
+			p.Add(tf, "mapping %d needs a target topic", n)
+		case checkTopicName(m.Target) != "":
+			p.Add(tf, "%s", checkTopicName(m.Target))
+		case policy.IsInternal(m.Target):
+			p.Add(tf, "target topic %q is an internal topic name (ending in internal, or starting with __, mm2- or kmirror-): choose another name", m.Target)
+		default:
+			key := strings.ReplaceAll(m.Target, ".", "_")
+			if j, dup := targetsSeen[m.Target]; dup {
+				p.Add(tf, "target topic %q is already the target of mapping %d: two source topics would mix in one target topic", m.Target, j+1)
+			} else if j, dup := collide[key]; dup {
+				p.Add(tf, "target topic %q collides with %q of mapping %d: Kafka does not allow topic names that differ only in '.' and '_'", m.Target, r.TopicMappings[j].Target, j+1)
+			} else if identity[m.Target] && m.Target != m.Source {
+				p.Add(tf, "target topic %q is also where listed topic %q is copied to: two source topics would mix in one target topic", m.Target, m.Target)
+			}
+			targetsSeen[m.Target] = i
+			collide[key] = i
+		}
+	}
+}
+
+// checkCameFrom refuses a topic that the flows to targets would skip because
+// its name says it came from there, so the user is not left wondering.
+func checkCameFrom(p *Problems, field, topic string, targets []string) {
+	for _, a := range targets {
+		if a != "" && strings.HasPrefix(topic, a+".") {
+			p.Add(field, "topic %q starts with %q: it was replicated from the cluster with alias %q and is never copied back to it", topic, a+".", a)
+			return
+		}
+	}
+}
+
+// checkTopicName explains what makes name an invalid Kafka topic name, or
+// returns "".
+func checkTopicName(name string) string {
+	switch {
+	case name == "." || name == "..":
+		return fmt.Sprintf("%q is not a valid Kafka topic name", name)
+	case len(name) > maxTopicNameLength:
+		return fmt.Sprintf("topic %q is longer than Kafka's %d characters", shorten(name), maxTopicNameLength)
+	case !topicNameRE.MatchString(name):
+		return fmt.Sprintf("topic %s is not a valid Kafka topic name: use 1 to %d characters of a-z, A-Z, 0-9, '.', '_' and '-'", strconv.QuoteToASCII(shorten(name)), maxTopicNameLength)
+	}
+	return ""
+}
+
+func internalMsg(topic string) string {
+	return fmt.Sprintf("topic %q is internal (its name ends in internal, or starts with __, mm2- or kmirror-, or is heartbeats): internal topics are never replicated", topic)
+}
+
+// shorten keeps messages readable when a user pastes something huge.
+func shorten(s string) string {
+	if len(s) <= 40 {
+		return s
+	}
+	r := []rune(s)
+	if len(r) <= 40 {
+		return s
+	}
+	return string(r[:37]) + "..."
+}
+
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
+
+// compileTopicsRegex compiles the regex as the replicator does (anchored:
+// the whole topic name must match) or explains what is wrong in words.
+func compileTopicsRegex(s string) (*regexp.Regexp, string) {
+	if len(s) > maxTopicsRegexLength {
+		return nil, fmt.Sprintf("topics_regex is longer than %d characters: use a topic list, or a shorter pattern", maxTopicsRegexLength)
+	}
+	// Compile alone first: wrapped in ^(?:...)$ a broken pattern such as
+	// "a)|(b" would compile into something else.
+	if _, err := regexp.Compile(s); err != nil {
+		return nil, explainRegexError(s, err)
+	}
+	re, err := regexp.Compile("^(?:" + s + ")$")
+	if err != nil {
+		return nil, explainRegexError(s, err)
+	}
+	return re, ""
+}
+
+var backrefRE = regexp.MustCompile(`\\[1-9]`)
+
+func explainRegexError(s string, err error) string {
+	const rt = "kmirror uses Go's RE2 syntax"
+	switch {
+	case strings.Contains(s, "(?=") || strings.Contains(s, "(?!") || strings.Contains(s, "(?<=") || strings.Contains(s, "(?<!"):
+		return "topics_regex uses lookahead or lookbehind ((?=, (?!, (?<=, (?<!), which is not supported: " + rt + "; list the topics or write the pattern without it"
+	case backrefRE.MatchString(s):
+		return "topics_regex uses a backreference (\\1), which is not supported: " + rt
+	case strings.Contains(s, "(?>") || strings.Contains(s, "*+") || strings.Contains(s, "++") || strings.Contains(s, "?+"):
+		return "topics_regex uses an atomic group or possessive quantifier, which is not supported: " + rt
+	}
+	return "topics_regex is not a valid regular expression (" + rt + "): " + err.Error()
+}
+
+// ---- Rules across tasks ----
+
+// CheckAgainstTasks returns the rules of SPEC §2 that t breaks together with
+// the tasks already stored (existing), plus warnings that do not block
+// creation. The store calls it in the same transaction as the insert. addrs
+// returns a registered cluster's bootstrap servers (nil when unknown; addrs
+// may be nil), so that a cluster is recognised whether a task names it or
+// gives its addresses. It is pure and never panics; existing tasks are
+// assumed valid, and one that is not is checked as far as it goes.
+//
+// Rules:
+//   - the name is unique, compared ignoring case (two tasks that differ only
+//     in case are too easily confused on the console and in URLs);
+//   - at most TasksPerClusterLimit tasks per current cluster;
+//   - the peer is not the current cluster itself;
+//   - "the same cluster": two sides are the same cluster when they share a
+//     registered cluster name or any bootstrap address (host compared
+//     ignoring case). So a pull task on X from Y and a push task on Y to X
+//     are over the same two clusters, as are a push on X to Y-by-name and a
+//     push on X to Y-by-address.
+//   - loops: a task's flows (pull: peer->current, push: current->peer,
+//     bidirectional: both) are compared with every flow of every stored
+//     task. Two opposite flows that copy some topic back into itself (same
+//     clusters, overlapping topics, target names leading back) loop unless
+//     the records carry a source header the other flow recognises: a flow
+//     drops records whose header names its target alias, so a header only
+//     helps when both tasks give that cluster the same alias. Neither side
+//     stopped: records loop forever (the SPEC's pull + push rule, and a
+//     bidirectional task with header vs a task using another alias). One
+//     side stopped: every record of the other comes back once into the
+//     topic it came from (a bidirectional task vs a plain pull or push);
+//     both are refused, naming the stored task. Flows with rename topics
+//     never write back into the source topic.
+//   - duplicates: two flows over the same clusters in the same direction that
+//     copy some topic into the same target topic replicate it twice. This
+//     covers identical configurations and more (different tasks counts or
+//     compression still duplicate data). Refused when either task syncs
+//     consumer offsets (target progress would be corrupted), warned
+//     otherwise.
+//   - aliases: tasks over the same two clusters should use the same alias
+//     for each (warning otherwise: headers and renamed topics only stop
+//     loops when aliases agree); a peer alias already used on the same
+//     current cluster for what looks like another cluster is warned about
+//     (its renamed topics and MM2 internal topics would mix).
+//
+// When both tasks select topics by regex, the overlap is decided exactly on
+// the regexes (an automaton search for a common topic name) within a work
+// budget; past it, equal regexes count as overlapping and different ones
+// give a warning.
+func CheckAgainstTasks(t task.Task, existing []task.Task, addrs func(cluster string) []string) (Problems, []string) {
+	var p Problems
+	var warnings []string
+	t = NormalizeTask(t)
+	tv := viewOf(t, addrs)
+
+	if tv.cur.same(tv.peer) && !(t.Peer.ConfigType == task.PeerByCluster && t.Peer.Cluster == t.Current.Cluster) {
+		field := "peer.address"
+		if t.Peer.ConfigType == task.PeerByCluster {
+			field = "peer.cluster"
+		}
+		p.Add(field, "the peer is the current cluster %q itself (they share a name or bootstrap address): replicating a cluster into itself copies records forever", t.Current.Cluster)
+	}
+
+	used, budget := 0, crossCheckBudget
+	for _, e := range existing {
+		e = NormalizeTask(e)
+		if t.Name != "" && strings.EqualFold(e.Name, t.Name) {
+			if e.Name == t.Name {
+				p.Add("name", "a task named %q already exists: choose another name", e.Name)
+			} else {
+				p.Add("name", "task %q already exists, and names may not differ only in case: choose another name", e.Name)
+			}
+		}
+		if e.Current.Cluster == t.Current.Cluster {
+			used++
+		}
+		checkPair(&p, &warnings, t, tv, e, viewOf(e, addrs), &budget)
+	}
+	if used >= TasksPerClusterLimit {
+		p.Add("current.cluster", "cluster %q already has %d Smart Connect tasks, the most one cluster may have: delete one first", t.Current.Cluster, TasksPerClusterLimit)
+	}
+	return p, warnings
+}
+
+// taskView is a task's two sides and flows, resolved for comparison.
+type taskView struct {
+	cur, peer endpoint
+	flows     []flowView
+}
+
+// endpoint is one cluster as far as it can be identified without I/O.
+type endpoint struct {
+	keys  []string // "cluster:<name>", "addr:<host:port>"
+	label string
+	alias string
+}
+
+func (a endpoint) same(b endpoint) bool {
+	for _, k := range a.keys {
+		if contains(b.keys, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// flowView is one direction of a task with the replicator's own policy, so
+// selection and naming here are exactly what would run.
+type flowView struct {
+	src, dst endpoint
+	header   bool
+	rename   bool
+	pol      policy.Policy
+	regex    string
+	explicit []string // listed topics and mapping sources
+	mapped   []string // mapping sources
+}
+
+func viewOf(t task.Task, addrs func(string) []string) taskView {
+	registered := func(name string) endpoint {
+		ep := endpoint{label: name}
+		if name == "" {
+			return ep
+		}
+		ep.keys = []string{"cluster:" + name}
+		if addrs != nil {
+			ep.keys = append(ep.keys, addrKeys(addrs(name))...)
+		}
+		return ep
+	}
+	v := taskView{cur: registered(t.Current.Cluster)}
+	if t.Peer.ConfigType == task.PeerByCluster {
+		v.peer = registered(t.Peer.Cluster)
+	} else {
+		v.peer = endpoint{keys: addrKeys(t.Peer.Address), label: strings.Join(t.Peer.Address, ",")}
+	}
+	v.cur.alias, v.peer.alias = t.Current.Alias, t.Peer.Alias
+
+	r := t.Rules
+	var mappings map[string]string
+	var mapped []string
+	if len(r.TopicMappings) > 0 {
+		mappings = make(map[string]string, len(r.TopicMappings))
+		for _, m := range r.TopicMappings {
+			mappings[m.Source] = m.Target
+			mapped = append(mapped, m.Source)
+		}
+	}
+	mk := func(src, dst endpoint) {
+		pol, err := policy.Compile(src.alias, dst.alias, r.Topics, r.TopicsRegex, r.RenameTopics, mappings)
+		if err != nil {
+			return // an invalid stored task selects nothing we can reason about
+		}
+		v.flows = append(v.flows, flowView{
+			src: src, dst: dst, header: r.AddSourceHeader, rename: r.RenameTopics, pol: pol,
+			regex: r.TopicsRegex, explicit: append(append([]string(nil), r.Topics...), mapped...), mapped: mapped,
+		})
+	}
+	switch r.Direction {
+	case task.DirectionPush:
+		mk(v.cur, v.peer)
+	case task.DirectionPull:
+		mk(v.peer, v.cur)
+	case task.DirectionBidirectional:
+		mk(v.cur, v.peer)
+		mk(v.peer, v.cur)
+	}
+	return v
+}
+
+func addrKeys(addrs []string) []string {
+	var out []string
+	for _, a := range addrs {
+		if a = strings.ToLower(strings.TrimSpace(a)); a != "" {
+			out = append(out, "addr:"+a)
+		}
+	}
+	return out
+}
+
+// stops reports whether g drops the records f writes: f marks them with
+// its source alias and g refuses records marked with its target alias.
+func stops(f, g flowView) bool { return f.header && f.src.alias == g.dst.alias }
+
+func checkPair(p *Problems, warnings *[]string, t task.Task, tv taskView, e task.Task, ev taskView, budget *int) {
+	topicsField := "rules.topics"
+	if t.Rules.TopicsRegex != "" {
+		topicsField = "rules.topics_regex"
+	}
+	loopDone, dupDone := false, false
+	for _, f := range tv.flows {
+		for _, g := range ev.flows {
+			switch {
+			case !dupDone && f.src.same(g.src) && f.dst.same(g.dst):
+				s, decided := sameTargetTopic(f, g, budget)
+				if !decided {
+					if f.regex == g.regex && f.rename == g.rename {
+						s = "matching " + strconv.Quote(f.regex)
+					} else {
+						*warnings = append(*warnings, fmt.Sprintf("could not tell whether topics_regex %q and task %q's %q select the same topics from %s to %s: check the preview, or records may be replicated twice", f.regex, e.Name, g.regex, f.src.label, f.dst.label))
+						dupDone = true
+						continue
+					}
+				} else if s != "" {
+					s = strconv.Quote(s)
+				}
+				if s == "" {
+					continue
+				}
+				dupDone = true
+				what := fmt.Sprintf("copies topic %s from %s to %s into the same target topic as task %q", s, f.src.label, f.dst.label, e.Name)
+				if sameConfig(t, e) {
+					what = fmt.Sprintf("has the same configuration as task %q (both copy topic %s from %s to %s)", e.Name, s, f.src.label, f.dst.label)
+				}
+				if t.Rules.SyncConsumerOffsets || e.Rules.SyncConsumerOffsets {
+					p.Add(topicsField, "this task %s: records would be replicated twice, and with consumer-offset sync on the target's consumer progress would be corrupted; use the existing task or select other topics", what)
+				} else {
+					*warnings = append(*warnings, fmt.Sprintf("this task %s: every record would be replicated twice", what))
+				}
+			case !loopDone && f.src.same(g.dst) && f.dst.same(g.src):
+				s, decided := roundTripTopic(f, g, budget)
+				if !decided {
+					if f.regex == g.regex && !f.rename && !g.rename {
+						s = "matching " + strconv.Quote(f.regex)
+					} else {
+						*warnings = append(*warnings, fmt.Sprintf("could not tell whether topics_regex %q and task %q's %q select the same topics between %s and %s in opposite directions: check that records cannot loop", f.regex, e.Name, g.regex, f.src.label, f.dst.label))
+						loopDone = true
+						continue
+					}
+				} else if s != "" {
+					s = strconv.Quote(s)
+				}
+				if s == "" {
+					continue
+				}
+				fs, gs := stops(f, g), stops(g, f)
+				if fs && gs {
+					continue
+				}
+				loopDone = true
+				hint := aliasHint(f, g, e.Name)
+				switch {
+				case !fs && !gs:
+					p.Add("rules.direction", "this task forms a replication loop with task %q: this task copies topic %s from %s to %s and task %q copies it back, and neither marks records in a way the other recognises, so records would be copied back and forth forever; turn on add source header or rename topics (or use one bidirectional task)%s", e.Name, s, f.src.label, f.dst.label, e.Name, hint)
+				case !fs:
+					p.Add("rules.direction", "task %q would copy the records this task copies from %s to %s (topic %s) back into the same topic on %s, duplicating every record; turn on add source header or rename topics in this task%s", e.Name, f.src.label, f.dst.label, s, f.src.label, hint)
+				default:
+					p.Add("rules.direction", "this task would copy the records task %q copies from %s to %s (topic %s) back into the same topic on %s, duplicating every record, because task %q adds no source header this task recognises; recreate task %q with add source header on, or select other topics%s", e.Name, g.src.label, g.dst.label, s, g.src.label, e.Name, e.Name, hint)
+				}
+			}
+		}
+	}
+	aliasWarnings(warnings, tv, e, ev)
+}
+
+// aliasHint explains a header that is on but does not help because the two
+// tasks call the same cluster differently.
+func aliasHint(f, g flowView, other string) string {
+	switch {
+	case f.header && f.src.alias != g.dst.alias:
+		return fmt.Sprintf(" (this task calls %s %q but task %q calls it %q: a source header only stops records when both tasks use the same alias)", f.src.label, f.src.alias, other, g.dst.alias)
+	case g.header && g.src.alias != f.dst.alias:
+		return fmt.Sprintf(" (task %q calls %s %q but this task calls it %q: a source header only stops records when both tasks use the same alias)", other, g.src.label, g.src.alias, f.dst.alias)
+	}
+	return ""
+}
+
+func aliasWarnings(warnings *[]string, tv taskView, e task.Task, ev taskView) {
+	// Match t's sides to e's; warn when a shared cluster is named differently
+	// and both clusters are shared (rename and headers rely on the aliases).
+	pairs := [][2]endpoint{}
+	switch {
+	case tv.cur.same(ev.cur) && tv.peer.same(ev.peer):
+		pairs = [][2]endpoint{{tv.cur, ev.cur}, {tv.peer, ev.peer}}
+	case tv.cur.same(ev.peer) && tv.peer.same(ev.cur):
+		pairs = [][2]endpoint{{tv.cur, ev.peer}, {tv.peer, ev.cur}}
+	}
+	for _, pr := range pairs {
+		if pr[0].alias != pr[1].alias {
+			*warnings = append(*warnings, fmt.Sprintf("this task calls cluster %s %q but task %q calls it %q: use the same alias for a cluster in every task, or renamed topics and source headers will not stop loops between them", pr[0].label, pr[0].alias, e.Name, pr[1].alias))
+		}
+	}
+	if len(pairs) == 0 && tv.cur.same(ev.cur) && tv.peer.alias != "" && tv.peer.alias == ev.peer.alias && len(tv.peer.keys) > 0 && len(ev.peer.keys) > 0 {
+		*warnings = append(*warnings, fmt.Sprintf("peer alias %q is also used by task %q on %s for %s, which looks like another cluster: if it is, their renamed topics (%s.x), offset syncs (mm2-offset-syncs.%s.internal) and checkpoints would mix; use another alias", tv.peer.alias, e.Name, tv.cur.label, ev.peer.label, tv.peer.alias, tv.peer.alias))
+	}
+}
+
+// sameConfig: identical but for the name (and the password, which stored
+// tasks may not carry).
+func sameConfig(a, b task.Task) bool {
+	a.Name, b.Name = "", ""
+	a.Peer.Password, b.Peer.Password = "", ""
+	return reflect.DeepEqual(a, b)
+}
+
+// sameTargetTopic finds a source topic both same-direction flows copy into
+// the same target topic. decided is false when the regex search ran out of
+// budget.
+func sameTargetTopic(f, g flowView, budget *int) (topic string, decided bool) {
+	want := func(s string) bool {
+		return checkTopicName(s) == "" && f.pol.Selected(s) && g.pol.Selected(s) && f.pol.TargetTopic(s) == g.pol.TargetTopic(s)
+	}
+	for _, s := range append(append([]string(nil), f.explicit...), g.explicit...) {
+		if want(s) {
+			return s, true
+		}
+	}
+	// A listed selection is finite and was covered above; unmapped topics
+	// of two regexes share a target only under the same naming.
+	if f.regex == "" || g.regex == "" || f.rename != g.rename || (f.rename && f.src.alias != g.src.alias) {
+		return "", true
+	}
+	return commonTopic(f, g, want, budget)
+}
+
+// roundTripTopic finds a topic on f's source that f copies to the other
+// cluster and g copies back into the same topic.
+func roundTripTopic(f, g flowView, budget *int) (topic string, decided bool) {
+	want := func(s string) bool {
+		if checkTopicName(s) != "" || !f.pol.Selected(s) {
+			return false
+		}
+		y := f.pol.TargetTopic(s)
+		return g.pol.Selected(y) && g.pol.TargetTopic(y) == s
+	}
+	cands := append([]string(nil), f.explicit...)
+	for _, y := range g.explicit {
+		cands = append(cands, g.pol.TargetTopic(y))
+	}
+	for _, s := range cands {
+		if want(s) {
+			return s, true
+		}
+	}
+	// Only identity naming on both sides brings an unmapped topic back to
+	// itself.
+	if f.regex == "" || g.regex == "" || f.rename || g.rename {
+		return "", true
+	}
+	return commonTopic(f, g, want, budget)
+}
+
+func commonTopic(f, g flowView, want func(string) bool, budget *int) (string, bool) {
+	exclude := topicSearch{
+		exact:  append(append([]string{".", "..", "heartbeats"}, f.mapped...), g.mapped...),
+		prefix: []string{"__", "mm2-", "kmirror-", f.dst.alias + ".", g.dst.alias + "."},
+		suffix: []string{"internal", ".heartbeats"},
+	}
+	return exclude.find([]string{f.regex, g.regex}, want, budget)
+}
+
+// regexWitness finds a topic the regex selects that is not internal.
+func regexWitness(regex string) (string, bool) {
+	s := topicSearch{
+		exact:  []string{".", "..", "heartbeats"},
+		prefix: []string{"__", "mm2-", "kmirror-"},
+		suffix: []string{"internal", ".heartbeats"},
+	}
+	budget := searchBudget
+	return s.find([]string{regex}, func(x string) bool { return checkTopicName(x) == "" && !policy.IsInternal(x) }, &budget)
+}
+
+// ---- Searching topic names accepted by regexes ----
+
+// topicAlphabet is every character of a legal topic name, lowercase first so
+// examples read naturally.
+const topicAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
+// Search budgets bound the work (instructions visited) of one search and of
+// all searches of one CheckAgainstTasks, so hostile regexes cannot stall a
+// request: about 60 ms and 250 ms at worst.
+const (
+	searchBudget     = 1_000_000
+	crossCheckBudget = 4_000_000
+)
+
+// topicSearch looks, breadth first, for the shortest topic name that every
+// regex accepts (anchored, as the replicator matches) and want approves. It
+// runs the regexes' compiled programs side by side over topic characters.
+// Names are told apart only by the program states and by where they stand
+// against the excluded exact names, prefixes and suffixes, so a name is
+// never pruned in favour of an equivalent excluded one; want has the final
+// word.
+type topicSearch struct {
+	exact, prefix, suffix []string
+}
+
+type searchNode struct {
+	sets [][]uint32
+	prev rune // -1 at the start, 'a' after a word character, '.' after another
+	pfx  string
+	pst  uint8 // 0: pfx is a prefix of an exact name or excluded prefix, 1: neither, 2: has an excluded prefix
+	sfx  string
+	s    string
+}
+
+func (ts topicSearch) find(regexes []string, want func(string) bool, shared *int) (string, bool) {
+	progs := make([]*progRunner, len(regexes))
+	for i, re := range regexes {
+		if _, err := syntax.Parse(re, syntax.Perl); err != nil {
+			return "", true // an invalid regex selects nothing
+		}
+		tree, err := syntax.Parse("^(?:"+re+")$", syntax.Perl)
+		if err != nil {
+			return "", true
+		}
+		prog, err := syntax.Compile(tree.Simplify())
+		if err != nil {
+			return "", true
+		}
+		progs[i] = newProgRunner(prog)
+	}
+	budget := min(searchBudget, *shared)
+	defer func(initial int) { *shared -= initial - budget }(budget)
+	start := searchNode{prev: -1, sets: make([][]uint32, len(progs))}
+	for i, pr := range progs {
+		start.sets[i] = []uint32{uint32(pr.prog.Start)}
+	}
+	seen := map[string]bool{ts.key(start): true}
+	queue := []searchNode{start}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, c := range topicAlphabet {
+			// Each program moves on c to any of several states; the search
+			// follows every combination (states, not sets of states: a
+			// common string exists iff a path in the product does, and this
+			// keeps patterns like ".*a.{20}" from blowing up).
+			combos := [][]uint32{nil}
+			for i, pr := range progs {
+				next := pr.step(n.sets[i], n.prev, c, &budget)
+				var grown [][]uint32
+				for _, cmb := range combos {
+					for _, pc := range next {
+						grown = append(grown, append(slices.Clone(cmb), pc))
+					}
+				}
+				combos = grown
+			}
+			if budget <= 0 {
+				return "", false
+			}
+			prev := rune('.')
+			if syntax.IsWordChar(c) {
+				prev = 'a'
+			}
+			pfx, pst := ts.nextPrefix(n.pfx, n.pst, c)
+			sfx := ts.nextSuffix(n.sfx, c)
+			for _, cmb := range combos {
+				child := searchNode{sets: make([][]uint32, len(progs)), prev: prev, pfx: pfx, pst: pst, sfx: sfx, s: n.s + string(c)}
+				for i, pc := range cmb {
+					child.sets[i] = []uint32{pc}
+				}
+				k := ts.key(child)
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				if ts.allowed(child) {
+					all := true
+					for i, pr := range progs {
+						if !pr.matchesAtEnd(child.sets[i], child.prev, &budget) {
+							all = false
+							break
+						}
+					}
+					if budget <= 0 {
+						return "", false
+					}
+					if all && want(child.s) {
+						return child.s, true
+					}
+				}
+				if len(child.s) < maxTopicNameLength {
+					queue = append(queue, child)
+				}
+			}
+		}
+	}
+	return "", true
+}
+
+func (ts topicSearch) key(n searchNode) string {
+	var b strings.Builder
+	for _, set := range n.sets {
+		for _, pc := range set {
+			b.WriteString(strconv.FormatUint(uint64(pc), 36))
+			b.WriteByte(',')
+		}
+		b.WriteByte('|')
+	}
+	b.WriteRune(n.prev)
+	b.WriteByte(n.pst + '0')
+	b.WriteString(n.pfx)
+	b.WriteByte('|')
+	b.WriteString(n.sfx)
+	return b.String()
+}
+
+func (ts topicSearch) nextPrefix(pfx string, st uint8, c rune) (string, uint8) {
+	if st != 0 {
+		return "", st
+	}
+	s := pfx + string(c)
+	if contains(ts.prefix, s) {
+		return "", 2
+	}
+	for _, x := range ts.exact {
+		if strings.HasPrefix(x, s) {
+			return s, 0
+		}
+	}
+	for _, x := range ts.prefix {
+		if strings.HasPrefix(x, s) {
+			return s, 0
+		}
+	}
+	return "", 1
+}
+
+// nextSuffix keeps the longest end of the name that could still grow into
+// an excluded suffix.
+func (ts topicSearch) nextSuffix(sfx string, c rune) string {
+	s := sfx + string(c)
+	for i := 0; i <= len(s); i++ {
+		for _, x := range ts.suffix {
+			if strings.HasPrefix(x, s[i:]) {
+				return s[i:]
+			}
+		}
+	}
+	return ""
+}
+
+func (ts topicSearch) allowed(n searchNode) bool {
+	if n.pst == 2 || (n.pst == 0 && contains(ts.exact, n.pfx)) {
+		return false
+	}
+	for _, x := range ts.suffix {
+		if strings.HasSuffix(n.sfx, x) {
+			return false
+		}
+	}
+	return true
+}
+
+// progRunner steps one compiled regex over topic characters; marks are
+// reused between closures (a generation counter) to keep the search cheap.
+type progRunner struct {
+	prog  *syntax.Prog
+	mark  []uint32
+	gen   uint32
+	stack []uint32
+}
+
+func newProgRunner(prog *syntax.Prog) *progRunner {
+	return &progRunner{prog: prog, mark: make([]uint32, len(prog.Inst))}
+}
+
+// closure follows the program's empty moves from pcs under the empty-width
+// conditions flags; it returns the instructions that consume a rune and
+// whether a match is reached.
+func (r *progRunner) closure(pcs []uint32, flags syntax.EmptyOp, budget *int) (runes []uint32, match bool) {
+	r.gen++
+	if r.gen == 0 { // wrapped: clear stale marks
+		clear(r.mark)
+		r.gen = 1
+	}
+	stack := append(r.stack[:0], pcs...)
+	for len(stack) > 0 && *budget > 0 {
+		pc := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if int(pc) >= len(r.prog.Inst) || r.mark[pc] == r.gen {
+			continue
+		}
+		r.mark[pc] = r.gen
+		*budget--
+		inst := &r.prog.Inst[pc]
+		switch inst.Op {
+		case syntax.InstAlt, syntax.InstAltMatch:
+			stack = append(stack, inst.Arg, inst.Out)
+		case syntax.InstCapture, syntax.InstNop:
+			stack = append(stack, inst.Out)
+		case syntax.InstEmptyWidth:
+			if syntax.EmptyOp(inst.Arg)&^flags == 0 {
+				stack = append(stack, inst.Out)
+			}
+		case syntax.InstMatch:
+			match = true
+		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
+			runes = append(runes, pc)
+		}
+	}
+	r.stack = stack
+	return runes, match
+}
+
+func (r *progRunner) step(pcs []uint32, prev, c rune, budget *int) []uint32 {
+	runes, _ := r.closure(pcs, syntax.EmptyOpContext(prev, c), budget)
+	var next []uint32
+	for _, pc := range runes {
+		inst := &r.prog.Inst[pc]
+		ok := inst.Op == syntax.InstRuneAny || inst.Op == syntax.InstRuneAnyNotNL || inst.MatchRune(c)
+		if ok && !containsPC(next, inst.Out) {
+			next = append(next, inst.Out)
+		}
+	}
+	slices.Sort(next)
+	return next
+}
+
+func (r *progRunner) matchesAtEnd(pcs []uint32, prev rune, budget *int) bool {
+	_, m := r.closure(pcs, syntax.EmptyOpContext(prev, -1), budget)
+	return m
+}
+
+func containsPC(list []uint32, pc uint32) bool { return slices.Contains(list, pc) }

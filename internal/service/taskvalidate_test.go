@@ -1,0 +1,633 @@
+package service
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// validTask is the SPEC §6 example: a push by address with SASL_SSL.
+func validTask() task.Task {
+	return task.Task{
+		Name: "orders-dr", Type: "kafka-replication",
+		Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer: task.Peer{Alias: "B", ConfigType: "address", Address: []string{"127.0.0.1:9093"},
+			SecurityProtocol: "SASL_SSL", SASLMechanism: "SCRAM-SHA-512", Username: "alice", Password: "s3cret"},
+		Rules: task.Rules{Direction: "push", Topics: []string{"orders", "payments"}, Tasks: 2,
+			SyncConsumerOffsets: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "lz4",
+			TopicMappings: []task.Mapping{{Source: "orders", Target: "orders-copy"}}},
+	}
+}
+
+func byCluster(t *task.Task) {
+	t.Peer = task.Peer{Alias: t.Peer.Alias, ConfigType: "cluster", Cluster: "west"}
+}
+
+func plaintext(t *task.Task) {
+	t.Peer.SecurityProtocol, t.Peer.SASLMechanism, t.Peer.Username, t.Peer.Password = "PLAINTEXT", "", "", ""
+}
+
+func noMappings(t *task.Task) { t.Rules.TopicMappings = nil }
+
+func testCA(t testing.TB) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"},
+		NotBefore: time.Now(), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
+}
+
+func names(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+// fp is an expected problem: its field and a phrase of its message.
+type fp struct{ field, phrase string }
+
+func TestValidateTask(t *testing.T) {
+	ca := testCA(t)
+	tests := []struct {
+		name string
+		edit func(*task.Task)
+		want []fp // every problem expected, in any order; none means valid
+	}{
+		{"valid SPEC example", func(*task.Task) {}, nil},
+
+		// name
+		{"name 4 chars", func(x *task.Task) { x.Name = "ab_-" }, nil},
+		{"name 64 chars", func(x *task.Task) { x.Name = strings.Repeat("N", 64) }, nil},
+		{"name empty", func(x *task.Task) { x.Name = "" }, []fp{{"name", "required"}}},
+		{"name 3 chars", func(x *task.Task) { x.Name = "abc" }, []fp{{"name", "4 to 64 characters of A-Z, a-z, 0-9, - and _"}}},
+		{"name 65 chars", func(x *task.Task) { x.Name = strings.Repeat("N", 65) }, []fp{{"name", "4 to 64"}}},
+		{"name bad char", func(x *task.Task) { x.Name = "orders.dr" }, []fp{{"name", "4 to 64"}}},
+		{"name non-ascii", func(x *task.Task) { x.Name = "訂單複製任務" }, []fp{{"name", "4 to 64"}}},
+
+		// type
+		{"type empty", func(x *task.Task) { x.Type = "" }, []fp{{"type", "kafka-replication"}}},
+		{"type other", func(x *task.Task) { x.Type = "kafka-sink" }, []fp{{"type", "must be kafka-replication"}}},
+
+		// current cluster and alias
+		{"current cluster empty", func(x *task.Task) { x.Current.Cluster = "" }, []fp{{"current.cluster", "required"}}},
+		{"current cluster bad", func(x *task.Task) { x.Current.Cluster = "east 1" }, []fp{{"current.cluster", "registered cluster"}}},
+		{"current alias 20 chars", func(x *task.Task) { x.Current.Alias = strings.Repeat("a", 20) }, nil},
+		{"current alias empty", func(x *task.Task) { x.Current.Alias = "" }, []fp{{"current.alias", "required"}}},
+		{"current alias 21 chars", func(x *task.Task) { x.Current.Alias = strings.Repeat("a", 21) }, []fp{{"current.alias", "1 to 20 characters"}}},
+		{"current alias bad char", func(x *task.Task) { x.Current.Alias = "A.1" }, []fp{{"current.alias", "1 to 20 characters"}}},
+
+		// peer alias
+		{"peer alias ok", func(x *task.Task) { x.Peer.Alias = "west_2-b" }, nil},
+		{"peer alias empty", func(x *task.Task) { x.Peer.Alias = "" }, []fp{{"peer.alias", "required"}}},
+		{"peer alias bad", func(x *task.Task) { x.Peer.Alias = "B B" }, []fp{{"peer.alias", "1 to 20 characters"}}},
+		{"peer alias equals current", func(x *task.Task) { x.Peer.Alias = "A" }, []fp{{"peer.alias", "must differ from the current alias"}}},
+
+		// peer config type
+		{"config type empty", func(x *task.Task) { x.Peer.ConfigType = "" }, []fp{{"peer.config_type", "required"}}},
+		{"config type bad", func(x *task.Task) { x.Peer.ConfigType = "vpc" }, []fp{{"peer.config_type", "address"}}},
+
+		// peer by address
+		{"address several", func(x *task.Task) { x.Peer.Address = []string{"k1:9092", "[::1]:9093", "kafka-3.internal:9094"} }, nil},
+		{"address missing", func(x *task.Task) { x.Peer.Address = nil }, []fp{{"peer.address", "one or more host:port"}}},
+		{"address no port", func(x *task.Task) { x.Peer.Address = []string{"kafka1"} }, []fp{{"peer.address", "host:port"}}},
+		{"address bad port", func(x *task.Task) { x.Peer.Address = []string{"k:70000"} }, []fp{{"peer.address", "1 to 65535"}}},
+		{"address comma list", func(x *task.Task) { x.Peer.Address = []string{"k1:1,k2:2"} }, []fp{{"peer.address", "not host:port"}}},
+		{"address duplicate", func(x *task.Task) { x.Peer.Address = []string{"k:1", "k:1"} }, []fp{{"peer.address", "listed twice"}}},
+		{"address with cluster", func(x *task.Task) { x.Peer.Cluster = "west" }, []fp{{"peer.cluster", "takes no cluster name"}}},
+
+		// peer by cluster
+		{"peer by cluster", byCluster, nil},
+		{"peer cluster missing", func(x *task.Task) { byCluster(x); x.Peer.Cluster = "" }, []fp{{"peer.cluster", "name of a registered cluster"}}},
+		{"peer cluster bad name", func(x *task.Task) { byCluster(x); x.Peer.Cluster = "we st" }, []fp{{"peer.cluster", "registered cluster"}}},
+		{"peer cluster is current", func(x *task.Task) { byCluster(x); x.Peer.Cluster = "east" }, []fp{{"peer.cluster", "another cluster than the current"}}},
+		{"peer cluster with address", func(x *task.Task) { byCluster(x); x.Peer.Address = []string{"k:1"} }, []fp{{"peer.address", "clear the address"}}},
+		{"peer cluster with auth", func(x *task.Task) {
+			byCluster(x)
+			x.Peer.SecurityProtocol, x.Peer.SASLMechanism, x.Peer.Username, x.Peer.Password, x.Peer.CAPEM = "SASL_SSL", "PLAIN", "u", "p", ca
+		}, []fp{{"peer.security_protocol", "own authentication"}, {"peer.sasl_mechanism", "own authentication"},
+			{"peer.username", "own authentication"}, {"peer.password", "own authentication"}, {"peer.ca_pem", "own authentication"}}},
+
+		// security protocol
+		{"protocol PLAINTEXT", plaintext, nil},
+		{"protocol SASL_PLAINTEXT", func(x *task.Task) { x.Peer.SecurityProtocol = "SASL_PLAINTEXT" }, nil},
+		{"protocol bad", func(x *task.Task) { x.Peer.SecurityProtocol = "SSL" }, []fp{{"peer.security_protocol", "PLAINTEXT, SASL_PLAINTEXT or SASL_SSL"}}},
+
+		// mechanism
+		{"mechanism PLAIN", func(x *task.Task) { x.Peer.SASLMechanism = "PLAIN" }, nil},
+		{"mechanism SCRAM-SHA-256", func(x *task.Task) { x.Peer.SASLMechanism = "SCRAM-SHA-256" }, nil},
+		{"mechanism missing", func(x *task.Task) { x.Peer.SASLMechanism = "" }, []fp{{"peer.sasl_mechanism", "needs a SASL mechanism"}}},
+		{"mechanism bad", func(x *task.Task) { x.Peer.SASLMechanism = "GSSAPI" }, []fp{{"peer.sasl_mechanism", "SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN"}}},
+		{"mechanism without SASL", func(x *task.Task) { plaintext(x); x.Peer.SASLMechanism = "PLAIN" }, []fp{{"peer.sasl_mechanism", "PLAINTEXT uses no SASL mechanism"}}},
+
+		// username and password
+		{"username missing", func(x *task.Task) { x.Peer.Username = "" }, []fp{{"peer.username", "needs a username"}}},
+		{"password missing", func(x *task.Task) { x.Peer.Password = "" }, []fp{{"peer.password", "needs a password"}}},
+		{"username without SASL", func(x *task.Task) { plaintext(x); x.Peer.Username = "u" }, []fp{{"peer.username", "does not authenticate"}}},
+		{"password without SASL", func(x *task.Task) { plaintext(x); x.Peer.Password = "p" }, []fp{{"peer.password", "does not authenticate"}}},
+
+		// CA
+		{"ca ok", func(x *task.Task) { x.Peer.CAPEM = ca }, nil},
+		{"ca garbage", func(x *task.Task) { x.Peer.CAPEM = "not a cert" }, []fp{{"peer.ca_pem", "no PEM certificate"}}},
+		{"ca without SSL", func(x *task.Task) { x.Peer.SecurityProtocol = "SASL_PLAINTEXT"; x.Peer.CAPEM = ca }, []fp{{"peer.ca_pem", "only used with SASL_SSL"}}},
+
+		// direction
+		{"direction pull", func(x *task.Task) { x.Rules.Direction = "pull" }, nil},
+		{"direction bidirectional with header", func(x *task.Task) { x.Rules.Direction = "bidirectional"; x.Rules.AddSourceHeader = true }, nil},
+		{"direction empty", func(x *task.Task) { x.Rules.Direction = "" }, []fp{{"rules.direction", "required"}}},
+		{"direction bad", func(x *task.Task) { x.Rules.Direction = "both" }, []fp{{"rules.direction", "pull (peer to current), push (current to peer) or bidirectional"}}},
+
+		// topics vs regex
+		{"regex instead of list", func(x *task.Task) { x.Rules.Topics = nil; x.Rules.TopicsRegex = "orders|pay.*" }, nil},
+		{"no topics", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x) }, []fp{{"rules.topics", "choose the topics"}}},
+		{"topics and regex", func(x *task.Task) { x.Rules.TopicsRegex = "orders" }, []fp{{"rules.topics_regex", "not both"}}},
+
+		// topic list
+		{"20 topics", func(x *task.Task) { x.Rules.Topics = append(names("t", 19), "orders") }, nil},
+		{"21 topics", func(x *task.Task) { x.Rules.Topics = append(names("t", 20), "orders") }, []fp{{"rules.topics", "at most 20 topics"}}},
+		{"topic 249 chars", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, strings.Repeat("t", 249)) }, nil},
+		{"topic 250 chars", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, strings.Repeat("t", 250)) }, []fp{{"rules.topics", "longer than Kafka's 249"}}},
+		{"topic bad chars", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "or ders") }, []fp{{"rules.topics", "not a valid Kafka topic name"}}},
+		{"topic non-ascii", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "訂單") }, []fp{{"rules.topics", "not a valid Kafka topic name"}}},
+		{"topic dot", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, ".", "..") }, []fp{{"rules.topics", `"." is not a valid`}, {"rules.topics", `".." is not a valid`}}},
+		{"topic duplicate", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "payments") }, []fp{{"rules.topics", "listed twice"}}},
+		{"topic internal suffix", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "topic.internal") }, []fp{{"rules.topics", "never replicated"}}},
+		{"topic internal prefix", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "__consumer_offsets") }, []fp{{"rules.topics", "never replicated"}}},
+		{"topic mm2 internal", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "mm2-configs.B") }, []fp{{"rules.topics", "never replicated"}}},
+		{"topic internal word inside ok", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "internal-orders") }, nil},
+		{"topic came from target", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "B.orders") }, []fp{{"rules.topics", "never copied back"}}},
+		{"topic from another alias ok", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "C.orders", "A.orders") }, nil},
+		{"pull topic came from current", func(x *task.Task) { x.Rules.Direction = "pull"; x.Rules.Topics = append(x.Rules.Topics, "A.orders") }, []fp{{"rules.topics", "alias \"A\""}}},
+		{"renamed topic too long", func(x *task.Task) {
+			noMappings(x)
+			x.Rules.RenameTopics = true
+			x.Rules.Topics = []string{strings.Repeat("t", 248)}
+		}, []fp{{"rules.topics", "renamed to"}}},
+		{"renamed topic 247 ok", func(x *task.Task) {
+			noMappings(x)
+			x.Rules.RenameTopics = true
+			x.Rules.Topics = []string{strings.Repeat("t", 247)}
+		}, nil},
+
+		// regex
+		{"regex named group ok", func(x *task.Task) { x.Rules.Topics = nil; x.Rules.TopicsRegex = `(?P<t>orders)|(?<p>payments)` }, nil},
+		{"regex invalid", func(x *task.Task) { x.Rules.Topics = nil; x.Rules.TopicsRegex = "(orders" }, []fp{{"rules.topics_regex", "not a valid regular expression"}}},
+		{"regex breaks out of anchoring", func(x *task.Task) { x.Rules.Topics = nil; x.Rules.TopicsRegex = "orders)|(.*" }, []fp{{"rules.topics_regex", "not a valid regular expression"}}},
+		{"regex lookahead", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = "(?!internal).*" }, []fp{{"rules.topics_regex", "lookahead or lookbehind"}}},
+		{"regex lookbehind", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = "a(?<!b)" }, []fp{{"rules.topics_regex", "RE2"}}},
+		{"regex backreference", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = `(a)\1` }, []fp{{"rules.topics_regex", "backreference"}}},
+		{"regex possessive", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = "a*+" }, []fp{{"rules.topics_regex", "possessive"}}},
+		{"regex too long", func(x *task.Task) {
+			x.Rules.Topics = nil
+			noMappings(x)
+			x.Rules.TopicsRegex = strings.Repeat("a", 1001)
+		}, []fp{{"rules.topics_regex", "longer than 1000"}}},
+		{"regex only internal", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = "__.*|.*[.]internal" }, []fp{{"rules.topics_regex", "matches no topic kmirror would replicate"}}},
+		{"regex matches no topic name", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = "orders list" }, []fp{{"rules.topics_regex", "matches no topic"}}},
+		{"regex word boundary ok", func(x *task.Task) { x.Rules.Topics = nil; noMappings(x); x.Rules.TopicsRegex = `.*\border\b.*` }, nil},
+
+		// tasks
+		{"tasks 1", func(x *task.Task) { x.Rules.Tasks = 1 }, nil},
+		{"tasks 64", func(x *task.Task) { x.Rules.Tasks = 64 }, nil},
+		{"tasks 0", func(x *task.Task) { x.Rules.Tasks = 0 }, []fp{{"rules.tasks", "at least 1"}}},
+		{"tasks negative", func(x *task.Task) { x.Rules.Tasks = -2 }, []fp{{"rules.tasks", "at least 1"}}},
+		{"tasks 65", func(x *task.Task) { x.Rules.Tasks = 65 }, []fp{{"rules.tasks", "at most 64"}}},
+
+		// bidirectional protection
+		{"bidirectional with rename", func(x *task.Task) { noMappings(x); x.Rules.Direction = "bidirectional"; x.Rules.RenameTopics = true }, nil},
+		{"bidirectional unprotected", func(x *task.Task) { x.Rules.Direction = "bidirectional" }, []fp{{"rules.add_source_header", "copied back and forth forever"}}},
+
+		// replication factor
+		{"replication factor 3", func(x *task.Task) { x.Rules.ReplicationFactor = 3 }, nil},
+		{"replication factor 0", func(x *task.Task) { x.Rules.ReplicationFactor = 0 }, []fp{{"rules.replication_factor", "at least 1"}}},
+		{"replication factor negative", func(x *task.Task) { x.Rules.ReplicationFactor = -1 }, []fp{{"rules.replication_factor", "at least 1"}}},
+		{"replication factor too big", func(x *task.Task) { x.Rules.ReplicationFactor = 40000 }, []fp{{"rules.replication_factor", "at most 32767"}}},
+
+		// start offset
+		{"start offset latest", func(x *task.Task) { x.Rules.StartOffset = "latest" }, nil},
+		{"start offset empty", func(x *task.Task) { x.Rules.StartOffset = "" }, []fp{{"rules.start_offset", "earliest"}}},
+		{"start offset bad", func(x *task.Task) { x.Rules.StartOffset = "newest" }, []fp{{"rules.start_offset", "earliest (oldest data first) or latest"}}},
+
+		// compression
+		{"compression none", func(x *task.Task) { x.Rules.Compression = "none" }, nil},
+		{"compression gzip", func(x *task.Task) { x.Rules.Compression = "gzip" }, nil},
+		{"compression snappy", func(x *task.Task) { x.Rules.Compression = "snappy" }, nil},
+		{"compression zstd", func(x *task.Task) { x.Rules.Compression = "zstd" }, nil},
+		{"compression bad", func(x *task.Task) { x.Rules.Compression = "brotli" }, []fp{{"rules.compression", "none, gzip, snappy, lz4 or zstd"}}},
+		{"compression upper case", func(x *task.Task) { x.Rules.Compression = "LZ4" }, []fp{{"rules.compression", "lz4"}}},
+
+		// topic mappings
+		{"mappings with rename", func(x *task.Task) { x.Rules.RenameTopics = true }, []fp{{"rules.rename_topics", "cannot be combined"}}},
+		{"20 mappings", func(x *task.Task) {
+			x.Rules.Topics = names("t", 20)
+			x.Rules.TopicMappings = nil
+			for i, s := range x.Rules.Topics {
+				x.Rules.TopicMappings = append(x.Rules.TopicMappings, task.Mapping{Source: s, Target: fmt.Sprintf("copy-%d", i)})
+			}
+		}, nil},
+		{"21 mappings", func(x *task.Task) {
+			x.Rules.Topics, x.Rules.TopicsRegex, x.Rules.TopicMappings = nil, "t.*", nil
+			for i := range 21 {
+				x.Rules.TopicMappings = append(x.Rules.TopicMappings, task.Mapping{Source: fmt.Sprintf("t%d", i), Target: fmt.Sprintf("copy-%d", i)})
+			}
+		}, []fp{{"rules.topic_mappings", "at most 20 topic mappings"}}},
+		{"mapping source empty", func(x *task.Task) { x.Rules.TopicMappings[0].Source = "" }, []fp{{"rules.topic_mappings[0].source", "needs a source topic"}}},
+		{"mapping target empty", func(x *task.Task) { x.Rules.TopicMappings[0].Target = "" }, []fp{{"rules.topic_mappings[0].target", "needs a target topic"}}},
+		{"mapping source invalid", func(x *task.Task) { x.Rules.TopicMappings[0].Source = "or ders" }, []fp{{"rules.topic_mappings[0].source", "not a valid Kafka topic name"}}},
+		{"mapping target invalid", func(x *task.Task) { x.Rules.TopicMappings[0].Target = "copy/1" }, []fp{{"rules.topic_mappings[0].target", "not a valid Kafka topic name"}}},
+		{"mapping target too long", func(x *task.Task) { x.Rules.TopicMappings[0].Target = strings.Repeat("c", 250) }, []fp{{"rules.topic_mappings[0].target", "longer than"}}},
+		{"mapping source internal", func(x *task.Task) {
+			x.Rules.Topics, x.Rules.TopicsRegex = nil, ".*"
+			x.Rules.TopicMappings[0].Source = "__consumer_offsets"
+		}, []fp{{"rules.topic_mappings[0].source", "never replicated"}}},
+		{"mapping target internal", func(x *task.Task) { x.Rules.TopicMappings[0].Target = "copy.internal" }, []fp{{"rules.topic_mappings[0].target", "internal topic name"}}},
+		{"mapping duplicate source", func(x *task.Task) {
+			x.Rules.TopicMappings = append(x.Rules.TopicMappings, task.Mapping{Source: "orders", Target: "orders-2"})
+		}, []fp{{"rules.topic_mappings[1].source", "already mapped by mapping 1"}}},
+		{"mapping duplicate target", func(x *task.Task) {
+			x.Rules.TopicMappings = append(x.Rules.TopicMappings, task.Mapping{Source: "payments", Target: "orders-copy"})
+		}, []fp{{"rules.topic_mappings[1].target", "already the target of mapping 1"}}},
+		{"mapping targets collide", func(x *task.Task) {
+			x.Rules.TopicMappings = []task.Mapping{{Source: "orders", Target: "a.b"}, {Source: "payments", Target: "a_b"}}
+		}, []fp{{"rules.topic_mappings[1].target", "differ only in '.' and '_'"}}},
+		{"mapping source not listed", func(x *task.Task) { x.Rules.TopicMappings[0].Source = "refunds" }, []fp{{"rules.topic_mappings[0].source", "not among the selected topics"}}},
+		{"mapping source matches regex", func(x *task.Task) { x.Rules.Topics, x.Rules.TopicsRegex = nil, "ord.*" }, nil},
+		{"mapping source misses regex", func(x *task.Task) { x.Rules.Topics, x.Rules.TopicsRegex = nil, "pay.*" }, []fp{{"rules.topic_mappings[0].source", "does not match topics_regex"}}},
+		{"mapping source came from target", func(x *task.Task) {
+			x.Rules.Topics, x.Rules.TopicsRegex = nil, ".*"
+			x.Rules.TopicMappings[0].Source = "B.orders"
+		}, []fp{{"rules.topic_mappings[0].source", "never copied back"}}},
+		{"mapping onto listed topic", func(x *task.Task) { x.Rules.TopicMappings[0].Target = "payments" }, []fp{{"rules.topic_mappings[0].target", "mix in one target topic"}}},
+		{"mapping swap ok", func(x *task.Task) {
+			x.Rules.TopicMappings = []task.Mapping{{Source: "orders", Target: "payments"}, {Source: "payments", Target: "orders"}}
+		}, nil},
+		{"mapping identity ok", func(x *task.Task) { x.Rules.TopicMappings[0].Target = "orders" }, nil},
+
+		// several at once: every problem is reported, not just the first
+		{"everything wrong", func(x *task.Task) { *x = task.Task{} }, []fp{
+			{"name", "required"}, {"type", "required"}, {"current.cluster", "required"}, {"current.alias", "required"},
+			{"peer.alias", "required"}, {"peer.config_type", "required"}, {"rules.direction", "required"},
+			{"rules.topics", "choose the topics"}, {"rules.tasks", "at least 1"}, {"rules.replication_factor", "at least 1"},
+			{"rules.start_offset", "earliest"}, {"rules.compression", "none"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := validTask()
+			tc.edit(&x)
+			checkProblems(t, ValidateTask(x), tc.want)
+		})
+	}
+}
+
+func checkProblems(t *testing.T, got Problems, want []fp) {
+	t.Helper()
+	used := make([]bool, len(got))
+	for _, w := range want {
+		found := false
+		for i, p := range got {
+			if !used[i] && p.Field == w.field && strings.Contains(p.Message, w.phrase) {
+				used[i], found = true, true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("missing problem %s: ...%s...", w.field, w.phrase)
+		}
+	}
+	for i, p := range got {
+		if !used[i] {
+			t.Errorf("unexpected problem %s: %s", p.Field, p.Message)
+		}
+	}
+}
+
+func TestNormalizeTask(t *testing.T) {
+	in := task.Task{
+		Name:    "  orders-dr ",
+		Current: task.Current{Cluster: " east", Alias: "A "},
+		Peer: task.Peer{Alias: " B", Address: []string{" k1:9092 ", "", "  ", "k2:9092"},
+			Username: " alice ", Password: "  pass word  ", CAPEM: "\n"},
+		Rules: task.Rules{Direction: " push ", Topics: []string{" orders", "", "payments "},
+			TopicMappings: []task.Mapping{{Source: " orders ", Target: " copy "}, {}, {Source: " ", Target: ""}}},
+	}
+	got := NormalizeTask(in)
+	want := task.Task{
+		Name: "orders-dr", Type: "kafka-replication",
+		Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer: task.Peer{Alias: "B", ConfigType: "address", Address: []string{"k1:9092", "k2:9092"},
+			SecurityProtocol: "PLAINTEXT", Username: "alice", Password: "  pass word  "},
+		Rules: task.Rules{Direction: "push", Topics: []string{"orders", "payments"}, Tasks: 2,
+			ReplicationFactor: 1, StartOffset: "earliest", Compression: "none",
+			TopicMappings: []task.Mapping{{Source: "orders", Target: "copy"}}},
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if string(gj) != string(wj) {
+		t.Fatalf("NormalizeTask:\n got %s\nwant %s", gj, wj)
+	}
+	if again := NormalizeTask(got); !sameConfig(again, got) || again.Peer.Password != got.Peer.Password {
+		t.Error("NormalizeTask is not idempotent")
+	}
+
+	t.Run("peer by cluster inferred, no protocol default", func(t *testing.T) {
+		got := NormalizeTask(task.Task{Peer: task.Peer{Cluster: " west "}})
+		if got.Peer.ConfigType != "cluster" || got.Peer.SecurityProtocol != "" {
+			t.Errorf("peer = %+v", got.Peer)
+		}
+	})
+	t.Run("ambiguous config type left for the validator", func(t *testing.T) {
+		got := NormalizeTask(task.Task{Peer: task.Peer{Cluster: "west", Address: []string{"k:1"}}})
+		if got.Peer.ConfigType != "" {
+			t.Errorf("config type = %q", got.Peer.ConfigType)
+		}
+	})
+	t.Run("explicit values kept", func(t *testing.T) {
+		x := validTask()
+		x.Rules.Tasks, x.Rules.ReplicationFactor, x.Rules.StartOffset = 5, 3, "latest"
+		if got := NormalizeTask(x); !sameConfig(got, x) {
+			t.Errorf("changed a valid task: %+v", got)
+		}
+	})
+	t.Run("add source header never flipped", func(t *testing.T) {
+		x := validTask()
+		x.Rules.Direction, x.Rules.AddSourceHeader = "bidirectional", false
+		if NormalizeTask(x).Rules.AddSourceHeader {
+			t.Error("add_source_header turned on")
+		}
+	})
+}
+
+// ---- cross-task rules ----
+
+// clusters known to the addrs lookup of the tests.
+var testClusters = map[string][]string{
+	"east":  {"e1:9092", "e2:9092"},
+	"west":  {"w1:9092", "w2:9092"},
+	"north": {"n1:9092"},
+}
+
+func testAddrs(name string) []string { return testClusters[name] }
+
+// mk builds a valid plaintext task: on current, with peer (a registered
+// cluster name, or an address when it holds ':'), direction and topics.
+func mk(name, current, peer, direction string, topics ...string) task.Task {
+	x := task.Task{Name: name, Type: "kafka-replication",
+		Current: task.Current{Cluster: current, Alias: strings.ToUpper(current[:1])},
+		Rules:   task.Rules{Direction: direction, Tasks: 2, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"}}
+	if strings.Contains(peer, ":") {
+		x.Peer = task.Peer{Alias: "W", ConfigType: "address", Address: []string{peer}, SecurityProtocol: "PLAINTEXT"}
+	} else {
+		x.Peer = task.Peer{Alias: strings.ToUpper(peer[:1]), ConfigType: "cluster", Cluster: peer}
+	}
+	if len(topics) == 1 && strings.ContainsAny(topics[0], "*|[(") {
+		x.Rules.TopicsRegex = topics[0]
+	} else {
+		x.Rules.Topics = topics
+	}
+	return x
+}
+
+func with(x task.Task, f func(*task.Task)) task.Task { f(&x); return x }
+
+func header(x *task.Task) { x.Rules.AddSourceHeader = true }
+func rename(x *task.Task) { x.Rules.RenameTopics = true }
+func syncs(x *task.Task)  { x.Rules.SyncConsumerOffsets = true }
+
+func TestCheckAgainstTasks(t *testing.T) {
+	eighteen := make([]task.Task, 0, 18)
+	for i := range 18 {
+		eighteen = append(eighteen, mk(fmt.Sprintf("task-%02d", i), "east", "west", "push", fmt.Sprintf("t%d", i)))
+	}
+	tests := []struct {
+		name     string
+		t        task.Task
+		existing []task.Task
+		want     []fp
+		warn     []string // phrases of expected warnings, in any order
+	}{
+		{"no other tasks", mk("one1", "east", "west", "push", "orders"), nil, nil, nil},
+
+		// name
+		{"name unique", mk("orders-dr", "east", "west", "push", "a"), []task.Task{mk("orders-dr", "north", "west", "push", "b")},
+			[]fp{{"name", `a task named "orders-dr" already exists`}}, nil},
+		{"name differs in case", mk("Orders-DR", "east", "west", "push", "a"), []task.Task{mk("orders-dr", "north", "west", "push", "b")},
+			[]fp{{"name", "differ only in case"}}, nil},
+
+		// limit
+		{"17 tasks on cluster ok", mk("new1", "east", "west", "push", "x"), eighteen[:17], nil, nil},
+		{"18 tasks on cluster", mk("new1", "east", "west", "push", "x"), eighteen, []fp{{"current.cluster", "already has 18 Smart Connect tasks"}}, nil},
+		{"tasks on other clusters not counted", mk("new1", "north", "west", "push", "x"), eighteen, nil, nil},
+
+		// the peer is the current cluster
+		{"peer address is the current cluster", mk("self", "east", "E2:9092", "push", "x"), nil, []fp{{"peer.address", "current cluster \"east\" itself"}}, nil},
+
+		// pull + push loops (SPEC)
+		{"pull and push loop", mk("second", "east", "west", "pull", "orders"), []task.Task{mk("first", "east", "west", "push", "orders")},
+			[]fp{{"rules.direction", `replication loop with task "first"`}}, nil},
+		{"push from each side loops", mk("second", "west", "east", "push", "orders"), []task.Task{mk("first", "east", "west", "push", "orders")},
+			[]fp{{"rules.direction", `replication loop with task "first"`}}, nil},
+		{"loop by address and by name", with(mk("second", "west", "east", "push", "orders", "x"), func(x *task.Task) { x.Peer.Alias = "E" }),
+			[]task.Task{with(mk("first", "east", "w2:9092", "push", "orders"), func(x *task.Task) { x.Peer.Alias = "W" })},
+			[]fp{{"rules.direction", `task "first"`}}, nil},
+		{"pull and push on other topics ok", mk("second", "east", "west", "pull", "payments"), []task.Task{mk("first", "east", "west", "push", "orders")}, nil, nil},
+		{"pull and push over other clusters ok", mk("second", "east", "north", "pull", "orders"), []task.Task{mk("first", "east", "west", "push", "orders")}, nil, nil},
+		{"pull with rename and push ok", with(mk("second", "east", "west", "pull", "orders"), rename), []task.Task{mk("first", "east", "west", "push", "orders")}, nil, nil},
+		{"pull and push with rename ok", mk("second", "east", "west", "pull", "orders"), []task.Task{with(mk("first", "east", "west", "push", "orders"), rename)}, nil, nil},
+		{"both with headers ok", with(mk("second", "east", "west", "pull", "orders"), header), []task.Task{with(mk("first", "east", "west", "push", "orders"), header)}, nil, nil},
+		{"header on this task only echoes", with(mk("second", "east", "west", "pull", "orders"), header), []task.Task{mk("first", "east", "west", "push", "orders")},
+			[]fp{{"rules.direction", `recreate task "first" with add source header`}}, nil},
+		{"header on the other task only echoes", mk("second", "east", "west", "pull", "orders"), []task.Task{with(mk("first", "east", "west", "push", "orders"), header)},
+			[]fp{{"rules.direction", "turn on add source header or rename topics in this task"}}, nil},
+		{"headers with different aliases loop", with(mk("second", "west", "east", "push", "orders"), func(x *task.Task) { header(x); x.Peer.Alias = "EAST" }),
+			[]task.Task{with(mk("first", "east", "west", "push", "orders"), header)},
+			[]fp{{"rules.direction", "same alias"}}, []string{`calls cluster east "EAST" but task "first" calls it "E"`}},
+
+		// bidirectional
+		{"bidirectional and plain push echo", mk("second", "east", "west", "push", "orders"),
+			[]task.Task{with(mk("first", "east", "west", "bidirectional", "orders"), header)},
+			[]fp{{"rules.direction", `task "first"`}}, []string{"replicated twice"}},
+		{"plain pull and bidirectional echo", with(mk("second", "west", "east", "bidirectional", "orders"), header),
+			[]task.Task{mk("first", "east", "west", "pull", "orders")},
+			[]fp{{"rules.direction", `task "first"`}}, []string{"replicated twice"}},
+		{"bidirectional and pull with header duplicate only", with(mk("second", "east", "west", "pull", "orders"), header),
+			[]task.Task{with(mk("first", "east", "west", "bidirectional", "orders"), header)}, nil, []string{"replicated twice"}},
+		{"bidirectional with rename and plain push ok", mk("second", "east", "west", "push", "orders"),
+			[]task.Task{with(mk("first", "east", "west", "bidirectional", "orders"), rename)}, nil, nil},
+
+		// regexes
+		{"regex and regex loop", mk("second", "east", "west", "pull", ".*"), []task.Task{mk("first", "east", "west", "push", "ord.*")},
+			[]fp{{"rules.direction", `"ord"`}}, nil},
+		{"regexes overlap", mk("second", "east", "west", "pull", "(a|b)x.*"), []task.Task{mk("first", "east", "west", "push", "bx[0-9]+")},
+			[]fp{{"rules.direction", `"bx0"`}}, nil},
+		{"regexes disjoint", mk("second", "east", "west", "pull", "orders.*"), []task.Task{mk("first", "east", "west", "push", "pay.*")}, nil, nil},
+		{"regexes meet only on internal topics", mk("second", "east", "west", "pull", "x.*"), []task.Task{mk("first", "east", "west", "push", "x.*internal|y.*")}, nil, nil},
+		{"regexes meet only on topics from the peer", mk("second", "east", "west", "pull", "W[.].*"), []task.Task{mk("first", "east", "west", "push", ".*")}, nil, nil},
+		{"regex and list loop", mk("second", "east", "west", "pull", "ord.*"), []task.Task{mk("first", "east", "west", "push", "orders", "x")},
+			[]fp{{"rules.direction", `"orders"`}}, nil},
+
+		// mappings
+		{"mappings back and forth loop", with(mk("second", "east", "west", "pull", "copy"), func(x *task.Task) {
+			x.Rules.TopicMappings = []task.Mapping{{Source: "copy", Target: "orders"}}
+		}), []task.Task{with(mk("first", "east", "west", "push", "orders"), func(x *task.Task) {
+			x.Rules.TopicMappings = []task.Mapping{{Source: "orders", Target: "copy"}}
+		})}, []fp{{"rules.direction", `topic "copy" from west to east`}}, nil},
+		{"mapping elsewhere ok", with(mk("second", "east", "west", "pull", "orders"), func(x *task.Task) {
+			x.Rules.TopicMappings = []task.Mapping{{Source: "orders", Target: "orders-from-west"}}
+		}), []task.Task{mk("first", "east", "west", "push", "orders")}, nil, nil},
+
+		// duplicates
+		{"identical with offset sync refused", with(mk("second", "east", "west", "push", "orders"), syncs), []task.Task{with(mk("first", "east", "west", "push", "orders"), syncs)},
+			[]fp{{"rules.topics", `same configuration as task "first"`}}, nil},
+		{"identical without offset sync warned", mk("second", "east", "west", "push", "orders"), []task.Task{mk("first", "east", "west", "push", "orders")},
+			nil, []string{`same configuration as task "first"`}},
+		{"overlap with offset sync on the other refused", with(mk("second", "east", "west", "push", ".*"), func(x *task.Task) { x.Rules.Compression = "zstd" }),
+			[]task.Task{with(mk("first", "east", "west", "push", "orders", "payments"), syncs)},
+			[]fp{{"rules.topics_regex", `same target topic as task "first"`}}, nil},
+		{"same direction from the other side", with(mk("second", "west", "east", "pull", "orders"), syncs), []task.Task{mk("first", "east", "west", "push", "orders")},
+			[]fp{{"rules.topics", `task "first"`}}, nil},
+		{"same topics renamed differently ok", with(mk("second", "east", "west", "push", "orders"), rename), []task.Task{with(mk("first", "east", "west", "push", "orders"), syncs)}, nil, nil},
+		{"bidirectional twice warned", with(mk("second", "west", "east", "bidirectional", "orders"), header),
+			[]task.Task{with(mk("first", "east", "west", "bidirectional", "orders"), header)}, nil, []string{"replicated twice"}},
+
+		// aliases
+		{"different aliases warned", with(mk("second", "east", "west", "push", "b"), func(x *task.Task) { x.Peer.Alias = "WEST" }),
+			[]task.Task{mk("first", "east", "west", "push", "a")}, nil, []string{`calls cluster west "WEST"`}},
+		{"peer alias reused for another cluster warned", with(mk("second", "east", "north", "push", "b"), func(x *task.Task) { x.Peer.Alias = "W" }),
+			[]task.Task{mk("first", "east", "west", "push", "a")}, nil, []string{`peer alias "W" is also used by task "first"`}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if p := ValidateTask(NormalizeTask(tc.t)); len(p) > 0 {
+				t.Fatalf("test task is invalid: %v", p)
+			}
+			for _, e := range tc.existing {
+				if p := ValidateTask(NormalizeTask(e)); len(p) > 0 && !strings.HasPrefix(tc.name, "18") {
+					t.Fatalf("existing task %s is invalid: %v", e.Name, p)
+				}
+			}
+			p, warnings := CheckAgainstTasks(tc.t, tc.existing, testAddrs)
+			checkProblems(t, p, tc.want)
+			used := make([]bool, len(warnings))
+			for _, w := range tc.warn {
+				found := false
+				for i, got := range warnings {
+					if !used[i] && strings.Contains(got, w) {
+						used[i], found = true, true
+						break
+					}
+				}
+				if !found {
+					t.Errorf("missing warning ...%s...", w)
+				}
+			}
+			for i, w := range warnings {
+				if !used[i] {
+					t.Errorf("unexpected warning: %s", w)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckAgainstTasksWithoutAddrs(t *testing.T) {
+	// Without the lookup clusters are told apart by name only.
+	p, _ := CheckAgainstTasks(mk("second", "east", "west", "pull", "orders"), []task.Task{mk("first", "east", "west", "push", "orders")}, nil)
+	checkProblems(t, p, []fp{{"rules.direction", "replication loop"}})
+}
+
+func TestRegexWitness(t *testing.T) {
+	tests := []struct {
+		re, want string
+	}{
+		{".*", "a"},
+		{"orders", "orders"},
+		{"__.*|x", "x"},
+		{"(__|ab)x", "abx"},
+		{".*internal|ok", "ok"},
+		{"[A-Z]{3}", "AAA"},
+		{`\bfoo`, "foo"},
+		{"mm2-.*|kmirror-.*|heartbeats", ""},
+		{`a\.b`, "a.b"},
+		{"[.]|[.][.]", ""},
+		{"x{200}", strings.Repeat("x", 200)},
+	}
+	for _, tc := range tests {
+		got, decided := regexWitness(tc.re)
+		if !decided || got != tc.want {
+			t.Errorf("regexWitness(%q) = %q, %v; want %q", tc.re, got, decided, tc.want)
+		}
+	}
+	// A pattern too big to search gives up rather than stalls.
+	if _, decided := regexWitness(strings.Repeat("(a|b|c)?", 120) + "z{900}y"); decided {
+		t.Log("large regex decided within budget")
+	}
+}
+
+func FuzzValidateTask(f *testing.F) {
+	seed, _ := json.Marshal(validTask())
+	f.Add(seed, "orders")
+	f.Add([]byte(`{"name":"x","peer":{"config_type":"cluster","cluster":"east"},"rules":{"direction":"bidirectional","topics_regex":"(?!a)"}}`), "(a")
+	f.Add([]byte(`{"rules":{"topic_mappings":[{},{"source":"a"}],"tasks":-1,"replication_factor":99999999999}}`), " \x00\xff ")
+	f.Add([]byte(`null`), "a)|(b")
+	f.Add([]byte(`{"peer":{"address":["[::1]:1","[::1]:1",""]},"rules":{"topics":[".",".."]}}`), "__x.internal")
+	existing := []task.Task{validTask(), mk("first", "east", "west", "push", ".*"), with(mk("bidi", "west", "east", "bidirectional", "o.*"), header)}
+	f.Fuzz(func(t *testing.T, data []byte, s string) {
+		var x task.Task
+		_ = json.Unmarshal(data, &x) // whatever decodes, partly or not
+		variants := []task.Task{x}
+		v := x
+		v.Name, v.Current.Alias, v.Peer.Alias, v.Peer.Cluster = s, s, s, s
+		variants = append(variants, v)
+		v = x
+		v.Peer.Address, v.Rules.Topics, v.Rules.TopicsRegex = []string{s, s}, []string{s}, s
+		v.Rules.TopicMappings = append(v.Rules.TopicMappings, task.Mapping{Source: s, Target: s})
+		variants = append(variants, v)
+		v = validTask()
+		v.Rules.Topics, v.Rules.TopicsRegex, v.Rules.TopicMappings = nil, s, nil
+		variants = append(variants, v)
+		for _, in := range variants {
+			n := NormalizeTask(in)
+			if n.Peer.Password != in.Peer.Password {
+				t.Fatal("NormalizeTask changed the password")
+			}
+			if again := NormalizeTask(n); !sameConfig(again, n) {
+				t.Fatalf("NormalizeTask not idempotent:\n%+v\n%+v", n, again)
+			}
+			for _, p := range append(ValidateTask(in), ValidateTask(n)...) {
+				if p.Field == "" || p.Message == "" {
+					t.Fatalf("empty problem %+v", p)
+				}
+			}
+			p, warnings := CheckAgainstTasks(in, append(existing, in), testAddrs)
+			for _, pr := range p {
+				if pr.Field == "" || pr.Message == "" {
+					t.Fatalf("empty problem %+v", pr)
+				}
+			}
+			for _, w := range warnings {
+				if w == "" {
+					t.Fatal("empty warning")
+				}
+			}
+		}
+	})
+}
