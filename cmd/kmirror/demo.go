@@ -8,14 +8,13 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/demo"
 )
 
 // demoClusters is the hook `kmirror serve --demo` calls to start embedded
-// clusters that live until ctx is done, with data flowing between them; the
-// returned settings are registered as instances.
-func demoClusters(ctx context.Context) ([]cluster.Settings, error) {
+// clusters with data flowing into them; serve registers them as instances
+// and creates the demo task on them.
+func demoClusters(ctx context.Context) (*demo.Background, error) {
 	return demo.StartBackground(ctx, slog.Default())
 }
 

@@ -4,6 +4,8 @@
 //	kmirror serve [--listen 127.0.0.1:8080] [--data-dir ./kmirror-data] [--demo]
 //	kmirror demo                 (self-contained run on embedded clusters)
 //	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
+//	kmirror instance add|list|remove             (admin over the JSON API)
+//	kmirror task create|list|show|delete|pause|resume|restart|check|validate
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -25,6 +27,8 @@ Usage:
   kmirror serve [flags]      console + JSON API + replicators
   kmirror demo               self-contained run on embedded clusters
   kmirror run -f spec.json   headless replication from a spec file
+  kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
+  kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
 
 Run 'kmirror <command> -h' for a command's flags.
 `
@@ -61,6 +65,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		// Headless mode (kmirror run -f spec.json) plugs in here: see
 		// headless.go.
 		return headlessCommand(ctx, rest, getenv, stdout, stderr)
+	case "instance":
+		return instanceCommand(ctx, rest, getenv, stdout, stderr)
+	case "task":
+		return taskCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

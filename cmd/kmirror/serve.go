@@ -12,10 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmirror/kmirror/internal/account"
-	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/demo"
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/metrics"
+	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/store"
@@ -33,8 +37,9 @@ type serveConfig struct {
 	LogLevel      slog.Level
 	AdminPassword string // KMIRROR_ADMIN_PASSWORD; used on first start only
 	APIToken      string // KMIRROR_TOKEN; generated and stored when empty
-	// DemoClusters starts embedded clusters for --demo.
-	DemoClusters func(ctx context.Context) ([]cluster.Settings, error)
+	// DemoClusters starts embedded clusters for --demo, with data flowing
+	// into them, until its Close.
+	DemoClusters func(ctx context.Context) (*demo.Background, error)
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -80,7 +85,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box})
+	// The engine runs every task of this process; closing it stops them
+	// gracefully, progress committed.
+	eng := engine.New(replicator.Options{}, log)
+	defer eng.Close()
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -92,17 +101,27 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	srv, err := web.New(web.Deps{Service: svc, DataDir: cfg.DataDir, APIToken: token, Logger: log, Ping: db.Ping})
+	metricsHandler := promhttp.HandlerFor(metrics.Registry(eng), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	srv, err := web.New(web.Deps{Service: svc, DataDir: cfg.DataDir, APIToken: token, Logger: log, Ping: db.Ping, Metrics: metricsHandler})
 	if err != nil {
 		return err
 	}
-	// Task pages, the task API and replicators plug in here: routes through
-	// srv.Console() and srv.API(), components through g.Go.
+	// Task pages plug in here through srv.Console(); components through g.Go.
 
 	if cfg.Demo {
-		if err := registerDemoClusters(ctx, cfg, svc, log); err != nil {
+		bg, err := startDemo(ctx, cfg, svc, log)
+		if err != nil {
 			return err
 		}
+		if bg != nil {
+			// The demo task stops (committing to the demo clusters) before
+			// the clusters do.
+			defer func() { eng.Close(); bg.Close() }()
+		}
+	}
+	// Tasks left running by the last start resume from committed progress.
+	if err := svc.StartTasks(ctx); err != nil {
+		return err
 	}
 
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -114,6 +133,12 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
+	g.Go(func() error {
+		<-gctx.Done()
+		eng.Close()
+		log.Info("replication stopped, progress committed")
+		return nil
+	})
 	err = g.Wait()
 	log.Info("kmirror stopped")
 	return err
@@ -133,18 +158,30 @@ func apiToken(cfg serveConfig) (token, source string, err error) {
 	return hex.EncodeToString(raw), path, nil
 }
 
-// registerDemoClusters registers the demo hook's clusters. Their addresses
-// change on every start, so an instance of the same name left by an earlier
-// run is replaced when it holds no tasks.
-func registerDemoClusters(ctx context.Context, cfg serveConfig, svc *service.Service, log *slog.Logger) error {
+// demoTaskActor is who the demo task is recorded as created by.
+const demoTaskActor = "demo"
+
+// startDemo starts the demo clusters, registers them as instances and
+// creates the demo task on them through the service, like a user would.
+// Their addresses change on every start, so the demo task and instances of
+// the same names left by an earlier run are replaced; instances that other
+// tasks use are left as they are, with a warning.
+func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *slog.Logger) (*demo.Background, error) {
 	if cfg.DemoClusters == nil {
-		return nil
+		return nil, nil
 	}
-	clusters, err := cfg.DemoClusters(ctx)
+	bg, err := cfg.DemoClusters(ctx)
 	if err != nil {
-		return fmt.Errorf("start demo clusters: %w", err)
+		return nil, fmt.Errorf("start demo clusters: %w", err)
 	}
-	for _, cs := range clusters {
+	t := bg.Task()
+	if _, err := svc.Task(ctx, t.Name); err == nil {
+		if err := svc.DeleteTask(ctx, t.Name, demoTaskActor); err != nil {
+			bg.Close()
+			return nil, fmt.Errorf("replace demo task %s: %w", t.Name, err)
+		}
+	}
+	for _, cs := range bg.Clusters {
 		if _, err := svc.Cluster(ctx, cs.Name); err == nil {
 			if err := svc.RemoveCluster(ctx, cs.Name); err != nil {
 				log.Warn("demo cluster left as registered earlier", "cluster", cs.Name, "err", err)
@@ -152,11 +189,17 @@ func registerDemoClusters(ctx context.Context, cfg serveConfig, svc *service.Ser
 			}
 		}
 		if _, err := svc.AddCluster(ctx, cs); err != nil {
-			return fmt.Errorf("register demo cluster %s: %w", cs.Name, err)
+			bg.Close()
+			return nil, fmt.Errorf("register demo cluster %s: %w", cs.Name, err)
 		}
 		log.Info("demo cluster registered", "cluster", cs)
 	}
-	return nil
+	if _, err := svc.CreateTask(ctx, t, demoTaskActor); err != nil {
+		bg.Close()
+		return nil, fmt.Errorf("create demo task %s: %w", t.Name, err)
+	}
+	log.Info("demo task created", "task", t.Name)
+	return bg, nil
 }
 
 func printWelcome(w io.Writer, url, generated, tokenSource string) {

@@ -11,8 +11,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
-	"github.com/kmirror/kmirror/internal/engine"
-	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // BackgroundRate is the records per second `kmirror serve --demo` keeps
@@ -20,50 +19,56 @@ import (
 // for hours.
 const BackgroundRate = 200
 
-// StartBackground starts the embedded "east" and "west" clusters, keeps
-// producing to east's "orders" topic and replicates it to west with the demo
-// task, until ctx ends. It returns the clusters to register as instances.
-func StartBackground(ctx context.Context, log *slog.Logger) ([]cluster.Settings, error) {
+// Background is the running part of `kmirror serve --demo`: the embedded
+// "east" and "west" clusters with records trickling into east's "orders"
+// topic. The demo task itself is a stored task like any other, created by
+// the caller through the service (see Task), so the console and the API
+// show it.
+type Background struct {
+	// Clusters are east and west, to register as instances.
+	Clusters []cluster.Settings
+	// Topic is the topic records trickle into.
+	Topic string
+
+	cs     embedded.Clusters
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Task is the demo task to create once Clusters are registered.
+func (b *Background) Task() task.Task { return DemoTask(b.Topic) }
+
+// StartBackground starts the embedded clusters, seeds east's "orders" topic
+// and keeps producing to it until Close.
+func StartBackground(ctx context.Context, log *slog.Logger) (*Background, error) {
 	cs, err := embedded.StartAll([]string{"east", "west"})
 	if err != nil {
 		return nil, err
 	}
 	east, west := cs[0].Settings(), cs[1].Settings()
+	const topic = "orders"
 	// Seed the topic so the task has something to copy from the start.
-	if _, err := e2e.Produce(ctx, east, "orders", 6, 1000, 256); err != nil {
+	if _, err := e2e.Produce(ctx, east, topic, 6, 1000, 256); err != nil {
 		cs.Close()
 		return nil, err
 	}
-	t := DemoTask("orders")
-	eng := engine.New(replicator.Options{RefreshInterval: 5 * time.Second}, log)
-	lookup := func(name string) (cluster.Settings, bool) {
-		switch name {
-		case "east":
-			return east, true
-		case "west":
-			return west, true
-		}
-		return cluster.Settings{}, false
-	}
-	current, peer, err := t.Resolve(lookup)
-	if err == nil {
-		err = eng.Start(t, current, peer)
-	}
-	if err != nil {
-		cs.Close()
-		return nil, err
-	}
+	ctx, cancel := context.WithCancel(ctx)
+	b := &Background{Clusters: []cluster.Settings{east, west}, Topic: topic, cs: cs, cancel: cancel, done: make(chan struct{})}
 	go func() {
-		if err := trickle(ctx, east, "orders", BackgroundRate); err != nil && ctx.Err() == nil {
+		defer close(b.done)
+		if err := trickle(ctx, east, topic, BackgroundRate); err != nil && ctx.Err() == nil {
 			log.Warn("demo producer stopped", "error", err)
 		}
 	}()
-	go func() {
-		<-ctx.Done()
-		eng.Close()
-		cs.Close()
-	}()
-	return []cluster.Settings{east, west}, nil
+	return b, nil
+}
+
+// Close stops the producer and the clusters. Stop the demo task first: its
+// graceful stop commits progress to these clusters.
+func (b *Background) Close() {
+	b.cancel()
+	<-b.done
+	b.cs.Close()
 }
 
 // trickle produces rate records per second until ctx ends.

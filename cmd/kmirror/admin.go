@@ -1,0 +1,473 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/kmirror/kmirror/internal/apiclient"
+)
+
+const instanceUsage = `Usage:
+  kmirror instance add -f cluster.json            register a Kafka instance (API shape of POST /api/v1/clusters)
+  kmirror instance add --name N --bootstrap h:p[,h:p] [--security-protocol P --sasl-mechanism M --username U --ca-file F]
+                                                  (the password comes from KMIRROR_KAFKA_PASSWORD, never a flag)
+  kmirror instance list
+  kmirror instance remove NAME
+
+Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
+The API token comes from KMIRROR_TOKEN.
+`
+
+const taskUsage = `Usage:
+  kmirror task create -f task.json      create a Smart Connect task and start it
+  kmirror task list
+  kmirror task show NAME
+  kmirror task delete NAME
+  kmirror task pause|resume|restart NAME
+  kmirror task check -f task.json       connectivity check of both clusters, step by step
+  kmirror task validate -f task.json    dry run: every problem and the topics that would be replicated
+
+Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
+The API token comes from KMIRROR_TOKEN.
+`
+
+// adminCmd is what every admin command shares.
+type adminCmd struct {
+	fs     *flag.FlagSet
+	server string
+	output string
+	file   string
+	client *apiclient.Client
+	stdout io.Writer
+}
+
+func newAdminCmd(name string, stderr, stdout io.Writer, withFile bool) *adminCmd {
+	a := &adminCmd{fs: flag.NewFlagSet("kmirror "+name, flag.ContinueOnError), stdout: stdout}
+	a.fs.SetOutput(stderr)
+	a.fs.StringVar(&a.server, "server", "http://127.0.0.1:8080", "URL of the kmirror server")
+	a.fs.StringVar(&a.output, "o", "table", "output: table or json")
+	if withFile {
+		a.fs.StringVar(&a.file, "f", "", "JSON file with the request body (- for standard input)")
+	}
+	return a
+}
+
+// parse parses flags given before or after the positional arguments.
+func (a *adminCmd) parse(args []string, getenv func(string) string) ([]string, error) {
+	var pos []string
+	for {
+		if err := a.fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if a.fs.NArg() == 0 {
+			break
+		}
+		pos = append(pos, a.fs.Arg(0))
+		args = a.fs.Args()[1:]
+	}
+	if a.output != "table" && a.output != "json" {
+		return nil, fmt.Errorf("-o %q: use table or json", a.output)
+	}
+	a.client = apiclient.New(a.server, strings.TrimSpace(getenv("KMIRROR_TOKEN")))
+	return pos, nil
+}
+
+func (a *adminCmd) body() ([]byte, error) {
+	if a.file == "" {
+		return nil, errors.New("give the request body with -f file.json")
+	}
+	var b []byte
+	var err error
+	if a.file == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(a.file)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", a.file, err)
+	}
+	return b, nil
+}
+
+func oneName(pos []string, what string) (string, error) {
+	if len(pos) != 1 {
+		return "", fmt.Errorf("give exactly one %s name", what)
+	}
+	return pos[0], nil
+}
+
+// print writes raw as indented JSON with -o json, else calls table.
+func (a *adminCmd) print(raw json.RawMessage, table func(w io.Writer, raw json.RawMessage) error) error {
+	if a.output == "json" || table == nil {
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	if err := table(tw, raw); err != nil {
+		return err
+	}
+	return tw.Flush()
+}
+
+func instanceCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, instanceUsage)
+		if len(args) == 0 {
+			return errors.New("no instance command given")
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	a := newAdminCmd("instance "+sub, stderr, stdout, sub == "add")
+	switch sub {
+	case "add":
+		var in struct {
+			Name             string   `json:"name"`
+			BootstrapServers []string `json:"bootstrap_servers"`
+			SecurityProtocol string   `json:"security_protocol,omitempty"`
+			SASLMechanism    string   `json:"sasl_mechanism,omitempty"`
+			Username         string   `json:"username,omitempty"`
+			Password         string   `json:"password,omitempty"`
+			CAPEM            string   `json:"ca_pem,omitempty"`
+		}
+		var bootstrap, caFile string
+		a.fs.StringVar(&in.Name, "name", "", "instance name")
+		a.fs.StringVar(&bootstrap, "bootstrap", "", "bootstrap servers, comma-separated host:port")
+		a.fs.StringVar(&in.SecurityProtocol, "security-protocol", "", "PLAINTEXT, SASL_PLAINTEXT or SASL_SSL")
+		a.fs.StringVar(&in.SASLMechanism, "sasl-mechanism", "", "SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN")
+		a.fs.StringVar(&in.Username, "username", "", "SASL user name")
+		a.fs.StringVar(&caFile, "ca-file", "", "PEM file of the CA that signed the brokers' certificates")
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		body, err := func() ([]byte, error) {
+			if a.file != "" {
+				return a.body()
+			}
+			if bootstrap != "" {
+				in.BootstrapServers = strings.Split(bootstrap, ",")
+			}
+			in.Password = getenv("KMIRROR_KAFKA_PASSWORD")
+			if caFile != "" {
+				pem, err := os.ReadFile(caFile)
+				if err != nil {
+					return nil, fmt.Errorf("read CA file: %w", err)
+				}
+				in.CAPEM = string(pem)
+			}
+			return json.Marshal(in)
+		}()
+		if err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/clusters", body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, instanceTable(false))
+	case "list":
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/clusters", nil)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, instanceTable(true))
+	case "remove":
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "instance")
+		if err != nil {
+			return err
+		}
+		if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path("/api/v1/clusters/%s", name), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "instance %s removed\n", name)
+		return nil
+	default:
+		fmt.Fprint(stderr, instanceUsage)
+		return fmt.Errorf("unknown instance command %q", sub)
+	}
+}
+
+type clusterRow struct {
+	Name             string   `json:"name"`
+	BootstrapServers []string `json:"bootstrap_servers"`
+	SecurityProtocol string   `json:"security_protocol"`
+	SASLMechanism    string   `json:"sasl_mechanism"`
+	Username         string   `json:"username"`
+	TasksUsed        int      `json:"tasks_used"`
+	TasksLimit       int      `json:"tasks_limit"`
+}
+
+func instanceTable(list bool) func(io.Writer, json.RawMessage) error {
+	return func(w io.Writer, raw json.RawMessage) error {
+		var rows []clusterRow
+		if list {
+			var l struct {
+				Clusters []clusterRow `json:"clusters"`
+			}
+			if err := json.Unmarshal(raw, &l); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			rows = l.Clusters
+		} else {
+			var r clusterRow
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			rows = []clusterRow{r}
+		}
+		fmt.Fprintln(w, "NAME\tBOOTSTRAP\tAUTH\tTASKS")
+		for _, r := range rows {
+			auth := r.SecurityProtocol
+			if r.Username != "" {
+				auth += " " + r.SASLMechanism + " as " + r.Username
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%d/%d\n", r.Name, strings.Join(r.BootstrapServers, ","), auth, r.TasksUsed, r.TasksLimit)
+		}
+		return nil
+	}
+}
+
+func taskCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, taskUsage)
+		if len(args) == 0 {
+			return errors.New("no task command given")
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	withFile := sub == "create" || sub == "check" || sub == "validate"
+	a := newAdminCmd("task "+sub, stderr, stdout, withFile)
+	pos, err := a.parse(rest, getenv)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case "create", "check", "validate":
+		if len(pos) > 0 {
+			return fmt.Errorf("task %s takes the task from -f, not %q", sub, pos)
+		}
+		body, err := a.body()
+		if err != nil {
+			return err
+		}
+		path, table := "/api/v1/tasks", taskTable(false)
+		switch sub {
+		case "check":
+			path, table = "/api/v1/connectivity", checkTable
+		case "validate":
+			path, table = "/api/v1/tasks/validate", validateTable
+		}
+		raw, err := a.client.Do(ctx, http.MethodPost, path, body)
+		if err != nil {
+			return err
+		}
+		if err := a.print(raw, table); err != nil {
+			return err
+		}
+		// Scripts branch on the exit status.
+		var ok struct {
+			OK *bool `json:"ok"`
+		}
+		if json.Unmarshal(raw, &ok) == nil && ok.OK != nil && !*ok.OK {
+			return fmt.Errorf("task %s: not ok", sub)
+		}
+		return nil
+	case "list":
+		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/tasks", nil)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, taskTable(true))
+	case "show", "delete", "pause", "resume", "restart":
+		name, err := oneName(pos, "task")
+		if err != nil {
+			return err
+		}
+		method, path := http.MethodPost, apiclient.Path("/api/v1/tasks/%s/", name)+sub
+		switch sub {
+		case "show":
+			method, path = http.MethodGet, apiclient.Path("/api/v1/tasks/%s", name)
+		case "delete":
+			method, path = http.MethodDelete, apiclient.Path("/api/v1/tasks/%s", name)
+		}
+		raw, err := a.client.Do(ctx, method, path, nil)
+		if err != nil {
+			return err
+		}
+		if sub == "delete" {
+			fmt.Fprintf(stdout, "task %s deleted\n", name)
+			return nil
+		}
+		return a.print(raw, taskTable(false))
+	default:
+		fmt.Fprint(stderr, taskUsage)
+		return fmt.Errorf("unknown task command %q", sub)
+	}
+}
+
+type taskRow struct {
+	Name    string `json:"name"`
+	Current struct {
+		Cluster string `json:"cluster"`
+		Alias   string `json:"alias"`
+	} `json:"current"`
+	Peer struct {
+		Alias   string   `json:"alias"`
+		Cluster string   `json:"cluster"`
+		Address []string `json:"address"`
+	} `json:"peer"`
+	Rules struct {
+		Direction string `json:"direction"`
+	} `json:"rules"`
+	Status struct {
+		State  string `json:"state"`
+		Reason string `json:"reason"`
+		Flows  []struct {
+			Flow       string  `json:"flow"`
+			State      string  `json:"state"`
+			Records    int64   `json:"records"`
+			LagRecords int64   `json:"lag_records"`
+			LagSeconds float64 `json:"lag_seconds"`
+		} `json:"flows"`
+	} `json:"status"`
+	Warnings []string `json:"warnings"`
+}
+
+func (r taskRow) peer() string {
+	if r.Peer.Cluster != "" {
+		return r.Peer.Cluster
+	}
+	return strings.Join(r.Peer.Address, ",")
+}
+
+func taskTable(list bool) func(io.Writer, json.RawMessage) error {
+	return func(w io.Writer, raw json.RawMessage) error {
+		var rows []taskRow
+		if list {
+			var l struct {
+				Tasks []taskRow `json:"tasks"`
+			}
+			if err := json.Unmarshal(raw, &l); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			rows = l.Tasks
+		} else {
+			var r taskRow
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			rows = []taskRow{r}
+		}
+		fmt.Fprintln(w, "NAME\tCURRENT\tDIRECTION\tPEER\tSTATE\tRECORDS\tLAG\tREASON")
+		for _, r := range rows {
+			var records, lag int64
+			for _, f := range r.Status.Flows {
+				records += f.Records
+				lag += f.LagRecords
+			}
+			fmt.Fprintf(w, "%s\t%s (%s)\t%s\t%s (%s)\t%s\t%d\t%d\t%s\n", r.Name, r.Current.Cluster, r.Current.Alias,
+				r.Rules.Direction, r.peer(), r.Peer.Alias, r.Status.State, records, lag, r.Status.Reason)
+		}
+		if !list && len(rows) == 1 {
+			for _, f := range rows[0].Status.Flows {
+				fmt.Fprintf(w, "  flow %s\t%s\trecords %d\tlag %d (%.1fs)\n", f.Flow, f.State, f.Records, f.LagRecords, f.LagSeconds)
+			}
+			for _, warn := range rows[0].Warnings {
+				fmt.Fprintf(w, "warning: %s\n", warn)
+			}
+		}
+		return nil
+	}
+}
+
+func checkTable(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		OK       bool `json:"ok"`
+		Clusters []struct {
+			Role    string `json:"role"`
+			Cluster string `json:"cluster"`
+			OK      bool   `json:"ok"`
+			Steps   []struct {
+				Name    string `json:"name"`
+				OK      bool   `json:"ok"`
+				Skipped bool   `json:"skipped"`
+				Message string `json:"message"`
+			} `json:"steps"`
+		} `json:"clusters"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	fmt.Fprintln(w, "ROLE\tCLUSTER\tSTEP\tRESULT\tMESSAGE")
+	for _, c := range res.Clusters {
+		for _, s := range c.Steps {
+			result := "FAILED"
+			switch {
+			case s.OK:
+				result = "ok"
+			case s.Skipped:
+				result = "skipped"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Role, c.Cluster, s.Name, result, s.Message)
+		}
+	}
+	return nil
+}
+
+func validateTable(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		OK       bool                `json:"ok"`
+		Problems []apiclient.Problem `json:"problems"`
+		Warnings []string            `json:"warnings"`
+		Flows    []struct {
+			Flow   string `json:"flow"`
+			Error  string `json:"error"`
+			Topics []struct {
+				Source string `json:"source"`
+				Target string `json:"target"`
+			} `json:"topics"`
+		} `json:"flows"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	if res.OK {
+		fmt.Fprintln(w, "the task is valid")
+	}
+	for _, p := range res.Problems {
+		fmt.Fprintf(w, "problem\t%s\t%s\n", p.Field, p.Message)
+	}
+	for _, warn := range res.Warnings {
+		fmt.Fprintf(w, "warning\t\t%s\n", warn)
+	}
+	for _, f := range res.Flows {
+		if f.Error != "" {
+			fmt.Fprintf(w, "flow %s\t\t%s\n", f.Flow, f.Error)
+		}
+		for _, t := range f.Topics {
+			fmt.Fprintf(w, "flow %s\t%s\t-> %s\n", f.Flow, t.Source, t.Target)
+		}
+	}
+	return nil
+}

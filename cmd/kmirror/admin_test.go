@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// serveDemo runs `kmirror serve --demo` and returns its URL.
+func serveDemo(t *testing.T) (base string, stderr *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var stdout syncBuffer
+	stderr = &syncBuffer{}
+	env := map[string]string{"KMIRROR_ADMIN_PASSWORD": "demo-password-1", "KMIRROR_TOKEN": "tok"}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--demo"},
+			func(k string) string { return env[k] }, &stdout, stderr)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v\n%s", err, stderr.String())
+		default:
+		}
+		if base = regexp.MustCompile(`http://127\.0\.0\.1:\d+`).FindString(stdout.String()); base == "" {
+			return errString("no URL printed yet")
+		}
+		return nil
+	})
+	return base, stderr
+}
+
+// cli runs an admin command against base with the test token.
+func cli(t *testing.T, base string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	args = append(args, "--server", base)
+	err := run(context.Background(), args, func(k string) string {
+		if k == "KMIRROR_TOKEN" {
+			return "tok"
+		}
+		return ""
+	}, &out, &errOut)
+	return out.String() + errOut.String(), err
+}
+
+// serve --demo stores the demo task like any other, and the admin commands
+// see and steer it over the JSON API.
+func TestAdminCommandsOnTheDemoTask(t *testing.T) {
+	base, _ := serveDemo(t)
+	out, err := cli(t, base, "instance", "list")
+	if err != nil || !strings.Contains(out, "east") || !strings.Contains(out, "1/18") {
+		t.Fatalf("instance list: %v\n%s", err, out)
+	}
+	checkFor(t, 30*time.Second, 200*time.Millisecond, func() error {
+		out, err := cli(t, base, "task", "list")
+		if err != nil {
+			return err
+		}
+		if !regexp.MustCompile(`demo-orders\s+east \(A\)\s+push\s+west \(B\)\s+RUNNING\s+[1-9]`).MatchString(out) {
+			return errString("demo task not replicating yet:\n" + out)
+		}
+		return nil
+	})
+	if out, err := cli(t, base, "task", "pause", "demo-orders"); err != nil || !strings.Contains(out, "PAUSED") {
+		t.Fatalf("pause: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "task", "show", "demo-orders", "-o", "json"); err != nil || !strings.Contains(out, `"desired_state": "paused"`) {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "task", "resume", "demo-orders"); err != nil || !strings.Contains(out, "demo-orders") {
+		t.Fatalf("resume: %v\n%s", err, out)
+	}
+	out, err = cli(t, base, "instance", "remove", "east")
+	if err == nil || !strings.Contains(err.Error(), "cluster_in_use") {
+		t.Fatalf("remove an instance in use: %v\n%s", err, out)
+	}
+	out, err = cli(t, base, "task", "show", "nope")
+	if err == nil || !strings.Contains(err.Error(), "not_found") {
+		t.Fatalf("show unknown: %v\n%s", err, out)
+	}
+	var noToken bytes.Buffer
+	err = run(context.Background(), []string{"task", "list", "--server", base}, func(string) string { return "" }, &noToken, &noToken)
+	if err == nil || !strings.Contains(err.Error(), "KMIRROR_TOKEN") {
+		t.Fatalf("without a token: %v", err)
+	}
+	if out, err := cli(t, base, "task", "delete", "demo-orders"); err != nil || !strings.Contains(out, "deleted") {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+}
