@@ -1,0 +1,118 @@
+package service_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/secrets"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/service/servicetest"
+	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+func taskService(t *testing.T, dir string, runner *servicetest.Runner) *service.Service {
+	t.Helper()
+	db, err := store.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	box, err := secrets.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{
+		"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}, "10.1.1.1:9092": {Brokers: 1},
+	}}
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: runner, Kafka: kafka})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// After a restart of kmirror (a new service on the same data directory),
+// StartTasks starts exactly the tasks whose desired state is running, with
+// their peer passwords opened.
+func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	svc := taskService(t, dir, servicetest.NewRunner())
+	for _, c := range []cluster.Settings{
+		{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}},
+		{Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}},
+	} {
+		if _, err := svc.AddCluster(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk := func(name, topic string, byAddress bool) task.Task {
+		tk := task.Task{Name: name, Current: task.Current{Cluster: "east", Alias: "A"},
+			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+			Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, RenameTopics: true}}
+		if byAddress {
+			tk.Peer = task.Peer{Alias: "C", ConfigType: task.PeerByAddress, Address: []string{"10.1.1.1:9092"},
+				SecurityProtocol: cluster.SASLPlaintext, SASLMechanism: cluster.MechanismPlain, Username: "u", Password: "pw-123"}
+		}
+		return tk
+	}
+	for _, tk := range []task.Task{mk("keeps-running", "a", true), mk("stays-paused", "b", false)} {
+		if _, err := svc.CreateTask(ctx, tk, "tester"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.PauseTask(ctx, "stays-paused", "tester"); err != nil {
+		t.Fatal(err)
+	}
+
+	runner := servicetest.NewRunner()
+	svc = taskService(t, dir, runner)
+	if err := svc.StartTasks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := runner.Started("keeps-running"); !ok || got.Peer.Password != "pw-123" {
+		t.Fatalf("keeps-running not started with its password (started %v)", ok)
+	}
+	if _, ok := runner.Started("stays-paused"); ok {
+		t.Fatal("a paused task was started")
+	}
+	info, err := svc.Task(ctx, "stays-paused")
+	if err != nil || info.Status.State != service.StatePaused || info.LastAction.Action != service.ActionPause || info.LastAction.By != "tester" {
+		t.Fatalf("stays-paused after restart: %+v %v", info, err)
+	}
+	info, err = svc.Task(ctx, "keeps-running")
+	if err != nil || info.Status.State != service.StateRunning || !info.Peer.PasswordSet || info.Peer.Password != "" {
+		t.Fatalf("keeps-running after restart: %+v %v", info, err)
+	}
+}
+
+// A task that cannot start is stored and shows FAILED with the reason.
+func TestTaskThatCannotStartShowsWhy(t *testing.T) {
+	ctx := context.Background()
+	runner := servicetest.NewRunner()
+	runner.FailStart = errString("flow A->B: boom")
+	svc := taskService(t, t.TempDir(), runner)
+	for _, c := range []cluster.Settings{
+		{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}},
+		{Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}},
+	} {
+		if _, err := svc.AddCluster(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	info, err := svc.CreateTask(ctx, task.Task{Name: "fails", Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+		Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{"x"}}}, "tester")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Status.State != service.StateFailed || info.Status.Reason != "could not start: flow A->B: boom" {
+		t.Fatalf("status %+v", info.Status)
+	}
+}
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
