@@ -4,8 +4,9 @@
 //
 // Invariants: nothing invalid is stored (every rule is checked before a
 // write, and every broken rule is reported at once as Problems); a Kafka
-// password enters sealed and leaves only through ClusterSettings, which is for
-// the replicators, never for display.
+// password (a cluster's, or a task's peer by address) is sealed before it is
+// stored and opened only to connect (ClusterSettings, and a task handed to
+// the Runner), never for display or logs.
 package service
 
 import (
