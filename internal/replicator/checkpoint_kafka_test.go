@@ -3,6 +3,8 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,6 +140,15 @@ func TestCheckpointsTranslateExactlyForLaggingGroupAndAfterRestart(t *testing.T)
 		return nil
 	})
 	check(r, "running")
+	// Apache Kafka's own MM2 client reads kmirror's checkpoints and returns
+	// the offsets kmirror committed.
+	mm2Offsets := translateWithMM2(t, k2.Bootstrap(cluster.Plaintext), "A", group)
+	for p := int32(0); p < 2; p++ {
+		want := targetGroupOffset(t, k2, group, topic, p)
+		if got, ok := mm2Offsets[fmt.Sprintf("%s %d", topic, p)]; !ok || got != want {
+			t.Fatalf("RemoteClusterUtils.translateOffsets gave %d (found %v) for partition %d, kmirror committed %d; all: %v", got, ok, p, want, mm2Offsets)
+		}
+	}
 
 	// Restart: a new Replicator reads the history back from the topic.
 	cancel()
@@ -237,4 +248,35 @@ func (holdHandler) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Consumer
 	for range c.Messages() { // read but never commit
 	}
 	return nil
+}
+
+// translateWithMM2 runs testdata/Translate.java (Java's single-file source
+// mode) on the Kafka jars: RemoteClusterUtils.translateOffsets.
+func translateWithMM2(t *testing.T, bootstrap, alias, group string) map[string]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jars, err := kafkatest.EnsureJars(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(ctx, "java", "-cp", jars.Classpath(), "testdata/Translate.java", bootstrap, alias, group).Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("RemoteClusterUtils.translateOffsets: %v\n%s", err, stderr)
+	}
+	offsets := map[string]int64{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			continue
+		}
+		var off int64
+		fmt.Sscan(f[2], &off)
+		offsets[f[0]+" "+f[1]] = off
+	}
+	return offsets
 }

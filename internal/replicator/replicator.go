@@ -178,8 +178,24 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	defer tick.Stop()
 	for {
 		p, err := pl.run()
-		if err != nil {
+		if err != nil && current == nil {
 			return err
+		}
+		if err != nil {
+			// Planning is control: while a cluster is briefly away the
+			// workers keep their partitions and their producers ride out
+			// the outage with in-order retries. Tearing them down here
+			// would fail records mid-retry while later ones still land.
+			r.log.Warn("topic sync failed; copying goes on, will retry", "error", err)
+			r.state.setError(err.Error())
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-errs:
+				return err
+			case <-tick.C:
+			}
+			continue
 		}
 		r.state.mu.Lock()
 		r.state.topics, r.state.conflicts = p.Topics, p.Conflicts

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -36,16 +35,6 @@ func TestBrokerRestartedMidStreamLosesNothing(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.target && os.Getenv("KMIRROR_TEST_KNOWN_BUGS") == "" {
-				// Known bug, to fix in the copy loop: when the target comes
-				// back, sarama fails a batch without using its retries (the
-				// idempotent retryBatch finds no leader in its cached
-				// metadata), rolls the producer epoch and delivers the
-				// partition's later batches, so the failed records, copied
-				// again from committed progress, land after them: nothing
-				// is lost, but the target is out of source order.
-				t.Skip("target restart reorders records (known bug); KMIRROR_TEST_KNOWN_BUGS=1 runs it")
-			}
 			restartMidStream(t, tc.target, tc.kill)
 		})
 	}

@@ -67,10 +67,22 @@ func (w *worker) targetConfig(maxBytes int) (*sarama.Config, error) {
 	p := &c.Producer
 	p.Partitioner = sarama.NewManualPartitioner
 	p.RequiredAcks = sarama.WaitForAll
-	p.Idempotent = true // with MaxOpenRequests=1: no duplicates or reordering on retries
+	// Order first: sarama's idempotent producer, when a broker comes back,
+	// fails a batch without using its retries, rolls the producer epoch and
+	// delivers the partition's later batches, so the failed records land
+	// after their successors (seen on a target broker restart). The plain
+	// producer with one request in flight per broker retries in order
+	// (newer records wait while older ones are retried), and a retry budget
+	// of minutes rides out a broker restart; the price is that a retried
+	// request whose first answer was lost is written twice (at-least-once).
+	p.Idempotent = false
 	c.Net.MaxOpenRequests = 1
-	p.Retry.Max = 10
-	p.Retry.Backoff = 250 * time.Millisecond
+	p.Retry.Max = 600
+	p.Retry.BackoffFunc = func(retries, _ int) time.Duration {
+		return min(100*time.Millisecond<<min(retries, 5), 2*time.Second)
+	}
+	c.Metadata.Retry.Max = 600
+	c.Metadata.Retry.BackoffFunc = p.Retry.BackoffFunc
 	p.Return.Successes = true
 	p.Return.Errors = true
 	p.Compression = w.flow.Compression
