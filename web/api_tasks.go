@@ -29,7 +29,27 @@ func (s *Server) registerTaskAPI() {
 	s.api.POST("/tasks/:name/pause", s.apiTaskAction((*service.Service).PauseTask))
 	s.api.POST("/tasks/:name/resume", s.apiTaskAction((*service.Service).ResumeTask))
 	s.api.POST("/tasks/:name/restart", s.apiTaskAction((*service.Service).RestartTask))
+	s.api.POST("/tasks/:name/failover", s.apiFailover)
 	s.api.POST("/connectivity", s.apiConnectivity)
+}
+
+// failoverRequest is the body of POST /api/v1/tasks/{name}/failover.
+type failoverRequest struct {
+	Group string `json:"group"`
+}
+
+// apiFailover translates one group's offsets and commits them to the target
+// now (the failover helper).
+func (s *Server) apiFailover(c echo.Context) error {
+	var in failoverRequest
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group, apiActor)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
 }
 
 func (s *Server) apiListTasks(c echo.Context) error {

@@ -44,6 +44,7 @@ var apiOps = []apiOp{
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/pause", summary: "Stop a task gracefully and keep it stopped", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/resume", summary: "Start a paused task from its committed progress", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/restart", summary: "Stop and start a task, clearing partitions that failed for good", status: 200, response: service.TaskInfo{}, errors: []int{401, 404}},
+	{method: http.MethodPost, path: "/api/v1/tasks/:name/failover", summary: "Translate one consumer group's offsets and commit them to the target now, so its consumers can move there without missing a record (task must sync consumer offsets; groups active on the target are left alone)", request: failoverRequest{}, status: 200, response: service.FailoverResult{}, errors: []int{400, 401, 404}},
 	{method: http.MethodPost, path: "/api/v1/connectivity", summary: "Check both clusters of a task step by step (tcp, tls, sasl, metadata, permissions); 200 whether the check passed or not", request: task.Task{}, status: 200, response: service.ConnectivityResult{}, errors: []int{400, 401, 422}},
 	{method: http.MethodGet, path: "/api/v1/openapi.json", summary: "This document", status: 200, response: map[string]any{}, public: true},
 }

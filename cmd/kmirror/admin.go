@@ -34,6 +34,7 @@ const taskUsage = `Usage:
   kmirror task pause|resume|restart NAME
   kmirror task check -f task.json       connectivity check of both clusters, step by step
   kmirror task validate -f task.json    dry run: every problem and the topics that would be replicated
+  kmirror task failover NAME --group G  translate group G's offsets and commit them to the target now
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
 The API token comes from KMIRROR_TOKEN.
@@ -45,6 +46,7 @@ type adminCmd struct {
 	server string
 	output string
 	file   string
+	group  string
 	client *apiclient.Client
 	stdout io.Writer
 }
@@ -258,6 +260,9 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 	sub, rest := args[0], args[1:]
 	withFile := sub == "create" || sub == "check" || sub == "validate"
 	a := newAdminCmd("task "+sub, stderr, stdout, withFile)
+	if sub == "failover" {
+		a.fs.StringVar(&a.group, "group", "", "consumer group to fail over")
+	}
 	pos, err := a.parse(rest, getenv)
 	if err != nil {
 		return err
@@ -299,6 +304,20 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		return a.print(raw, taskTable(true))
+	case "failover":
+		name, err := oneName(pos, "task")
+		if err != nil {
+			return err
+		}
+		if a.group == "" {
+			return errors.New("failover needs --group G")
+		}
+		body, _ := json.Marshal(map[string]string{"group": a.group})
+		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/failover", name), body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, failoverTable)
 	case "show", "delete", "pause", "resume", "restart":
 		name, err := oneName(pos, "task")
 		if err != nil {
@@ -470,4 +489,59 @@ func validateTable(w io.Writer, raw json.RawMessage) error {
 		}
 	}
 	return nil
+}
+
+// failoverTable prints, per partition, where the group continues on the
+// target and whether that was committed.
+func failoverTable(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Task    string `json:"task"`
+		Group   string `json:"group"`
+		Results []struct {
+			Checkpoints []struct {
+				Topic            string `json:"topic"`
+				Partition        int32  `json:"partition"`
+				UpstreamOffset   int64  `json:"upstream_offset"`
+				DownstreamOffset int64  `json:"downstream_offset"`
+			} `json:"checkpoints"`
+			Committed map[string]int64 `json:"committed"`
+			Skipped   []string         `json:"skipped"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	fmt.Fprintf(w, "TARGET TOPIC\tPARTITION\tSOURCE OFFSET\tTARGET OFFSET\tCOMMITTED\n")
+	for _, r := range res.Results {
+		for _, c := range r.Checkpoints {
+			_, done := r.Committed[fmt.Sprintf("%s/%d", c.Topic, c.Partition)]
+			fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%v\n", c.Topic, c.Partition, c.UpstreamOffset, c.DownstreamOffset, done)
+		}
+		for _, s := range r.Skipped {
+			fmt.Fprintf(w, "skipped: %s\t\t\t\t\n", s)
+		}
+	}
+	return nil
+}
+
+// failoverCommand is `kmirror failover --task T --group G`: the same as
+// `kmirror task failover T --group G`.
+func failoverCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	rest := make([]string, 0, len(args))
+	var name string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case (a == "--task" || a == "-task") && i+1 < len(args):
+			name = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--task="), strings.HasPrefix(a, "-task="):
+			name = a[strings.Index(a, "=")+1:]
+		default:
+			rest = append(rest, a)
+		}
+	}
+	if name == "" {
+		return errors.New("failover needs --task T --group G")
+	}
+	return taskCommand(ctx, append([]string{"failover", name}, rest...), getenv, stdout, stderr)
 }

@@ -27,6 +27,8 @@ Usage:
   kmirror serve [flags]      console + JSON API + replicators
   kmirror demo               self-contained run on embedded clusters
   kmirror run -f spec.json   headless replication from a spec file
+  kmirror failover --task T --group G
+                             move consumer group G to the target now (translated offsets committed)
   kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
 
@@ -69,6 +71,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return instanceCommand(ctx, rest, getenv, stdout, stderr)
 	case "task":
 		return taskCommand(ctx, rest, getenv, stdout, stderr)
+	case "failover":
+		return failoverCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

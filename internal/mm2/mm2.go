@@ -25,12 +25,12 @@ type OffsetSync struct {
 
 // Checkpoint is a consumer group's translated position.
 type Checkpoint struct {
-	Group            string
-	Topic            string // the target-side topic name
-	Partition        int32
-	UpstreamOffset   int64
-	DownstreamOffset int64
-	Metadata         string
+	Group            string `json:"group"`
+	Topic            string `json:"topic"` // the target-side topic name
+	Partition        int32  `json:"partition"`
+	UpstreamOffset   int64  `json:"upstream_offset"`
+	DownstreamOffset int64  `json:"downstream_offset"`
+	Metadata         string `json:"metadata,omitempty"`
 }
 
 // Heartbeat says the flow source -> target is alive.

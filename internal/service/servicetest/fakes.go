@@ -15,6 +15,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connectivity"
 	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
@@ -163,4 +164,16 @@ func (k *Kafka) Check(_ context.Context, s cluster.Settings) connectivity.Result
 	}
 	r.OK = failed == ""
 	return r
+}
+
+// SyncGroup implements service.GroupSyncer: it answers one checkpoint per
+// call, naming the group, so tests see what the service passed on.
+func (r *Runner) SyncGroup(_ context.Context, taskName, group string) ([]replicator.GroupResult, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.running[taskName]; !ok {
+		return nil, errors.New("task " + taskName + " is not running here: resume it first")
+	}
+	cp := mm2.Checkpoint{Group: group, Topic: "A.orders", Partition: 0, UpstreamOffset: 10, DownstreamOffset: 7}
+	return []replicator.GroupResult{{Group: group, Checkpoints: []mm2.Checkpoint{cp}, Committed: map[string]int64{"A.orders/0": 7}}}, nil
 }
