@@ -8,6 +8,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kmirror/kmirror/internal/engine"
@@ -39,6 +41,8 @@ var (
 	upDesc         = desc("kmirror_flow_up", "1 when the flow is running, else 0.")
 	failedDesc     = desc("kmirror_flow_failed", "1 when the flow has failed (see the task's status for the reason), else 0.")
 	failedPartDesc = desc("kmirror_failed_partitions", "Partitions stopped for good until the task restarts (a record the target refuses, for one).")
+	ckptAgeDesc    = desc("kmirror_checkpoint_age_seconds", "Seconds since consumer-group offsets were last translated and synced (flows with sync consumer offsets on).")
+	ckptGroupsDesc = desc("kmirror_checkpoint_groups", "Consumer groups translated in the last consumer-offset sync.")
 )
 
 // Collector is a prometheus.Collector over a Source.
@@ -51,7 +55,7 @@ func NewCollector(src Source) *Collector { return &Collector{src: src} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, failedPartDesc} {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc} {
 		ch <- d
 	}
 }
@@ -92,6 +96,10 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 		}
 	}
 	gauge(failedPartDesc, float64(failed))
+	if c := f.Checkpoints; c != nil && !c.LastRun.IsZero() {
+		gauge(ckptAgeDesc, time.Since(c.LastRun).Seconds())
+		gauge(ckptGroupsDesc, float64(len(c.Groups)))
+	}
 }
 
 func b2f(b bool) float64 {

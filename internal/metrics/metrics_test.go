@@ -3,6 +3,7 @@ package metrics_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -58,6 +59,19 @@ kmirror_failed_partitions{flow="B->A",task="orders-dr"} 1
 		t.Fatalf("%d series, want 9 metrics x 2 flows", n)
 	}
 	if err := testutil.CollectAndCompare(metrics.NewCollector(fakeSource{}), strings.NewReader("")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCollectorReportsCheckpointAge(t *testing.T) {
+	src := fakeSource{"t": {Name: "t", Flows: []replicator.FlowStatus{{Flow: "A->B", State: replicator.StateRunning,
+		Checkpoints: &replicator.CheckpointStatus{LastRun: time.Now().Add(-90 * time.Second), Groups: []string{"g1", "g2"}}}}}}
+	c := metrics.NewCollector(src)
+	if n := testutil.CollectAndCount(c, "kmirror_checkpoint_age_seconds"); n != 1 {
+		t.Fatalf("%d checkpoint age series", n)
+	}
+	want := "# HELP kmirror_checkpoint_groups Consumer groups translated in the last consumer-offset sync.\n# TYPE kmirror_checkpoint_groups gauge\nkmirror_checkpoint_groups{flow=\"A->B\",task=\"t\"} 2\n"
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kmirror_checkpoint_groups"); err != nil {
 		t.Fatal(err)
 	}
 }
