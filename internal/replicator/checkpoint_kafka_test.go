@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -279,4 +280,121 @@ func translateWithMM2(t *testing.T, bootstrap, alias, group string) map[string]i
 		offsets[f[0]+" "+f[1]] = off
 	}
 	return offsets
+}
+
+// A real consumer group reads part of a renamed topic on the source, is
+// failed over, and reads the rest on the target: every record is seen, none
+// twice (translation is exact, so the bound on duplicates is zero here).
+func TestFailoverRenamedTopicGroupReadsTheRestOnTheTarget(t *testing.T) {
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
+	topic := kafkatest.TopicName(t.Name())
+	const n = 3000
+	produceN(t, src, topic, 3, n, 100)
+
+	tk := newTask("failover", task.DirectionPush, []string{topic})
+	tk.Rules.RenameTopics, tk.Rules.SyncConsumerOffsets = true, true
+	flows, err := FlowsOf(tk, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go r.Run(ctx)
+	waitFor(t, func() error {
+		if st := r.Status(); st.Records != n {
+			return fmt.Errorf("records %d", st.Records)
+		}
+		return nil
+	})
+
+	group := "app-" + topic
+	seen := map[string]int{}
+	firstHalf := consumeGroup(t, src, group, topic, n/2)
+	for _, k := range firstHalf {
+		seen[k]++
+	}
+	if _, err := r.SyncGroup(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	rest := consumeGroup(t, dst, group, "A."+topic, n-len(firstHalf))
+	for _, k := range rest {
+		seen[k]++
+	}
+	dups := 0
+	for _, c := range seen {
+		dups += c - 1
+	}
+	t.Logf("read %d on the source, %d on the target after failover; %d distinct, %d duplicates", len(firstHalf), len(rest), len(seen), dups)
+	if len(seen) != n || dups != 0 {
+		t.Fatalf("after failover: %d of %d records seen, %d duplicates", len(seen), n, dups)
+	}
+}
+
+// consumeGroup reads at least want records as a member of group, commits
+// and leaves; it returns the keys in the order read.
+func consumeGroup(t *testing.T, s cluster.Settings, group, topic string, want int) []string {
+	t.Helper()
+	cfg, err := s.Config("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cg, err := sarama.NewConsumerGroup(s.BootstrapServers, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	h := &collect{want: want, done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if err := cg.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
+				t.Log(err)
+			}
+		}
+	}()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		t.Fatalf("read %d of %d records of %s", len(h.keys), want, topic)
+	}
+	cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.keys...)
+}
+
+// collect reads records until it has want, marking and committing each.
+type collect struct {
+	mu   sync.Mutex
+	keys []string
+	want int
+	done chan struct{}
+	once sync.Once
+}
+
+func (*collect) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (*collect) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *collect) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for m := range c.Messages() {
+		h.mu.Lock()
+		if len(h.keys) >= h.want {
+			h.mu.Unlock()
+			return nil // stop before this record: it stays for the next reader
+		}
+		h.keys = append(h.keys, string(m.Key))
+		full := len(h.keys) >= h.want
+		h.mu.Unlock()
+		s.MarkMessage(m, "")
+		if full {
+			s.Commit()
+			h.once.Do(func() { close(h.done) })
+			return nil
+		}
+	}
+	return nil
 }
