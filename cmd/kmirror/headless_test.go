@@ -55,7 +55,9 @@ func TestRunSpecStopsWithProgressSaved(t *testing.T) {
 		rctx, stop := context.WithCancel(ctx)
 		var out, errOut syncBuffer
 		done := make(chan error, 1)
-		go func() { done <- run(rctx, []string{"run", "-f", path}, func(string) string { return "" }, &out, &errOut) }()
+		go func() {
+			done <- run(rctx, []string{"run", "-f", path}, func(string) string { return "" }, &out, &errOut)
+		}()
 		if _, err := e2e.WaitFor(ctx, west, "A.orders", until, nil); err != nil {
 			t.Fatalf("%v\n%s", err, errOut.String())
 		}
