@@ -365,3 +365,53 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 		t.Fatalf("records lost: %s", rep.String())
 	}
 }
+
+// Source topic configs reach the target when the topic is created and when
+// they change later; a setting made only on the target is left alone.
+func TestTopicConfigsAreSyncedIncrementally(t *testing.T) {
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	hour, compact := "3600000", "compact"
+	topic := kafkatest.NewTopic(t, k1, 1, map[string]*string{"retention.ms": &hour, "cleanup.policy": &compact})
+	startTask(t, newTask("configs", task.DirectionPush, []string{topic}), src, dst)
+
+	dstAdmin, srcAdmin := mustAdmin(t, k2), mustAdmin(t, k1)
+	targetConfig := func() map[string]string {
+		entries, err := dstAdmin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+		if err != nil {
+			return nil
+		}
+		m := map[string]string{}
+		for _, e := range entries {
+			m[e.Name] = e.Value
+		}
+		return m
+	}
+	waitFor(t, func() error {
+		if c := targetConfig(); c["retention.ms"] != hour || c["cleanup.policy"] != compact {
+			return fmt.Errorf("target configs at creation: retention.ms=%q cleanup.policy=%q", c["retention.ms"], c["cleanup.policy"])
+		}
+		return nil
+	})
+	// Set only on the target.
+	segment := "10485760"
+	if err := dstAdmin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
+		"segment.bytes": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &segment}}, false); err != nil {
+		t.Fatal(err)
+	}
+	// Changed on the source.
+	twoHours, bigger := "7200000", "2097152"
+	if err := srcAdmin.IncrementalAlterConfig(sarama.TopicResource, topic, map[string]sarama.IncrementalAlterConfigsEntry{
+		"retention.ms":      {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &twoHours},
+		"max.message.bytes": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &bigger}}, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() error {
+		c := targetConfig()
+		if c["retention.ms"] != twoHours || c["max.message.bytes"] != bigger || c["segment.bytes"] != segment {
+			return fmt.Errorf("target configs after the change: retention.ms=%q max.message.bytes=%q segment.bytes=%q",
+				c["retention.ms"], c["max.message.bytes"], c["segment.bytes"])
+		}
+		return nil
+	})
+}
