@@ -9,6 +9,9 @@ package views
 
 import (
 	"encoding/json"
+	"net/url"
+
+	"github.com/a-h/templ"
 
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/static"
@@ -21,6 +24,8 @@ type Page struct {
 	CSRF string
 	// User is the signed-in user's name; empty on the sign-in page.
 	User string
+	// Path is the page's own address, where the language switch returns.
+	Path string
 	// Nav is the left navigation; nil hides it.
 	Nav     []NavItem
 	Flashes []Flash
@@ -80,3 +85,11 @@ var htmxConfig = func() string {
 }()
 
 func htmxSrc() string { return "/static/" + static.HTMX }
+
+// langHref is the language switch's link to lang, coming back to path.
+func langHref(lang, path string) templ.SafeURL {
+	if path == "" {
+		path = "/"
+	}
+	return templ.SafeURL("/lang?" + url.Values{"to": {lang}, "next": {path}}.Encode())
+}

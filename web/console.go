@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ func (s *Server) signInPage(c echo.Context) error {
 	if user, _ := s.session(c).Values[keyUser].(string); user != "" {
 		return c.Redirect(http.StatusSeeOther, "/instances")
 	}
-	return Render(c, http.StatusOK, views.SignIn(s.PageData(c, "Sign in", ""), views.SignInForm{}))
+	return Render(c, http.StatusOK, views.SignIn(s.PageData(c, tr(c, "signin.title"), ""), views.SignInForm{}))
 }
 
 func (s *Server) signIn(c echo.Context) error {
@@ -33,7 +32,7 @@ func (s *Server) signIn(c echo.Context) error {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
 		}
 		s.log.Info("console sign-in refused", "user", user, "client", c.RealIP(), "code", e.Code)
-		return Render(c, e.Code.HTTPStatus(), views.SignIn(s.PageData(c, "Sign in", ""), views.SignInForm{User: user, Error: e.Message}))
+		return Render(c, e.Code.HTTPStatus(), views.SignIn(s.PageData(c, tr(c, "signin.title"), ""), views.SignInForm{User: user, Error: e.Message}))
 	}
 	sess := s.session(c)
 	sess.Values[keyUser] = user
@@ -63,7 +62,7 @@ func (s *Server) renderInstances(c echo.Context, status int, form views.ClusterF
 	if err != nil {
 		return err
 	}
-	return Render(c, status, views.Instances(s.PageData(c, "Instances", "/instances"), clusters, form))
+	return Render(c, status, views.Instances(s.PageData(c, tr(c, "instances.title"), "/instances"), clusters, form))
 }
 
 func (s *Server) addInstance(c echo.Context) error {
@@ -90,7 +89,7 @@ func (s *Server) addInstance(c echo.Context) error {
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
 		} else if in.Password != "" {
-			form.Errors["password"] = append(form.Errors["password"], "enter the password again: it is not sent back to the browser")
+			form.Errors["password"] = append(form.Errors["password"], tr(c, "instances.password_again"))
 		}
 		// 422 tells htmx (responseHandling) to swap the form with its
 		// messages in; a browser without htmx gets the whole page.
@@ -99,7 +98,7 @@ func (s *Server) addInstance(c echo.Context) error {
 		}
 		return s.renderInstances(c, http.StatusUnprocessableEntity, form)
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, fmt.Sprintf("Instance %s added.", info.Name)); err != nil {
+	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "instances.added", "Name", info.Name)); err != nil {
 		return err
 	}
 	return Redirect(c, "/instances")
@@ -117,7 +116,7 @@ func (s *Server) removeInstance(c echo.Context) error {
 		}
 		return Redirect(c, "/instances")
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, fmt.Sprintf("Instance %s removed.", name)); err != nil {
+	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "instances.removed", "Name", name)); err != nil {
 		return err
 	}
 	return Redirect(c, "/instances")

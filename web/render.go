@@ -49,19 +49,23 @@ func CurrentUser(c echo.Context) string {
 // navigation with active marked, and the queued flash banners (which it
 // consumes, so call it once per page).
 func (s *Server) PageData(c echo.Context, title, active string) views.Page {
-	p := views.Page{Title: title, CSRF: CSRFToken(c), User: CurrentUser(c)}
+	p := views.Page{Title: title, CSRF: CSRFToken(c), User: CurrentUser(c), Path: c.Request().URL.Path}
+	if c.Request().Method == http.MethodGet {
+		p.Path = c.Request().URL.RequestURI() // keep filters across a language switch
+	}
 	if p.User != "" {
-		p.Nav = mainNav(active)
+		p.Nav = mainNav(c, active)
 		p.Flashes = s.popFlashes(c)
 	}
 	return p
 }
 
-// mainNav is the console's left navigation. Add sections here (the tasks
-// dashboard) as their pages land.
-func mainNav(active string) []views.NavItem {
+// mainNav is the console's left navigation, labelled in the request's
+// language. Add sections here as their pages land.
+func mainNav(c echo.Context, active string) []views.NavItem {
 	items := []views.NavItem{
-		{Label: "Instances", Href: "/instances", TestID: "nav-instances"},
+		{Label: tr(c, "nav.instances"), Href: "/instances", TestID: "nav-instances"},
+		{Label: tr(c, "nav.dashboard"), Href: "/dashboard", TestID: "nav-dashboard"},
 	}
 	for i := range items {
 		items[i].Active = items[i].Href == active

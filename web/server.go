@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/kmirror/kmirror/internal/i18n"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/static"
 )
@@ -54,6 +55,7 @@ type Server struct {
 	token    string
 	ping     func(context.Context) error
 	secure   bool
+	i18n     *i18n.Catalog
 
 	e       *echo.Echo
 	console *echo.Group
@@ -75,7 +77,8 @@ func New(d Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{svc: d.Service, log: d.Logger, sessions: store, token: d.APIToken, ping: d.Ping, secure: d.SecureCookies}
+	s := &Server{svc: d.Service, log: d.Logger, sessions: store, token: d.APIToken, ping: d.Ping, secure: d.SecureCookies,
+		i18n: i18n.Default()}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -88,6 +91,7 @@ func New(d Deps) (*Server, error) {
 		s.logRequests,
 		middleware.BodyLimit("1M"),
 		securityHeaders,
+		s.localize,
 		s.csrf(),
 	)
 	e.StaticFS("/static", static.FS)
@@ -97,6 +101,7 @@ func New(d Deps) (*Server, error) {
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
 	e.GET("/signin", s.signInPage)
 	e.POST("/signin", s.signIn)
+	e.GET("/lang", s.setLanguage)
 
 	s.console = e.Group("", s.requireUser)
 	s.console.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/instances") })
