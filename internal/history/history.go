@@ -1,0 +1,228 @@
+// Package history remembers the last minutes of what the engine reports, so
+// the console can plot a task's flows (throughput, lag) and list its recent
+// errors. The engine only knows the present: counters since start and the
+// last error.
+//
+// A Sampler reads every running task's status at a fixed interval (Run) and
+// keeps, per task and flow, the points of the last Keep duration, plus the
+// task's last errors as they changed. It lives in memory only: a restart of
+// kmirror starts with empty charts, which is what an operator expects from
+// "the last minutes".
+//
+// Invariants: points of a flow are in time order and none is older than
+// Keep at the last sample; a throughput is only computed between two samples
+// of the same counter that did not go backwards (a task restart resets it),
+// otherwise it is absent (null in JSON), never negative.
+package history
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/engine"
+)
+
+// Source is what the sampler reads; *engine.Engine is one.
+type Source interface {
+	// Names lists the tasks running here.
+	Names() []string
+	// Status is a task's snapshot; false when it stopped meanwhile.
+	Status(name string) (engine.TaskStatus, bool)
+}
+
+// Defaults.
+const (
+	DefaultEvery = 5 * time.Second
+	DefaultKeep  = 15 * time.Minute
+	// MaxErrors is how many recent errors are kept per task.
+	MaxErrors = 20
+)
+
+// Point is one sample of a flow.
+type Point struct {
+	At time.Time
+	// Records is the flow's counter (records copied since it started).
+	Records int64
+	// RecordsPerSec is the throughput since the previous point; nil when
+	// unknown (first point, or the counter was reset).
+	RecordsPerSec *float64
+	LagRecords    int64
+	LagSeconds    float64
+}
+
+// Error is an error a task reported, first seen at At.
+type Error struct {
+	At      time.Time `json:"at"`
+	Flow    string    `json:"flow"`
+	Message string    `json:"message"`
+}
+
+// FlowSeries is a flow's recent points, oldest first.
+type FlowSeries struct {
+	Flow   string
+	Points []Point
+}
+
+// TaskSeries is what the sampler knows of a task.
+type TaskSeries struct {
+	Task  string
+	Every time.Duration
+	Flows []FlowSeries // ordered by flow name
+	// Errors are the recent errors, newest first.
+	Errors []Error
+}
+
+// Sampler samples a Source; see the package doc. Safe for concurrent use.
+type Sampler struct {
+	src   Source
+	every time.Duration
+	keep  time.Duration
+
+	mu    sync.RWMutex
+	tasks map[string]*taskHistory
+}
+
+type taskHistory struct {
+	flows  map[string][]Point
+	errors []Error           // newest last
+	seen   map[string]string // flow -> last error recorded, to record changes only
+}
+
+// New returns a sampler of src every every, keeping keep; zero values take
+// the defaults.
+func New(src Source, every, keep time.Duration) *Sampler {
+	if every <= 0 {
+		every = DefaultEvery
+	}
+	if keep <= 0 {
+		keep = DefaultKeep
+	}
+	return &Sampler{src: src, every: every, keep: keep, tasks: map[string]*taskHistory{}}
+}
+
+// Every is the sampling interval.
+func (s *Sampler) Every() time.Duration { return s.every }
+
+// Run samples until ctx is done.
+func (s *Sampler) Run(ctx context.Context) error {
+	t := time.NewTicker(s.every)
+	defer t.Stop()
+	s.Sample(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			s.Sample(now)
+		}
+	}
+}
+
+// Sample takes one sample of every running task at now, and forgets what
+// is older than Keep. Run calls it; tests call it with their own clock.
+func (s *Sampler) Sample(now time.Time) {
+	// Read the engine before taking our lock: Status takes the engine's.
+	type snap struct {
+		name string
+		st   engine.TaskStatus
+	}
+	var snaps []snap
+	for _, name := range s.src.Names() {
+		if st, ok := s.src.Status(name); ok {
+			snaps = append(snaps, snap{name, st})
+		}
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sn := range snaps {
+		th := s.tasks[sn.name]
+		if th == nil {
+			th = &taskHistory{flows: map[string][]Point{}, seen: map[string]string{}}
+			s.tasks[sn.name] = th
+		}
+		if sn.st.Reason != "" {
+			th.noteError(now, "", sn.st.Reason)
+		}
+		for _, f := range sn.st.Flows {
+			p := Point{At: now, Records: f.Records, LagRecords: f.LagRecords, LagSeconds: f.LagSeconds}
+			pts := th.flows[f.Flow]
+			if n := len(pts); n > 0 {
+				prev := pts[n-1]
+				if dt := now.Sub(prev.At).Seconds(); dt > 0 && f.Records >= prev.Records {
+					r := float64(f.Records-prev.Records) / dt
+					p.RecordsPerSec = &r
+				}
+			}
+			th.flows[f.Flow] = append(pts, p)
+			msg := f.LastError
+			if f.Reason != "" {
+				msg = f.Reason
+			}
+			th.noteError(now, f.Flow, msg)
+		}
+	}
+	cutoff := now.Add(-s.keep)
+	for name, th := range s.tasks {
+		for flow, pts := range th.flows {
+			i := 0
+			for i < len(pts) && pts[i].At.Before(cutoff) {
+				i++
+			}
+			if i == len(pts) {
+				delete(th.flows, flow)
+				continue
+			}
+			th.flows[flow] = pts[i:] // append reallocates once full, dropping the head
+		}
+		j := 0
+		for j < len(th.errors) && th.errors[j].At.Before(cutoff) {
+			j++
+		}
+		th.errors = th.errors[j:]
+		if len(th.flows) == 0 && len(th.errors) == 0 {
+			delete(s.tasks, name)
+		}
+	}
+}
+
+// noteError records msg when it differs from the last one of the flow.
+func (th *taskHistory) noteError(now time.Time, flow, msg string) {
+	if msg == "" || th.seen[flow] == msg {
+		return
+	}
+	th.seen[flow] = msg
+	th.errors = append(th.errors, Error{At: now, Flow: flow, Message: msg})
+	if n := len(th.errors); n > MaxErrors {
+		th.errors = slices.Clone(th.errors[n-MaxErrors:])
+	}
+}
+
+// Series returns a copy of what is known of task; empty when nothing.
+func (s *Sampler) Series(task string) TaskSeries {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := TaskSeries{Task: task, Every: s.every, Flows: []FlowSeries{}, Errors: []Error{}}
+	th := s.tasks[task]
+	if th == nil {
+		return out
+	}
+	for flow, pts := range th.flows {
+		out.Flows = append(out.Flows, FlowSeries{Flow: flow, Points: slices.Clone(pts)})
+	}
+	slices.SortFunc(out.Flows, func(a, b FlowSeries) int { return strings.Compare(a.Flow, b.Flow) })
+	for i := len(th.errors) - 1; i >= 0; i-- {
+		out.Errors = append(out.Errors, th.errors[i])
+	}
+	return out
+}
+
+// Forget drops a task's history (it was deleted).
+func (s *Sampler) Forget(task string) {
+	s.mu.Lock()
+	delete(s.tasks, task)
+	s.mu.Unlock()
+}
