@@ -11,3 +11,147 @@
     }
   });
 })();
+
+// Create-task form (Smart Connect). The form works without this; this
+// makes it pleasant: it remembers which fields were touched (so inline
+// validation only scolds those), turns the topic textarea into "type a name,
+// press Enter" chips, pre-checks the source header for bidirectional tasks,
+// disables the mapping rows while rename is on, and adds mapping rows in
+// place.
+(function () {
+  "use strict";
+
+  function touch(form, name) {
+    var t = form.querySelector("input[data-touched]");
+    if (!t || !name || name.charAt(0) === "_" || t.value === "*") {
+      return;
+    }
+    var names = t.value ? t.value.split(",") : [];
+    if (names.indexOf(name) < 0) {
+      names.push(name);
+      t.value = names.join(",");
+    }
+  }
+
+  function syncMappings(form) {
+    var rename = form.querySelector("input[data-rename]");
+    var box = form.querySelector("fieldset[data-mappings]");
+    if (rename && box) {
+      box.disabled = rename.checked;
+    }
+  }
+
+  function topicChips(form, area) {
+    var max = parseInt(area.getAttribute("data-max"), 10) || 20;
+    var list = document.createElement("ul");
+    list.className = "chips";
+    list.setAttribute("data-testid", "topic-chips");
+    var input = document.createElement("input");
+    input.type = "text";
+    input.placeholder = "topic name, then Enter";
+    input.setAttribute("data-testid", "topic-input");
+    input.setAttribute("aria-label", "topic name");
+    area.hidden = true;
+    area.parentNode.insertBefore(list, area);
+    area.parentNode.insertBefore(input, area);
+
+    function names() {
+      return area.value.split("\n").map(function (s) { return s.trim(); }).filter(Boolean);
+    }
+    function changed(ns) {
+      area.value = ns.join("\n");
+      render();
+      touch(form, area.name);
+      // Bubbles to the validation trigger like a typed change.
+      area.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+    function render() {
+      list.textContent = "";
+      names().forEach(function (n, i) {
+        var li = document.createElement("li");
+        li.setAttribute("data-testid", "topic-chip");
+        li.textContent = n;
+        var x = document.createElement("button");
+        x.type = "button";
+        x.textContent = "×";
+        x.setAttribute("aria-label", "remove " + n);
+        x.addEventListener("click", function () {
+          var ns = names();
+          ns.splice(i, 1);
+          changed(ns);
+        });
+        li.appendChild(x);
+        list.appendChild(li);
+      });
+      input.disabled = names().length >= max;
+    }
+    input.addEventListener("keydown", function (e) {
+      if (e.key !== "Enter") {
+        return;
+      }
+      e.preventDefault(); // Enter adds a topic; it must not submit the form
+      var v = input.value.trim();
+      var ns = names();
+      if (v && ns.indexOf(v) < 0 && ns.length < max) {
+        ns.push(v);
+        input.value = "";
+        changed(ns);
+      }
+    });
+    // The chip input is not a form field: its own change events must not
+    // trigger validation.
+    input.addEventListener("change", function (e) { e.stopPropagation(); });
+    render();
+  }
+
+  function init(form) {
+    var area = form.querySelector("textarea[data-topic-list]");
+    if (area) {
+      topicChips(form, area);
+    }
+    syncMappings(form);
+    // Capture phase: the field is marked touched before htmx, listening
+    // on an ancestor, sends the form to be validated.
+    form.addEventListener("change", function (e) {
+      var el = e.target;
+      touch(form, el.name);
+      if (el.name === "rules.direction" && el.value === "bidirectional") {
+        var h = form.querySelector("input[data-source-header]");
+        if (h && !h.checked) {
+          h.checked = true;
+          touch(form, h.name);
+        }
+      }
+      if (el.hasAttribute && el.hasAttribute("data-rename")) {
+        syncMappings(form);
+      }
+    }, true);
+    form.addEventListener("focusout", function (e) { touch(form, e.target.name); });
+    form.addEventListener("click", function (e) {
+      var b = e.target.closest && e.target.closest("button[data-add-mapping]");
+      if (!b) {
+        return;
+      }
+      e.preventDefault(); // the server's add-a-row round trip is for no-JS
+      var rows = form.querySelector("tbody[data-mapping-rows]");
+      var max = parseInt(b.getAttribute("data-max"), 10) || 20;
+      if (!rows || rows.children.length >= max) {
+        return;
+      }
+      var row = rows.lastElementChild.cloneNode(true);
+      row.querySelectorAll("input").forEach(function (i) { i.value = ""; });
+      // The new row's message slot gets its index, as the server names it.
+      var index = rows.children.length;
+      row.querySelectorAll(".errors").forEach(function (d) { d.textContent = ""; d.id = "err-rules-topic_mappings-" + index; });
+      rows.appendChild(row);
+      b.disabled = rows.children.length >= max;
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var form = document.getElementById("task-form");
+    if (form) {
+      init(form);
+    }
+  });
+})();

@@ -73,6 +73,20 @@ func mainNav(c echo.Context, active string) []views.NavItem {
 	return items
 }
 
+// instanceNav is an instance page's part of the left navigation, below the
+// console's: the seed's instance page with its "Smart Connect" entry.
+// section is "" for the overview or "smart-connect".
+func instanceNav(name, section string) []views.NavItem {
+	items := []views.NavItem{
+		{Label: name + ": Overview", Href: views.InstancePath(name, ""), TestID: "nav-instance-overview"},
+		{Label: "Smart Connect", Href: views.InstancePath(name, "smart-connect"), TestID: "nav-instance-smart-connect"},
+	}
+	for i := range items {
+		items[i].Active = items[i].Href == views.InstancePath(name, section)
+	}
+	return items
+}
+
 // apiErrorBody is the JSON shape of every API error (SPEC §6).
 type apiErrorBody struct {
 	Error apiError `json:"error"`

@@ -109,6 +109,8 @@ func New(d Deps) (*Server, error) {
 	s.console.GET("/instances", s.instancesPage)
 	s.console.POST("/instances", s.addInstance)
 	s.console.POST("/instances/:name/delete", s.removeInstance)
+	s.registerInstancePages()
+	s.registerSmartConnect()
 
 	s.api = e.Group("/api/v1", s.requireToken)
 	s.api.GET("/clusters", s.apiListClusters)

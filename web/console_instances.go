@@ -1,0 +1,48 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/views"
+)
+
+// registerInstancePages adds an instance's own pages: its overview and the
+// health fragment the Instances list loads per row.
+func (s *Server) registerInstancePages() {
+	s.console.GET("/instances/:name", s.instanceOverview)
+	s.console.GET("/instances/:name/health", s.instanceHealth)
+}
+
+func (s *Server) instanceOverview(c echo.Context) error {
+	ctx := c.Request().Context()
+	info, err := s.svc.Cluster(ctx, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	health, err := s.svc.ClusterHealth(ctx, info.Name)
+	if err != nil {
+		return err
+	}
+	p := s.instancePage(c, info.Name, info.Name, "")
+	return Render(c, http.StatusOK, views.InstanceOverview(p, views.InstanceView{Cluster: info, Health: health}))
+}
+
+func (s *Server) instanceHealth(c echo.Context) error {
+	health, err := s.svc.ClusterHealth(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, views.ClusterHealthBadge(health))
+}
+
+// instancePage is PageData with the instance's own entries (Overview,
+// Smart Connect) under the console's navigation; section is the active one.
+func (s *Server) instancePage(c echo.Context, title, name, section string) views.Page {
+	p := s.PageData(c, title, "")
+	if p.User != "" {
+		p.Nav = append(p.Nav, instanceNav(name, section)...)
+	}
+	return p
+}

@@ -1,0 +1,153 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// smartConnect serves an instance's Smart Connect section: the task list
+// with its actions, and the create-task form with inline validation and the
+// connectivity check (the seed's flow).
+type smartConnect struct {
+	s     *Server
+	rates *rateSampler
+}
+
+func (s *Server) registerSmartConnect() {
+	h := &smartConnect{s: s, rates: newRateSampler(time.Now)}
+	g := s.console
+	const base = "/instances/:name/smart-connect"
+	g.GET(base, h.list)
+	g.GET(base+"/rows", h.rows)
+	g.GET(base+"/new", h.newForm)
+	g.POST(base, h.create)
+	g.POST(base+"/validate", h.validate)
+	g.POST(base+"/check", h.check)
+	g.GET(base+"/:task/:action", h.confirm)
+	g.POST(base+"/:task/:action", h.act)
+}
+
+// view gathers the instance and its tasks with their measured rates.
+func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnectView, error) {
+	info, err := h.s.svc.Cluster(ctx, name)
+	if err != nil {
+		return views.SmartConnectView{}, err
+	}
+	tasks, err := h.s.svc.TasksOfCluster(ctx, name)
+	if err != nil {
+		return views.SmartConnectView{}, err
+	}
+	v := views.SmartConnectView{Cluster: info, Tasks: make([]views.TaskRow, len(tasks))}
+	for i, t := range tasks {
+		row := views.TaskRow{Info: t}
+		if t.Status.State == service.StateRunning || t.Status.State == service.StateStarting {
+			var records int64
+			for _, f := range t.Status.Flows {
+				records += f.Records
+			}
+			row.RecordsPerSecond, row.RateWindow, row.RateKnown = h.rates.observe(t.Name, records)
+		} else {
+			h.rates.forget(t.Name)
+		}
+		v.Tasks[i] = row
+	}
+	return v, nil
+}
+
+func (h *smartConnect) list(c echo.Context) error {
+	v, err := h.view(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	p := h.s.instancePage(c, "Smart Connect · "+v.Cluster.Name, v.Cluster.Name, "smart-connect")
+	return Render(c, http.StatusOK, views.SmartConnectList(p, v))
+}
+
+// rows is the list's self-refreshing body.
+func (h *smartConnect) rows(c echo.Context) error {
+	v, err := h.view(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, views.TaskRows(CSRFToken(c), v))
+}
+
+// taskActions are what the list offers on a task, with their button
+// labels and what the banner says afterwards.
+var taskActions = map[string]struct{ label, done string }{
+	"pause":   {"Pause", "Task %s paused."},
+	"resume":  {"Resume", "Task %s resumed."},
+	"restart": {"Restart", "Task %s restarted."},
+	"delete":  {"Delete", "Task %s deleted."},
+}
+
+// confirm asks before an action when the browser runs no JavaScript (with
+// it, htmx asks through hx-confirm and posts directly).
+func (h *smartConnect) confirm(c echo.Context) error {
+	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
+	a, ok := taskActions[action]
+	if !ok {
+		return echo.ErrNotFound
+	}
+	if _, err := h.ownTask(c.Request().Context(), name, tname); err != nil {
+		return err
+	}
+	p := h.s.instancePage(c, a.label+" "+tname, name, "smart-connect")
+	return Render(c, http.StatusOK, views.TaskActionConfirm(p, name, tname, action, a.label))
+}
+
+func (h *smartConnect) act(c echo.Context) error {
+	ctx := c.Request().Context()
+	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
+	a, ok := taskActions[action]
+	if !ok {
+		return echo.ErrNotFound
+	}
+	if _, err := h.ownTask(ctx, name, tname); err != nil {
+		return err
+	}
+	by := CurrentUser(c)
+	var err error
+	switch action {
+	case "pause":
+		_, err = h.s.svc.PauseTask(ctx, tname, by)
+	case "resume":
+		_, err = h.s.svc.ResumeTask(ctx, tname, by)
+	case "restart":
+		_, err = h.s.svc.RestartTask(ctx, tname, by)
+	case "delete":
+		err = h.s.svc.DeleteTask(ctx, tname, by)
+	}
+	kind, msg := views.FlashSuccess, fmt.Sprintf(a.done, tname)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		kind, msg = views.FlashError, e.Message
+	}
+	if err := h.s.AddFlash(c, kind, msg); err != nil {
+		return err
+	}
+	return Redirect(c, views.InstancePath(name, "smart-connect"))
+}
+
+// ownTask finds a task of this instance: a task of another instance is not
+// found here, so a URL cannot act on it under the wrong instance.
+func (h *smartConnect) ownTask(ctx context.Context, cluster, name string) (service.TaskInfo, error) {
+	t, err := h.s.svc.Task(ctx, name)
+	if err != nil {
+		return t, err
+	}
+	if t.Current.Cluster != cluster {
+		return t, &service.Error{Code: service.CodeNotFound, Message: fmt.Sprintf("instance %q has no task named %q", cluster, name)}
+	}
+	return t, nil
+}

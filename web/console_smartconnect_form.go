@@ -1,0 +1,301 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
+	"github.com/kmirror/kmirror/views"
+)
+
+// touchedAll marks every field as touched: after a refused "Create now"
+// every message is shown, and later validations keep showing them.
+const touchedAll = "*"
+
+func (h *smartConnect) newForm(c echo.Context) error {
+	f := views.TaskForm{
+		Cluster: c.Param("name"), PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
+		PeerSASLMechanism: cluster.MechanismSCRAMSHA512, TopicsMode: "list", Tasks: strconv.Itoa(task.DefaultTasks),
+		ReplicationFactor: "1", StartOffset: task.StartEarliest, Compression: "none",
+	}
+	return h.renderForm(c, http.StatusOK, f)
+}
+
+// renderForm renders the whole create page, filling in what the form needs
+// from the service (the instance, the other instances, the task limit).
+func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) error {
+	ctx := c.Request().Context()
+	info, err := h.s.svc.Cluster(ctx, c.Param("name"))
+	if err != nil {
+		return err
+	}
+	f.Cluster = info.Name
+	f.AtLimit = info.TasksUsed >= info.TasksLimit
+	if f.Instances, err = h.peerChoices(ctx, info.Name); err != nil {
+		return err
+	}
+	p := h.s.instancePage(c, "Create Smart Connect task", info.Name, "smart-connect")
+	return Render(c, status, views.TaskFormPage(p, f))
+}
+
+func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]string, error) {
+	all, err := h.s.svc.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, cl := range all {
+		if cl.Name != current {
+			out = append(out, cl.Name)
+		}
+	}
+	return out, nil
+}
+
+// create is "Create now": a created task goes back to the list with the
+// seed's banner; a refused one re-renders the form with every message by
+// its field, keeping what was typed except the password.
+func (h *smartConnect) create(c echo.Context) error {
+	f, t, local, onForm := parseTaskForm(c)
+	if c.FormValue("_op") == "add_mapping" {
+		// The no-JavaScript way to get another mapping row; with
+		// JavaScript app.js adds rows in the page.
+		if len(f.Mappings) < views.MaxMappings {
+			f.Mappings = append(f.MappingRows(), task.Mapping{})
+		}
+		return h.renderForm(c, http.StatusOK, f)
+	}
+	f.Touched = touchedAll
+	if len(local) > 0 {
+		f.Problems = local
+		f.Message = "The task was not created: fix the fields marked below."
+		return h.renderForm(c, http.StatusUnprocessableEntity, f)
+	}
+	info, err := h.s.svc.CreateTask(c.Request().Context(), t, CurrentUser(c))
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		f.Problems = onForm(e.Problems)
+		f.Message = "The task was not created: " + e.Message + "."
+		if len(e.Problems) > 0 {
+			f.Message = "The task was not created: fix the fields marked below."
+		}
+		if t.Peer.Password != "" {
+			f.Problems = append(f.Problems, service.Problem{Field: "peer.password", Message: "enter the password again: it is not sent back to the browser"})
+		}
+		return h.renderForm(c, http.StatusUnprocessableEntity, f)
+	}
+	msg := fmt.Sprintf("Task %s created successfully", info.Name)
+	if err := h.s.AddFlash(c, views.FlashSuccess, msg); err != nil {
+		return err
+	}
+	for _, w := range info.Warnings {
+		if err := h.s.AddFlash(c, views.FlashError, "Warning: "+w); err != nil {
+			return err
+		}
+	}
+	return Redirect(c, views.InstancePath(info.Current.Cluster, "smart-connect"))
+}
+
+// validate is the inline validation: the dry run's problems for the fields
+// the user has touched, and the topic preview. htmx swaps the answer's
+// parts in by id; without htmx the whole page comes back.
+func (h *smartConnect) validate(c echo.Context) error {
+	f, t, local, onForm := parseTaskForm(c)
+	res, err := h.s.svc.ValidateTaskDryRun(c.Request().Context(), t)
+	if err != nil {
+		return err
+	}
+	f.Problems = onlyTouched(append(local, onForm(res.Problems)...), f.Touched)
+	f.Warnings = res.Warnings
+	f.Preview = res.Flows
+	if !IsHTMX(c) {
+		return h.renderForm(c, http.StatusOK, f)
+	}
+	return Render(c, http.StatusOK, views.ValidateAnswer(f))
+}
+
+// check is "Start check": the connectivity check of both instances.
+func (h *smartConnect) check(c echo.Context) error {
+	f, t, _, _ := parseTaskForm(c)
+	res, err := h.s.svc.Connectivity(c.Request().Context(), t)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		f.CheckProblems = e.Problems
+		if len(e.Problems) == 0 {
+			f.CheckProblems = service.Problems{{Message: e.Message}}
+		}
+	} else {
+		f.Check = &res
+	}
+	if !IsHTMX(c) {
+		return h.renderForm(c, http.StatusOK, f)
+	}
+	return Render(c, http.StatusOK, views.CheckResult(f))
+}
+
+// onlyTouched keeps the problems of fields the user has touched, and those
+// of no field on the form (a rule across fields or tasks).
+func onlyTouched(p service.Problems, touched string) service.Problems {
+	if touched == touchedAll {
+		return p
+	}
+	set := map[string]bool{}
+	for _, n := range strings.Split(touched, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			set[n] = true
+		}
+	}
+	shown := func(field string) bool {
+		slot := views.SlotOf(field)
+		switch {
+		case slot == "":
+			return true
+		case set[slot]:
+			return true
+		case strings.HasPrefix(slot, "rules.topic_mappings"):
+			return set["rules.topic_mappings.source"] || set["rules.topic_mappings.target"]
+		case slot == "rules.topics" || slot == "rules.topics_regex":
+			return set["rules.topics_mode"] && (set["rules.topics"] || set["rules.topics_regex"])
+		}
+		return false
+	}
+	var out service.Problems
+	for _, pr := range p {
+		if shown(pr.Field) {
+			out = append(out, pr)
+		}
+	}
+	return out
+}
+
+// parseTaskForm reads the form into what to show again (never the
+// password) and the task to validate or create. Fields that do not apply
+// to the choices made (an address while the peer is an instance, SASL
+// fields for PLAINTEXT, the topic list while a regex is chosen) are left out
+// of the task: the form only hides them. local are problems the service
+// cannot see, such as a number that is not one.
+func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems, func(service.Problems) service.Problems) {
+	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
+	on := func(k string) bool { return c.FormValue(k) == "true" }
+	f := views.TaskForm{
+		Cluster: c.Param("name"), Name: v("name"), CurrentAlias: v("current.alias"), PeerAlias: v("peer.alias"),
+		PeerConfigType: v("peer.config_type"), PeerCluster: v("peer.cluster"), PeerAddress: v("peer.address"),
+		PeerSecurityProtocol: v("peer.security_protocol"), PeerSASLMechanism: v("peer.sasl_mechanism"),
+		PeerUsername: v("peer.username"), PeerCAPEM: v("peer.ca_pem"), Direction: v("rules.direction"),
+		TopicsMode: v("rules.topics_mode"), TopicsRegex: v("rules.topics_regex"), Tasks: v("rules.tasks"),
+		RenameTopics: on("rules.rename_topics"), AddSourceHeader: on("rules.add_source_header"),
+		SyncConsumerOffsets: on("rules.sync_consumer_offsets"), ReplicationFactor: v("rules.replication_factor"),
+		StartOffset: v("rules.start_offset"), Compression: v("rules.compression"), Touched: v("_touched"),
+	}
+	for _, line := range strings.Split(c.FormValue("rules.topics"), "\n") {
+		if line = strings.TrimSpace(line); line != "" {
+			f.Topics = append(f.Topics, line)
+		}
+	}
+	form, _ := c.FormParams()
+	srcs, dsts := form["rules.topic_mappings.source"], form["rules.topic_mappings.target"]
+	for i := 0; i < max(len(srcs), len(dsts)); i++ {
+		m := task.Mapping{}
+		if i < len(srcs) {
+			m.Source = strings.TrimSpace(srcs[i])
+		}
+		if i < len(dsts) {
+			m.Target = strings.TrimSpace(dsts[i])
+		}
+		f.Mappings = append(f.Mappings, m)
+	}
+	// Blank rows are the form's spare rows, not mappings; rowOf remembers
+	// which row each mapping came from so messages land on it.
+	var mappings []task.Mapping
+	var rowOf []int
+	for i, m := range f.Mappings {
+		if m.Source != "" || m.Target != "" {
+			mappings = append(mappings, m)
+			rowOf = append(rowOf, i)
+		}
+	}
+	if len(rowOf) > 0 {
+		f.Mappings = f.Mappings[:rowOf[len(rowOf)-1]+1]
+	} else {
+		f.Mappings = nil
+	}
+
+	var local service.Problems
+	number := func(field, what, s string) int {
+		if s == "" {
+			return 0 // the service's default
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			local.Add(field, "%s must be a whole number, not %q", what, s)
+		}
+		return n
+	}
+	t := task.Task{
+		Name: f.Name, Type: v("type"),
+		Current: task.Current{Cluster: f.Cluster, Alias: f.CurrentAlias},
+		Peer:    task.Peer{Alias: f.PeerAlias, ConfigType: f.PeerConfigType},
+		Rules: task.Rules{
+			Direction: f.Direction, Tasks: number("rules.tasks", "tasks", f.Tasks),
+			RenameTopics: f.RenameTopics, AddSourceHeader: f.AddSourceHeader, SyncConsumerOffsets: f.SyncConsumerOffsets,
+			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor),
+			StartOffset:       f.StartOffset, Compression: f.Compression,
+		},
+	}
+	if f.PeerConfigType == task.PeerByCluster {
+		t.Peer.Cluster = f.PeerCluster
+	} else {
+		t.Peer.Address = splitServers(f.PeerAddress)
+		t.Peer.SecurityProtocol = f.PeerSecurityProtocol
+		if f.PeerSecurityProtocol != cluster.Plaintext {
+			t.Peer.SASLMechanism = f.PeerSASLMechanism
+			t.Peer.Username = f.PeerUsername
+			t.Peer.Password = c.FormValue("peer.password")
+			if f.PeerSecurityProtocol == cluster.SASLSSL {
+				t.Peer.CAPEM = f.PeerCAPEM
+			}
+		}
+	}
+	if f.TopicsMode == "regex" {
+		t.Rules.TopicsRegex = f.TopicsRegex
+	} else {
+		t.Rules.Topics = f.Topics
+	}
+	if !f.RenameTopics {
+		// The mapping rows are disabled while rename is on; a browser
+		// without JavaScript still sends them, so they are ignored here.
+		t.Rules.TopicMappings = mappings
+	}
+	local = onRows(local, rowOf)
+	return f, t, local, func(p service.Problems) service.Problems { return onRows(p, rowOf) }
+}
+
+// onRows moves messages about mapping i (of the mappings sent to the
+// service, blank rows left out) to the form row it came from.
+func onRows(p service.Problems, rowOf []int) service.Problems {
+	out := make(service.Problems, len(p))
+	for i, pr := range p {
+		if rest, ok := strings.CutPrefix(pr.Field, "rules.topic_mappings["); ok {
+			if j := strings.IndexByte(rest, ']'); j > 0 {
+				if n, err := strconv.Atoi(rest[:j]); err == nil && n >= 0 && n < len(rowOf) {
+					pr.Field = "rules.topic_mappings[" + strconv.Itoa(rowOf[n]) + "]" + rest[j+1:]
+				}
+			}
+		}
+		out[i] = pr
+	}
+	return out
+}
