@@ -155,3 +155,94 @@
     }
   });
 })();
+
+// Task page charts: per flow, records/s and lag (records) over the last
+// minutes, drawn with the vendored uPlot. The page embeds the first data
+// (a JSON script element); then the charts poll the task's series.json.
+(function () {
+  "use strict";
+  function start() {
+    if (typeof uPlot === "undefined") { return; }
+    document.querySelectorAll("[data-chart-src]").forEach(function (box) {
+      var charts = {}; // flow -> {el, plot}
+      var every = 5000;
+      var timer = null;
+      function opts(width) {
+        return {
+          width: width, height: 200,
+          scales: { x: { time: true }, rate: { auto: true }, lag: { auto: true } },
+          series: [
+            {},
+            { label: box.dataset.labelRate, scale: "rate", stroke: "#1f6feb", width: 2, spanGaps: false },
+            { label: box.dataset.labelLag, scale: "lag", stroke: "#c62828", width: 2 }
+          ],
+          axes: [
+            {},
+            { scale: "rate", label: box.dataset.labelRate },
+            { scale: "lag", label: box.dataset.labelLag, side: 1, grid: { show: false } }
+          ]
+        };
+      }
+      function draw(data) {
+        if (data.every_seconds) { every = Math.max(1000, data.every_seconds * 1000); }
+        var flows = data.flows || [];
+        var seen = {};
+        flows.forEach(function (f) {
+          seen[f.flow] = true;
+          var cols = [f.t, f.records_per_sec, f.lag_records];
+          var c = charts[f.flow];
+          if (!c) {
+            var el = document.createElement("div");
+            el.className = "chart";
+            el.setAttribute("data-testid", "chart");
+            el.setAttribute("data-flow", f.flow);
+            var h = document.createElement("h3");
+            h.textContent = f.flow;
+            el.appendChild(h);
+            box.appendChild(el);
+            c = charts[f.flow] = { el: el, plot: new uPlot(opts(box.clientWidth || 600), cols, el) };
+          } else {
+            c.plot.setData(cols);
+          }
+        });
+        Object.keys(charts).forEach(function (k) {
+          if (!seen[k]) { charts[k].plot.destroy(); charts[k].el.remove(); delete charts[k]; }
+        });
+        var empty = box.querySelector(".chart-empty");
+        if (flows.length === 0 && !empty) {
+          empty = document.createElement("p");
+          empty.className = "hint chart-empty";
+          empty.textContent = box.dataset.labelEmpty;
+          box.appendChild(empty);
+        } else if (flows.length > 0 && empty) {
+          empty.remove();
+        }
+      }
+      function poll() {
+        timer = setTimeout(function () {
+          if (document.hidden) { poll(); return; }
+          fetch(box.dataset.chartSrc, { headers: { Accept: "application/json" } }).then(function (r) {
+            if (r.status === 404) { return null; } // the task was deleted: stop
+            if (!r.ok) { throw new Error("HTTP " + r.status); }
+            return r.json();
+          }).then(function (data) {
+            if (data) { draw(data); poll(); }
+          }).catch(function () { poll(); });
+        }, every);
+      }
+      var initial = document.getElementById(box.dataset.chartData);
+      draw(initial ? JSON.parse(initial.textContent) : { flows: [] });
+      poll();
+      window.addEventListener("resize", function () {
+        Object.keys(charts).forEach(function (k) {
+          charts[k].plot.setSize({ width: box.clientWidth || 600, height: 200 });
+        });
+      });
+    });
+  }
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+})();

@@ -29,6 +29,8 @@ type Page struct {
 	// Nav is the left navigation; nil hides it.
 	Nav     []NavItem
 	Flashes []Flash
+	// Charts loads the chart library (uPlot) on pages that plot.
+	Charts bool
 }
 
 // NavItem is one entry of the left navigation.
@@ -85,6 +87,10 @@ var htmxConfig = func() string {
 }()
 
 func htmxSrc() string { return "/static/" + static.HTMX }
+
+func uplotSrc() string { return "/static/" + static.UPlotJS }
+
+func uplotCSS() string { return "/static/" + static.UPlotCSS }
 
 // langHref is the language switch's link to lang, coming back to path.
 func langHref(lang, path string) templ.SafeURL {

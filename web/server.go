@@ -24,6 +24,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 
+	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/i18n"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/static"
@@ -45,6 +46,9 @@ type Deps struct {
 	Ping func(context.Context) error
 	// Metrics serves GET /metrics (Prometheus); optional.
 	Metrics http.Handler
+	// History feeds the task page's charts and recent errors; optional
+	// (without it they stay empty).
+	History *history.Sampler
 }
 
 // Server is the console and API server.
@@ -56,6 +60,7 @@ type Server struct {
 	ping     func(context.Context) error
 	secure   bool
 	i18n     *i18n.Catalog
+	history  *history.Sampler
 
 	e       *echo.Echo
 	console *echo.Group
@@ -78,7 +83,7 @@ func New(d Deps) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{svc: d.Service, log: d.Logger, sessions: store, token: d.APIToken, ping: d.Ping, secure: d.SecureCookies,
-		i18n: i18n.Default()}
+		i18n: i18n.Default(), history: d.History}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -109,6 +114,7 @@ func New(d Deps) (*Server, error) {
 	s.console.GET("/instances", s.instancesPage)
 	s.console.POST("/instances", s.addInstance)
 	s.console.POST("/instances/:name/delete", s.removeInstance)
+	s.registerTaskPages()
 	s.registerInstancePages()
 	s.registerSmartConnect()
 

@@ -18,6 +18,7 @@ import (
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/demo"
 	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/metrics"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/secrets"
@@ -102,7 +103,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		return err
 	}
 	metricsHandler := promhttp.HandlerFor(metrics.Registry(eng), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
-	srv, err := web.New(web.Deps{Service: svc, DataDir: cfg.DataDir, APIToken: token, Logger: log, Ping: db.Ping, Metrics: metricsHandler})
+	// The task page's charts and recent errors: the engine sampled every 5s,
+	// kept 15 minutes, in memory.
+	hist := history.New(eng, history.DefaultEvery, history.DefaultKeep)
+	srv, err := web.New(web.Deps{Service: svc, DataDir: cfg.DataDir, APIToken: token, Logger: log, Ping: db.Ping, Metrics: metricsHandler,
+		History: hist})
 	if err != nil {
 		return err
 	}
@@ -133,6 +138,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
+	g.Go(func() error { return hist.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		eng.Close()

@@ -226,3 +226,68 @@ func (s *Sampler) Forget(task string) {
 	delete(s.tasks, task)
 	s.mu.Unlock()
 }
+
+// Columns is a task's series as a chart library wants them: per flow, one
+// array per measure, aligned on the time array (uPlot's data layout). It is
+// the JSON the task page polls.
+type Columns struct {
+	Task         string        `json:"task"`
+	EverySeconds float64       `json:"every_seconds"`
+	Flows        []FlowColumns `json:"flows"`
+}
+
+// FlowColumns is one flow's columns; T is in Unix seconds.
+type FlowColumns struct {
+	Flow          string     `json:"flow"`
+	T             []float64  `json:"t"`
+	RecordsPerSec []*float64 `json:"records_per_sec"`
+	LagRecords    []int64    `json:"lag_records"`
+	LagSeconds    []float64  `json:"lag_seconds"`
+}
+
+// Columns lays the series out for a chart.
+func (ts TaskSeries) Columns() Columns {
+	out := Columns{Task: ts.Task, EverySeconds: ts.Every.Seconds(), Flows: make([]FlowColumns, 0, len(ts.Flows))}
+	for _, f := range ts.Flows {
+		n := len(f.Points)
+		fc := FlowColumns{Flow: f.Flow, T: make([]float64, n), RecordsPerSec: make([]*float64, n),
+			LagRecords: make([]int64, n), LagSeconds: make([]float64, n)}
+		for i, p := range f.Points {
+			fc.T[i] = float64(p.At.UnixMilli()) / 1000
+			fc.RecordsPerSec[i] = p.RecordsPerSec
+			fc.LagRecords[i] = p.LagRecords
+			fc.LagSeconds[i] = p.LagSeconds
+		}
+		out.Flows = append(out.Flows, fc)
+	}
+	return out
+}
+
+// Rate is the flow's latest throughput in records/s, when known.
+func (f FlowSeries) Rate() (float64, bool) {
+	if n := len(f.Points); n > 0 && f.Points[n-1].RecordsPerSec != nil {
+		return *f.Points[n-1].RecordsPerSec, true
+	}
+	return 0, false
+}
+
+// Rate is the task's latest throughput over its flows, when known.
+func (ts TaskSeries) Rate() (float64, bool) {
+	sum, any := 0.0, false
+	for _, f := range ts.Flows {
+		if r, ok := f.Rate(); ok {
+			sum, any = sum+r, true
+		}
+	}
+	return sum, any
+}
+
+// Flow returns the series of one flow.
+func (ts TaskSeries) Flow(name string) (FlowSeries, bool) {
+	for _, f := range ts.Flows {
+		if f.Flow == name {
+			return f, true
+		}
+	}
+	return FlowSeries{}, false
+}

@@ -1,0 +1,239 @@
+package views
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/kmirror/kmirror/internal/history"
+	"github.com/kmirror/kmirror/internal/i18n"
+	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// TaskView is what the task page shows: the task as the service reports it
+// and the sampler's recent history of it.
+type TaskView struct {
+	Task    service.TaskInfo
+	History history.TaskSeries
+}
+
+// TaskPath is a task page's address, or one of its endpoints when sub is
+// set ("status", "series.json", "pause", ...).
+func TaskPath(name, sub string) string {
+	p := "/tasks/" + url.PathEscape(name)
+	if sub != "" {
+		p += "/" + sub
+	}
+	return p
+}
+
+// PasswordMask stands for a set password in exported JSON; the import
+// refuses it so a masked export is never created with "********".
+const PasswordMask = "********"
+
+// ExportTask is the task as the JSON API accepts it (POST /api/v1/tasks),
+// with the peer password masked.
+func ExportTask(info service.TaskInfo) task.Task {
+	t := task.Task{Name: info.Name, Type: info.Type, Current: info.Current, Peer: info.Peer.Peer, Rules: info.Rules}
+	t.Peer.Password = ""
+	if info.Peer.PasswordSet {
+		t.Peer.Password = PasswordMask
+	}
+	return t
+}
+
+// ExportJSON is ExportTask indented, for viewing and download.
+func ExportJSON(info service.TaskInfo) string {
+	b, err := json.MarshalIndent(ExportTask(info), "", "  ")
+	if err != nil {
+		return err.Error() // plain structs; cannot fail
+	}
+	return string(b)
+}
+
+// Task actions an operator can take, in the order the page offers them.
+const (
+	ActionPause   = service.ActionPause
+	ActionResume  = service.ActionResume
+	ActionRestart = service.ActionRestart
+	ActionDelete  = "delete"
+)
+
+// TaskActions are the actions that apply to a task now: pause a task that
+// should run, resume a paused one, restart one that should run (it clears
+// failed partitions), delete any.
+func TaskActions(info service.TaskInfo) []string {
+	if info.DesiredState == "paused" {
+		return []string{ActionResume, ActionDelete}
+	}
+	return []string{ActionPause, ActionRestart, ActionDelete}
+}
+
+// tpStateClass is the badge colour of a state.
+func tpStateClass(state string) string {
+	return "badge state-" + strings.ToLower(state)
+}
+
+// tpStateLabel names a state in the page's language.
+func tpStateLabel(ctx context.Context, state string) string {
+	switch state {
+	case service.StateRunning:
+		return i18n.T(ctx, "state.RUNNING")
+	case service.StateStarting:
+		return i18n.T(ctx, "state.STARTING")
+	case service.StatePaused:
+		return i18n.T(ctx, "state.PAUSED")
+	case service.StateFailed:
+		return i18n.T(ctx, "state.FAILED")
+	case replicator.StateStopped:
+		return i18n.T(ctx, "state.STOPPED")
+	}
+	return state
+}
+
+// tpActionLabel names an action in the page's language.
+func tpActionLabel(ctx context.Context, action string) string {
+	switch action {
+	case ActionPause:
+		return i18n.T(ctx, "action.pause")
+	case ActionResume:
+		return i18n.T(ctx, "action.resume")
+	case ActionRestart:
+		return i18n.T(ctx, "action.restart")
+	case ActionDelete:
+		return i18n.T(ctx, "action.delete")
+	case service.ActionCreate:
+		return i18n.T(ctx, "action.create")
+	}
+	return action
+}
+
+func tpActionConfirm(ctx context.Context, action, name string) string {
+	switch action {
+	case ActionPause:
+		return i18n.T(ctx, "action.pause_confirm", "Name", name)
+	case ActionResume:
+		return i18n.T(ctx, "action.resume_confirm", "Name", name)
+	case ActionRestart:
+		return i18n.T(ctx, "action.restart_confirm", "Name", name)
+	}
+	return i18n.T(ctx, "action.delete_confirm", "Name", name)
+}
+
+func tpDirection(ctx context.Context, d string) string {
+	switch d {
+	case task.DirectionPull:
+		return i18n.T(ctx, "task.direction.pull")
+	case task.DirectionPush:
+		return i18n.T(ctx, "task.direction.push")
+	case task.DirectionBidirectional:
+		return i18n.T(ctx, "task.direction.bidirectional")
+	}
+	return d
+}
+
+func tpOnOff(ctx context.Context, b bool) string {
+	if b {
+		return i18n.T(ctx, "task.yes")
+	}
+	return i18n.T(ctx, "task.no")
+}
+
+// tpPeer is how the peer is known: its registered name or its address.
+func tpPeer(p service.PeerInfo) string {
+	if p.ConfigType == task.PeerByCluster {
+		return p.Cluster
+	}
+	return strings.Join(p.Address, ", ")
+}
+
+// Headline is the first line of an error, short enough to read at a glance;
+// the page shows the full cause behind a <details> when it is longer.
+func Headline(msg string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	if r := []rune(line); len(r) > 160 {
+		return string(r[:157]) + "…"
+	}
+	return line
+}
+
+func tpTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+func tpItoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// tpOffset shows a Kafka offset; negative means not known yet.
+func tpOffset(n int64) string {
+	if n < 0 {
+		return "—"
+	}
+	return tpItoa(n)
+}
+
+func tpRate(r float64, ok bool) string {
+	if !ok {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", r)
+}
+
+func tpSeconds(s float64) string { return fmt.Sprintf("%.1f s", s) }
+
+// tpEffectiveTasks is the parallelism users get: x2 for bidirectional.
+func tpEffectiveTasks(r task.Rules) string {
+	if r.Direction == task.DirectionBidirectional {
+		return fmt.Sprintf("%d × 2 = %d", r.Tasks, r.Tasks*2)
+	}
+	return strconv.Itoa(r.Tasks)
+}
+
+func tpMappings(ms []task.Mapping) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.Source + " → " + m.Target
+	}
+	return strings.Join(parts, ", ")
+}
+
+func tpSide(ctx context.Context, side string) string {
+	if side == "peer" {
+		return i18n.T(ctx, "task.section.peer")
+	}
+	return i18n.T(ctx, "task.section.current")
+}
+
+// tpChartData is the page's initial chart data (templ.JSONScript), so charts
+// draw at once; app.js then polls series.json.
+func tpChartData(v TaskView) templ.Component {
+	return templ.JSONScript("task-series", v.History.Columns())
+}
+
+func tpFlowRate(h history.TaskSeries, flow string) string {
+	f, ok := h.Flow(flow)
+	if !ok {
+		return "—"
+	}
+	return tpRate(f.Rate())
+}
+
+func tpFailedPartitions(f replicator.FlowStatus) []replicator.PartitionStatus {
+	var out []replicator.PartitionStatus
+	for _, p := range f.Partitions {
+		if p.Failed {
+			out = append(out, p)
+		}
+	}
+	return out
+}

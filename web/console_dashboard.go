@@ -1,0 +1,134 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
+	"github.com/kmirror/kmirror/views"
+)
+
+// dashboardState is the filter bucket of a task: starting counts as
+// running, anything else not paused or running is failed.
+func dashboardState(info service.TaskInfo) string {
+	switch info.Status.State {
+	case service.StateRunning, service.StateStarting:
+		return "running"
+	case service.StatePaused:
+		return "paused"
+	}
+	return "failed"
+}
+
+// dashboardPage lists every task, failed first, then by name; ?state= and
+// ?q= (part of the name, any case) filter it.
+func (s *Server) dashboardPage(c echo.Context) error {
+	list, err := s.svc.ListTasks(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	f := views.DashboardFilter{State: c.QueryParam("state"), Query: strings.TrimSpace(c.QueryParam("q"))}
+	if !slices.Contains([]string{"", "running", "paused", "failed"}, f.State) {
+		f.State = ""
+	}
+	v := views.DashboardView{Filter: f}
+	q := strings.ToLower(f.Query)
+	for _, info := range list {
+		st := dashboardState(info)
+		v.Counts.Total++
+		switch st {
+		case "running":
+			v.Counts.Running++
+		case "paused":
+			v.Counts.Paused++
+		default:
+			v.Counts.Failed++
+		}
+		if (f.State != "" && st != f.State) || (q != "" && !strings.Contains(strings.ToLower(info.Name), q)) {
+			continue
+		}
+		row := views.DashboardRow{Info: info}
+		row.Rate, row.RateKnown = s.series(info.Name).Rate()
+		v.Rows = append(v.Rows, row)
+	}
+	// Failed first: they need someone; ListTasks already orders by name.
+	slices.SortStableFunc(v.Rows, func(a, b views.DashboardRow) int {
+		fa, fb := dashboardState(a.Info) == "failed", dashboardState(b.Info) == "failed"
+		switch {
+		case fa && !fb:
+			return -1
+		case fb && !fa:
+			return 1
+		}
+		return 0
+	})
+	return Render(c, http.StatusOK, views.Dashboard(s.PageData(c, tr(c, "dashboard.title"), "/dashboard"), v))
+}
+
+func (s *Server) importTaskPage(c echo.Context) error {
+	return Render(c, http.StatusOK, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), views.ImportForm{}))
+}
+
+// importTask creates a task from pasted API JSON through the same service
+// as the API and the form; problems come back by field.
+func (s *Server) importTask(c echo.Context) error {
+	raw := c.FormValue("task_json")
+	form := views.ImportForm{JSON: raw}
+	var in task.Task
+	err := decodeTaskJSON([]byte(raw), &in)
+	if err == nil && in.Peer.Password == views.PasswordMask {
+		var p service.Problems
+		p.Add("peer.password", "%s", tr(c, "import.masked_password"))
+		err = &service.Error{Code: service.CodeInvalidTask, Message: "the task is not valid", Problems: p}
+	}
+	var info service.TaskInfo
+	if err == nil {
+		info, err = s.svc.CreateTask(c.Request().Context(), in, CurrentUser(c))
+	}
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal {
+			return err
+		}
+		form.Problems = e.Problems
+		if len(e.Problems) == 0 {
+			form.Message = e.Message
+		}
+		if IsHTMX(c) {
+			return Render(c, http.StatusUnprocessableEntity, views.ImportFormView(CSRFToken(c), form))
+		}
+		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
+	}
+	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "task.created", "Name", info.Name)); err != nil {
+		return err
+	}
+	for _, w := range info.Warnings {
+		if err := s.AddFlash(c, views.FlashError, w); err != nil {
+			return err
+		}
+	}
+	return Redirect(c, views.TaskPath(info.Name, ""))
+}
+
+// decodeTaskJSON reads one task the way the API does: unknown fields and
+// trailing data are errors, with the API's messages.
+func decodeTaskJSON(raw []byte, v *task.Task) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		// The API's words, about what was pasted rather than a request body.
+		return &service.Error{Code: service.CodeInvalidRequest, Message: strings.Replace(describeJSONError(err), "the body", "the JSON", 1)}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return &service.Error{Code: service.CodeInvalidRequest, Message: "the JSON must hold exactly one task object"}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package web_test
+
+import (
+	"errors"
+	"github.com/PuerkitoBio/goquery"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+func dashboardTasks(p page) []string {
+	var out []string
+	p.testid("dashboard-row").Each(func(_ int, s *goquery.Selection) {
+		out = append(out, s.AttrOr("data-task", ""))
+	})
+	return out
+}
+
+func TestDashboardCountsFailedFirstAndFilters(t *testing.T) {
+	e := newConsoleEnv(t)
+	e.createTask(taskJSON("alpha-push", nil))
+	e.createTask(taskJSON("beta-pull", func(m map[string]any) {
+		sub(m, "rules")["direction"] = "pull"
+		sub(m, "rules")["topics"] = []string{"payments"}
+	}))
+	e.runner.FailStart = errors.New("boom")
+	e.createTask(taskJSON("zeta-failed", func(m map[string]any) { sub(m, "rules")["topics"] = []string{"audit"} }))
+	e.runner.FailStart = nil
+	if code, _, out := e.api(http.MethodPost, "/api/v1/tasks/beta-pull/pause", apiToken, ""); code != http.StatusOK {
+		t.Fatalf("pause: %d %v", code, out)
+	}
+
+	p := e.get(e.client, "/dashboard")
+	if p.status != http.StatusOK || !p.testid("nav-dashboard").HasClass("active") {
+		t.Fatalf("status %d, nav marked %v", p.status, p.testid("nav-dashboard").HasClass("active"))
+	}
+	for id, want := range map[string]string{"count-total": "3", "count-running": "1", "count-paused": "1", "count-failed": "1"} {
+		if got := p.testid(id).Find("strong").Text(); got != want {
+			t.Errorf("%s = %s, want %s", id, got, want)
+		}
+	}
+	if got := strings.Join(dashboardTasks(p), ","); got != "zeta-failed,alpha-push,beta-pull" {
+		t.Errorf("order %s, want the failed task first, then by name", got)
+	}
+	if got := p.testid("dashboard-reason").Text(); !strings.Contains(got, "boom") {
+		t.Errorf("reason %q", got)
+	}
+
+	// GET parameters: the filter works without JavaScript.
+	for query, want := range map[string]string{
+		"state=paused":       "beta-pull",
+		"state=running":      "alpha-push",
+		"q=ALPHA":            "alpha-push",
+		"q=a&state=failed":   "zeta-failed",
+		"q=nothing-like-it":  "",
+		"state=bogus&q=beta": "beta-pull",
+	} {
+		p := e.get(e.client, "/dashboard?"+query)
+		if got := strings.Join(dashboardTasks(p), ","); got != want {
+			t.Errorf("%s: %q, want %q", query, got, want)
+		}
+		if want == "" && p.testid("dashboard-empty").Length() != 1 {
+			t.Errorf("%s: no empty notice", query)
+		}
+	}
+	if v, _ := e.get(e.client, "/dashboard?q=beta").doc.Find("#q").Attr("value"); v != "beta" {
+		t.Errorf("filter not kept in the form: %q", v)
+	}
+}
+
+func TestImportTaskFromJSON(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := e.get(e.client, "/dashboard/import")
+	if p.status != http.StatusOK || p.testid("import-form").Length() != 1 {
+		t.Fatalf("import page: %d", p.status)
+	}
+
+	// Invalid JSON: one message.
+	r := e.post(p, "/dashboard/import", url.Values{"task_json": {`{"name": "x",`}})
+	if r.status != http.StatusUnprocessableEntity || !strings.Contains(r.testid("import-error").Text(), "JSON") {
+		t.Errorf("bad JSON: %d %q", r.status, r.testid("import-error").Text())
+	}
+	// A broken rule: problems by field, the JSON kept.
+	bad := taskJSON("orders-dr", func(m map[string]any) { sub(m, "current")["alias"] = "B" })
+	r = e.post(p, "/dashboard/import", url.Values{"task_json": {bad}})
+	if r.status != http.StatusUnprocessableEntity || r.doc.Find(`[data-testid="import-problem"][data-field="peer.alias"]`).Length() == 0 {
+		t.Errorf("same aliases: %d, problems %q", r.status, r.testid("import-problems").Text())
+	}
+	if r.doc.Find("#task_json").Text() != bad {
+		t.Error("the pasted JSON was not kept")
+	}
+	// An export pasted back as is: the masked password is refused.
+	masked := strings.Replace(taskJSON("orders-dr", nil), peerPassword, "********", 1)
+	r = e.post(p, "/dashboard/import", url.Values{"task_json": {masked}})
+	if r.doc.Find(`[data-testid="import-problem"][data-field="peer.password"]`).Length() != 1 {
+		t.Errorf("masked password accepted: %d %q", r.status, r.testid("import-problems").Text())
+	}
+	// htmx gets the form alone.
+	r = e.postForm(e.client, "/dashboard/import", url.Values{"_csrf": {p.csrf(t)}, "task_json": {bad}}, http.Header{"Hx-Request": {"true"}})
+	if r.status != http.StatusUnprocessableEntity || r.testid("topbar").Length() != 0 || r.testid("import-form").Length() != 1 {
+		t.Errorf("htmx 422: %d", r.status)
+	}
+
+	r = e.post(p, "/dashboard/import", url.Values{"task_json": {taskJSON("orders-dr", nil)}})
+	if r.url != "/tasks/orders-dr" || r.testid("flash-success").Text() != "Task orders-dr created successfully" {
+		t.Fatalf("import ended at %s, flash %q", r.url, r.testid("flash-success").Text())
+	}
+	if started, ok := e.runner.Started("orders-dr"); !ok || started.Peer.Password != peerPassword {
+		t.Error("the imported task did not start with its password")
+	}
+	if got := r.testid("task-last-action").Text(); !strings.Contains(got, "by admin") {
+		t.Errorf("last action %q", got)
+	}
+}
+
+func TestLanguageSwitch(t *testing.T) {
+	e := newConsoleEnv(t)
+	p := e.get(e.client, "/dashboard?state=failed")
+	if p.doc.Find("html").AttrOr("lang", "") != "en" || p.testid("nav-dashboard").Text() != "Dashboard" {
+		t.Fatalf("default language: %q %q", p.doc.Find("html").AttrOr("lang", ""), p.testid("nav-dashboard").Text())
+	}
+	href := p.testid("lang-zh-TW").AttrOr("href", "")
+	p = e.get(e.client, href)
+	if p.url != "/dashboard" || p.doc.Find("html").AttrOr("lang", "") != "zh-TW" {
+		t.Fatalf("after switching: at %s lang %q", p.url, p.doc.Find("html").AttrOr("lang", ""))
+	}
+	if v, _ := p.doc.Find(`#state option[selected]`).Attr("value"); v != "failed" {
+		t.Errorf("the filter was lost across the switch: %q", v)
+	}
+	if got := p.testid("nav-dashboard").Text(); got != "任務總覽" {
+		t.Errorf("nav %q", got)
+	}
+	if got := e.get(e.client, "/dashboard/import").testid("import-submit").Text(); got != "立即創建" {
+		t.Errorf("create-now button %q, want the seed's wording", got)
+	}
+	// Remembered: a later page is still in Chinese; the current language is
+	// not a link.
+	if p := e.get(e.client, "/instances"); p.testid("lang-zh-TW").Is("a") || p.doc.Find("h1").Text() != "Kafka實例" {
+		t.Errorf("not remembered: %q", p.doc.Find("h1").Text())
+	}
+
+	// Accept-Language when nothing was chosen, on the sign-in page too.
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/signin", nil)
+	req.Header.Set("Accept-Language", "zh-TW,zh;q=0.9,en;q=0.5")
+	if p := e.do(e.newBrowser(), req); p.testid("signin-submit").Text() != "登入" {
+		t.Errorf("Accept-Language ignored: %q", p.testid("signin-submit").Text())
+	}
+
+	// The switch only returns to this site.
+	c := e.newBrowser()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+		p := e.get(c, "/lang?to=en&next="+url.QueryEscape(next))
+		if loc := p.header.Get("Location"); loc != "/" {
+			t.Errorf("next=%s redirected to %q", next, loc)
+		}
+	}
+	if p := e.get(c, "/lang?to=xx"); p.status != http.StatusBadRequest {
+		t.Errorf("unknown language: %d", p.status)
+	}
+}

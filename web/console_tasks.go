@@ -1,0 +1,140 @@
+package web
+
+import (
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/history"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// registerTaskPages adds the task page, its polled fragments and data, its
+// actions, the dashboard and the JSON import to the console.
+func (s *Server) registerTaskPages() {
+	g := s.console
+	g.GET("/dashboard", s.dashboardPage)
+	// Under /dashboard, not /tasks: "import" is a valid task name.
+	g.GET("/dashboard/import", s.importTaskPage)
+	g.POST("/dashboard/import", s.importTask)
+	g.GET("/tasks/:name", s.taskPage)
+	g.GET("/tasks/:name/status", s.taskFragment(views.TaskStatusView))
+	g.GET("/tasks/:name/live", s.taskFragment(func(_ string, v views.TaskView) templ.Component { return views.TaskLiveView(v) }))
+	g.GET("/tasks/:name/series.json", s.taskSeries)
+	g.GET("/tasks/:name/export.json", s.taskExport)
+	g.POST("/tasks/:name/:action", s.taskAction)
+}
+
+// series is what the sampler knows of a task; empty without a sampler.
+func (s *Server) series(name string) history.TaskSeries {
+	if s.history == nil {
+		return history.TaskSeries{Task: name, Every: history.DefaultEvery}
+	}
+	return s.history.Series(name)
+}
+
+func (s *Server) taskView(c echo.Context) (views.TaskView, error) {
+	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return views.TaskView{}, err
+	}
+	return views.TaskView{Task: info, History: s.series(info.Name)}, nil
+}
+
+func (s *Server) taskPage(c echo.Context) error {
+	v, err := s.taskView(c)
+	if err != nil {
+		return err
+	}
+	p := s.PageData(c, v.Task.Name, "")
+	p.Charts = true
+	return Render(c, http.StatusOK, views.TaskPage(p, v))
+}
+
+// statusStopPolling is htmx's "stop polling" status: the fragment is
+// swapped in and its every-5s trigger ends.
+const statusStopPolling = 286
+
+// taskFragment answers a polled part of the task page. A task deleted
+// meanwhile ends the polling with a notice instead of an error every 5s.
+func (s *Server) taskFragment(view func(csrf string, v views.TaskView) templ.Component) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		v, err := s.taskView(c)
+		if service.IsCode(err, service.CodeNotFound) {
+			c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+			return c.String(statusStopPolling, "")
+		}
+		if err != nil {
+			return err
+		}
+		return Render(c, http.StatusOK, view(CSRFToken(c), v))
+	}
+}
+
+// taskSeries is the charts' data: the sampled series in uPlot's layout.
+func (s *Server) taskSeries(c echo.Context) error {
+	name := c.Param("name")
+	if _, err := s.svc.Task(c.Request().Context(), name); err != nil {
+		return s.WriteError(c, err)
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.JSON(http.StatusOK, s.series(name).Columns())
+}
+
+// taskExport downloads the task as the API's JSON, password masked.
+func (s *Server) taskExport(c echo.Context) error {
+	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+info.Name+`.json"`)
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, []byte(views.ExportJSON(info)+"\n"))
+}
+
+// taskAction pauses, resumes, restarts or deletes a task for the signed-in
+// user, then returns to the task page (the dashboard after a delete) with a
+// banner saying what happened.
+func (s *Server) taskAction(c echo.Context) error {
+	ctx, name, by := c.Request().Context(), c.Param("name"), CurrentUser(c)
+	var err error
+	var done string
+	switch c.Param("action") {
+	case views.ActionPause:
+		_, err = s.svc.PauseTask(ctx, name, by)
+		done = tr(c, "action.done.pause", "Name", name)
+	case views.ActionResume:
+		_, err = s.svc.ResumeTask(ctx, name, by)
+		done = tr(c, "action.done.resume", "Name", name)
+	case views.ActionRestart:
+		_, err = s.svc.RestartTask(ctx, name, by)
+		done = tr(c, "action.done.restart", "Name", name)
+	case views.ActionDelete:
+		if err = s.svc.DeleteTask(ctx, name, by); err == nil {
+			if s.history != nil {
+				s.history.Forget(name)
+			}
+			if err := s.AddFlash(c, views.FlashSuccess, tr(c, "action.done.delete", "Name", name)); err != nil {
+				return err
+			}
+			return Redirect(c, "/dashboard")
+		}
+	default:
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound {
+			return err
+		}
+		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
+			return err
+		}
+		return Redirect(c, views.TaskPath(name, ""))
+	}
+	if err := s.AddFlash(c, views.FlashSuccess, done); err != nil {
+		return err
+	}
+	return Redirect(c, views.TaskPath(name, ""))
+}
