@@ -11,7 +11,6 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-
 func TestInstancesPage(t *testing.T) {
 	p := views.Page{Title: "Instances", CSRF: "tok", User: "admin",
 		Nav:     []views.NavItem{{Label: "Instances", Href: "/instances", Active: true, TestID: "nav-instances"}},
