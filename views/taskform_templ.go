@@ -357,7 +357,7 @@ func TaskFormView(csrf string, f TaskForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "\" hx-trigger=\"change\" hx-include=\"closest form\" hx-swap=\"none\" hx-sync=\"this:replace\"><fieldset class=\"card\"><legend>Basic information</legend><div class=\"field\"><label for=\"f-name\">Task name</label> <input id=\"f-name\" name=\"name\" value=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "\" hx-trigger=\"change\" hx-include=\"closest form\" hx-swap=\"none\" hx-sync=\"this:queue last\"><fieldset class=\"card\"><legend>Basic information</legend><div class=\"field\"><label for=\"f-name\">Task name</label> <input id=\"f-name\" name=\"name\" value=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

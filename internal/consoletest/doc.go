@@ -1,0 +1,10 @@
+// Package consoletest drives the web console in a real headless Chromium
+// (chromedp) against kmirror's real server, engine and two real Kafka
+// clusters, the way a user walks the seed's flow: sign in, add instances,
+// open one, Smart Connect, create a task with "Start check" and "Create
+// now", watch it replicate, pause it, delete it.
+//
+// Chromium is required: a machine without it fails these tests (it never
+// skips them), saying how to install it. Screenshots of every page land in
+// <repo>/test-output/browser/.
+package consoletest
