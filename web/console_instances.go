@@ -42,7 +42,7 @@ func (s *Server) instanceHealth(c echo.Context) error {
 func (s *Server) instancePage(c echo.Context, title, name, section string) views.Page {
 	p := s.PageData(c, title, "")
 	if p.User != "" {
-		p.Nav = append(p.Nav, instanceNav(name, section)...)
+		p.Nav = append(p.Nav, instanceNav(c, name, section)...)
 	}
 	return p
 }

@@ -66,7 +66,7 @@ func (h *smartConnect) list(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := h.s.instancePage(c, "Smart Connect · "+v.Cluster.Name, v.Cluster.Name, "smart-connect")
+	p := h.s.instancePage(c, tr(c, "task.smart_connect")+" · "+v.Cluster.Name, v.Cluster.Name, "smart-connect")
 	return Render(c, http.StatusOK, views.SmartConnectList(p, v))
 }
 
@@ -79,35 +79,41 @@ func (h *smartConnect) rows(c echo.Context) error {
 	return Render(c, http.StatusOK, views.TaskRows(CSRFToken(c), v))
 }
 
-// taskActions are what the list offers on a task, with their button
-// labels and what the banner says afterwards.
-var taskActions = map[string]struct{ label, done string }{
-	"pause":   {"Pause", "Task %s paused."},
-	"resume":  {"Resume", "Task %s resumed."},
-	"restart": {"Restart", "Task %s restarted."},
-	"delete":  {"Delete", "Task %s deleted."},
+// taskActions are what the list offers on a task.
+var taskActions = map[string]bool{"pause": true, "resume": true, "restart": true, "delete": true}
+
+// actionDone is the banner after an action.
+func actionDone(c echo.Context, action, name string) string {
+	switch action {
+	case "pause":
+		return tr(c, "action.done.pause", "Name", name)
+	case "resume":
+		return tr(c, "action.done.resume", "Name", name)
+	case "restart":
+		return tr(c, "action.done.restart", "Name", name)
+	default:
+		return tr(c, "action.done.delete", "Name", name)
+	}
 }
 
 // confirm asks before an action when the browser runs no JavaScript (with
 // it, htmx asks through hx-confirm and posts directly).
 func (h *smartConnect) confirm(c echo.Context) error {
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
-	a, ok := taskActions[action]
-	if !ok {
+	if !taskActions[action] {
 		return echo.ErrNotFound
 	}
 	if _, err := h.ownTask(c.Request().Context(), name, tname); err != nil {
 		return err
 	}
-	p := h.s.instancePage(c, a.label+" "+tname, name, "smart-connect")
-	return Render(c, http.StatusOK, views.TaskActionConfirm(p, name, tname, action, a.label))
+	p := h.s.instancePage(c, views.ActionLabel(c.Request().Context(), action)+" "+tname, name, "smart-connect")
+	return Render(c, http.StatusOK, views.TaskActionConfirm(p, name, tname, action))
 }
 
 func (h *smartConnect) act(c echo.Context) error {
 	ctx := c.Request().Context()
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
-	a, ok := taskActions[action]
-	if !ok {
+	if !taskActions[action] {
 		return echo.ErrNotFound
 	}
 	if _, err := h.ownTask(ctx, name, tname); err != nil {
@@ -125,7 +131,7 @@ func (h *smartConnect) act(c echo.Context) error {
 	case "delete":
 		err = h.s.svc.DeleteTask(ctx, tname, by)
 	}
-	kind, msg := views.FlashSuccess, fmt.Sprintf(a.done, tname)
+	kind, msg := views.FlashSuccess, actionDone(c, action, tname)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal {

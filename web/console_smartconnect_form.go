@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -41,7 +40,7 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	if f.Instances, err = h.peerChoices(ctx, info.Name); err != nil {
 		return err
 	}
-	p := h.s.instancePage(c, "Create Smart Connect task", info.Name, "smart-connect")
+	p := h.s.instancePage(c, tr(c, "task.create"), info.Name, "smart-connect")
 	return Render(c, status, views.TaskFormPage(p, f))
 }
 
@@ -75,7 +74,7 @@ func (h *smartConnect) create(c echo.Context) error {
 	f.Touched = touchedAll
 	if len(local) > 0 {
 		f.Problems = local
-		f.Message = "The task was not created: fix the fields marked below."
+		f.Message = tr(c, "sc.not_created")
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
 	info, err := h.s.svc.CreateTask(c.Request().Context(), t, CurrentUser(c))
@@ -85,17 +84,16 @@ func (h *smartConnect) create(c echo.Context) error {
 			return err
 		}
 		f.Problems = onForm(e.Problems)
-		f.Message = "The task was not created: " + e.Message + "."
+		f.Message = tr(c, "sc.not_created_because", "Reason", e.Message)
 		if len(e.Problems) > 0 {
-			f.Message = "The task was not created: fix the fields marked below."
+			f.Message = tr(c, "sc.not_created")
 		}
 		if t.Peer.Password != "" {
-			f.Problems = append(f.Problems, service.Problem{Field: "peer.password", Message: "enter the password again: it is not sent back to the browser"})
+			f.Problems = append(f.Problems, service.Problem{Field: "peer.password", Message: tr(c, "instances.password_again")})
 		}
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
-	msg := fmt.Sprintf("Task %s created successfully", info.Name)
-	if err := h.s.AddFlash(c, views.FlashSuccess, msg); err != nil {
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "task.created", "Name", info.Name)); err != nil {
 		return err
 	}
 	for _, w := range info.Warnings {

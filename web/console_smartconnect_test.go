@@ -85,7 +85,7 @@ func TestSmartConnectFlow(t *testing.T) {
 	if row.Find(`[data-testid="task-pause"]`).Length() != 1 || row.Find(`[data-testid="task-resume"]`).Length() != 0 {
 		t.Error("a running task offers resume, or not pause")
 	}
-	if !strings.Contains(row.Find(`[data-testid="task-last-action"]`).Text(), "create by admin") {
+	if !strings.Contains(row.Find(`[data-testid="task-last-action"]`).Text(), "Create by admin") {
 		t.Errorf("last action %q", row.Find(`[data-testid="task-last-action"]`).Text())
 	}
 
@@ -125,5 +125,24 @@ func TestTaskFormMappingMessagesOnTheirRow(t *testing.T) {
 	}
 	if p.testid("error-rules.topic_mappings[1]").Length() == 0 || p.testid("error-rules.topic_mappings[0]").Length() != 0 {
 		t.Errorf("mapping message not on row 2:\n%s", p.testid("mappings").Text())
+	}
+}
+
+// In Traditional Chinese the flow speaks the seed's words: 開始檢測,
+// 立即創建 and the banner 創建xxx任務成功.
+func TestSmartConnectInTraditionalChinese(t *testing.T) {
+	e := newTaskEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	e.get(e.client, "/lang?to=zh-TW&next=/instances")
+	form := e.get(e.client, "/instances/east/smart-connect/new")
+	if got := strings.TrimSpace(form.testid("start-check").Text()); got != "開始檢測" {
+		t.Errorf("start check button %q", got)
+	}
+	if got := strings.TrimSpace(form.testid("create-now").Text()); got != "立即創建" {
+		t.Errorf("create button %q", got)
+	}
+	created := e.postForm(e.client, "/instances/east/smart-connect", taskFormValues(form.csrf(t), "orders-dr"), nil)
+	if got := created.testid("flash-success").Text(); got != "創建orders-dr任務成功" {
+		t.Errorf("banner %q", got)
 	}
 }

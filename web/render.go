@@ -76,10 +76,10 @@ func mainNav(c echo.Context, active string) []views.NavItem {
 // instanceNav is an instance page's part of the left navigation, below the
 // console's: the seed's instance page with its "Smart Connect" entry.
 // section is "" for the overview or "smart-connect".
-func instanceNav(name, section string) []views.NavItem {
+func instanceNav(c echo.Context, name, section string) []views.NavItem {
 	items := []views.NavItem{
-		{Label: name + ": Overview", Href: views.InstancePath(name, ""), TestID: "nav-instance-overview"},
-		{Label: "Smart Connect", Href: views.InstancePath(name, "smart-connect"), TestID: "nav-instance-smart-connect"},
+		{Label: name + ": " + tr(c, "instance.overview"), Href: views.InstancePath(name, ""), TestID: "nav-instance-overview"},
+		{Label: tr(c, "task.smart_connect"), Href: views.InstancePath(name, "smart-connect"), TestID: "nav-instance-smart-connect"},
 	}
 	for i := range items {
 		items[i].Active = items[i].Href == views.InstancePath(name, section)

@@ -152,7 +152,7 @@ func TestSmartConnectWalk(t *testing.T) {
 	if err := <-produced; err != nil {
 		t.Errorf("background produce: %v", err)
 	}
-	if got := b.text(row + ` [data-testid="task-last-action"]`); got[:15] != "create by admin" {
+	if got := b.text(row + ` [data-testid="task-last-action"]`); got[:15] != "Create by admin" {
 		t.Errorf("last action %q", got)
 	}
 
