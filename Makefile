@@ -26,3 +26,10 @@ test:
 
 kafka-up:
 	$(GO) run ./cmd/kafka-up
+
+# kmirror vs MirrorMaker 2 vs the raw limit on two real Kafka clusters, one
+# run side by side (about 12 minutes on 2 cores); writes
+# bench/results/<date>.md and .png. BENCH_FLAGS=-quick for a smoke run.
+.PHONY: bench
+bench:
+	$(GO) run ./bench $(BENCH_FLAGS)

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary serve as a copier child, as the bench
+// binary does: the harness re-executes os.Executable().
+func TestMain(m *testing.M) {
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(childMain(role, os.Args[1:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestQuickRun runs the whole harness on tiny data — real brokers, every
+// copier including MirrorMaker 2 — so it cannot rot. It checks that a
+// report with every row comes out, never the numbers.
+func TestQuickRun(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	out := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"-quick", "-scenarios", "1k", "-out", out}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	date := time.Now().Format("2006-01-02")
+	md, err := os.ReadFile(filepath.Join(out, date+".md"))
+	if err != nil {
+		// The run may have crossed midnight.
+		matches, _ := filepath.Glob(filepath.Join(out, "*.md"))
+		if len(matches) != 1 {
+			t.Fatalf("no results file in %s: %v", out, err)
+		}
+		date = strings.TrimSuffix(filepath.Base(matches[0]), ".md")
+		md, _ = os.ReadFile(matches[0])
+	}
+	report := string(md)
+	for _, k := range copierKeys() {
+		if !strings.Contains(report, "| 1 KiB | "+k+" |") {
+			t.Errorf("results table has no row for %s:\n%s", k, report)
+		}
+	}
+	if strings.Contains(report, "FAILED") {
+		t.Errorf("a row failed:\n%s", report)
+	}
+	_, ratios, ok := strings.Cut(report, "## kmirror against the targets")
+	for _, k := range []string{keyKmirrorTypical, keyKmirrorDefaults} {
+		if !ok || !strings.Contains(ratios, "| 1 KiB | "+k+" | ") {
+			t.Errorf("ratios table has no row for %s", k)
+		}
+	}
+	png, err := os.ReadFile(filepath.Join(out, date+".png"))
+	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+		t.Errorf("chart %s.png missing or not a PNG (%v)", date, err)
+	}
+	if !strings.Contains(stdout.String(), "targets met:") {
+		t.Errorf("no summary printed:\n%s", stdout.String())
+	}
+}
+
+func TestParsers(t *testing.T) {
+	out := "WARN something\n10000 records sent, 5000.0 records/sec (4.88 MB/sec), 3.0 ms avg latency, 90.0 ms max latency.\n" +
+		"20000 records sent, 9876.5 records/sec (9.65 MB/sec), 2.1 ms avg latency, 90.0 ms max latency, 1 ms 50th, 5 ms 95th, 9 ms 99th, 20 ms 99.9th.\n"
+	m := producerLine.FindAllStringSubmatch(out, -1)
+	if len(m) != 2 || m[1][1] != "20000" || m[1][2] != "9876.5" {
+		t.Errorf("producer summary: got %q", m)
+	}
+	csv := "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec\n" +
+		"2026-01-01 00:00:00:000, 2026-01-01 00:00:03:000, 19.5, 6.5, 20000, 6666.7, 1000, 2000, 9.8, 10000.0\n"
+	row, err := csvRow(csv, "fetch.nMsg.sec")
+	if err != nil || row["fetch.nMsg.sec"] != "10000.0" || row["data.consumed.in.nMsg"] != "20000" {
+		t.Errorf("consumer row: %v, %v", row, err)
+	}
+	if _, err := csvRow("nothing here", "fetch.nMsg.sec"); err == nil {
+		t.Error("csvRow found a header in output without one")
+	}
+}
+
+func TestProcStats(t *testing.T) {
+	cpu, err := cpuSeconds(os.Getpid())
+	if err != nil || cpu < 0 {
+		t.Errorf("cpuSeconds: %v, %v", cpu, err)
+	}
+	rss, err := peakRSS(os.Getpid())
+	if err != nil || rss <= 0 {
+		t.Errorf("peakRSS: %v, %v", rss, err)
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ds := make([]time.Duration, 100)
+	for i := range ds {
+		ds[i] = time.Duration(i+1) * time.Millisecond
+	}
+	if got := percentile(ds, 0.5); got != 50*time.Millisecond {
+		t.Errorf("p50 = %v", got)
+	}
+	if got := percentile(ds, 0.99); got != 99*time.Millisecond {
+		t.Errorf("p99 = %v", got)
+	}
+	if got := percentile(nil, 0.99); got != 0 {
+		t.Errorf("p99 of nothing = %v", got)
+	}
+}
+
+func TestEveryRowDescribed(t *testing.T) {
+	for _, k := range copierKeys() {
+		if describe[k] == "" {
+			t.Errorf("no description for row %s", k)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+// Command bench measures kmirror side by side with Apache MirrorMaker 2 and
+// with the raw limit of the brokers, on two real single-node Kafka clusters
+// started for the run (internal/kafkatest, 1 GiB heaps, 127.0.0.1 only).
+//
+// For each scenario (6-partition source topic of 1 KiB records, then of
+// 100 B records) it runs one after another on the same brokers:
+//
+//   - the limit: Kafka's ProducerPerformance (which also loads the source
+//     topic) and ConsumerPerformance, and two bare consume->produce copies
+//     without any feature, one on sarama and one on franz-go;
+//   - kmirror's engine with a typical task (rename, source header, consumer
+//     offset sync) and with the seed's defaults (identity, 2 tasks);
+//   - MirrorMaker 2 in dedicated mode with the typical task's settings.
+//
+// Every copier runs as a child process (this binary re-executed, or the
+// JVM), so its CPU time and peak RSS are its own. Throughput is timed from
+// the first to the last record on the target (polled end offsets), or over
+// at most -window for a slow copier; latency is measured by a second run of
+// the copier over an empty topic fed at a fixed rate, after a warm-up, from
+// the record timestamp to its arrival on the target.
+//
+// Numbers are noisy on a shared 2-core machine: read the ratios, which are
+// measured side by side in one run, rather than the absolute values.
+//
+//	go run ./bench                 (full run, about 12 minutes)
+//	go run ./bench -quick          (smoke run on tiny data)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	// A copier child: this binary re-executed with a role (see child.go).
+	if role := os.Getenv(childEnv); role != "" {
+		os.Exit(childMain(role, os.Args[1:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is the run's flags.
+type config struct {
+	quick       bool
+	records1K   int
+	records100  int
+	partitions  int
+	latRate     int
+	latDuration time.Duration
+	latWarmup   time.Duration
+	copyTimeout time.Duration
+	window      time.Duration
+	timeout     time.Duration
+	out         string
+	only        map[string]bool // copier keys to run; nil runs all
+	scenarios   map[string]bool // scenario keys to run
+	profile     bool
+	keep        bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	fs.BoolVar(&c.quick, "quick", false, "smoke run: tiny data and short latency phases (overrides the counts)")
+	fs.IntVar(&c.records1K, "records-1k", 3_500_000, "records in the 1 KiB scenario")
+	fs.IntVar(&c.records100, "records-100", 8_000_000, "records in the 100 B scenario")
+	fs.IntVar(&c.partitions, "partitions", 6, "partitions of every source topic")
+	fs.IntVar(&c.latRate, "lat-rate", 5000, "records/s produced during a latency phase")
+	fs.DurationVar(&c.latDuration, "lat-duration", 12*time.Second, "timed length of a latency phase (after the copier is live and a warm-up)")
+	fs.DurationVar(&c.window, "window", 40*time.Second, "time a slow copier over at most this long from its first record (rate over a partial copy)")
+	fs.DurationVar(&c.copyTimeout, "copy-timeout", 2*time.Minute, "give up a copier that shows no record on the target after this long")
+	fs.DurationVar(&c.timeout, "timeout", 25*time.Minute, "give up the whole run after this long")
+	fs.StringVar(&c.out, "out", "bench/results", "directory for <date>.md and <date>.png")
+	scenarios := fs.String("scenarios", "1k,100b", "comma-separated scenarios to run: 1k (1 KiB records), 100b (100 B records)")
+	only := fs.String("only", "", "comma-separated copiers to run (default all): "+strings.Join(copierKeys(), ","))
+	fs.BoolVar(&c.profile, "profile", false, "write CPU and allocation profiles of the kmirror children to -out")
+	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (child logs, MM2 config) after the run")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if c.quick {
+		c.records1K, c.records100 = 20_000, 50_000
+		c.latRate, c.latDuration = 1000, 2*time.Second
+		c.window = 10 * time.Second
+	}
+	c.latWarmup = min(3*time.Second, c.latDuration/3)
+	if *only != "" {
+		c.only = map[string]bool{}
+		known := map[string]bool{}
+		for _, k := range copierKeys() {
+			known[k] = true
+		}
+		for _, k := range strings.Split(*only, ",") {
+			k = strings.TrimSpace(k)
+			if !known[k] {
+				return c, fmt.Errorf("-only: unknown copier %q: use %s", k, strings.Join(copierKeys(), ","))
+			}
+			c.only[k] = true
+		}
+	}
+	var errs []error
+	c.scenarios = map[string]bool{}
+	for _, k := range strings.Split(*scenarios, ",") {
+		switch k = strings.TrimSpace(k); k {
+		case "1k", "100b":
+			c.scenarios[k] = true
+		default:
+			errs = append(errs, fmt.Errorf("-scenarios: unknown scenario %q: use 1k, 100b", k))
+		}
+	}
+	if c.records1K < 1 || c.records100 < 1 {
+		errs = append(errs, errors.New("-records-1k and -records-100 must be at least 1"))
+	}
+	if c.partitions < 1 {
+		errs = append(errs, errors.New("-partitions must be at least 1"))
+	}
+	if c.latRate < 10 || c.latDuration < time.Second {
+		errs = append(errs, errors.New("-lat-rate must be at least 10 and -lat-duration at least 1s"))
+	}
+	return c, errors.Join(errs...)
+}
+
+// run is the whole benchmark: clusters up, scenarios measured, report
+// written, everything stopped (also on SIGINT/SIGTERM, through ctx).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	h, err := newHarness(ctx, cfg, stdout)
+	if err != nil {
+		return err
+	}
+	defer h.close()
+	results, err := h.runAll(ctx)
+	if err != nil {
+		return err
+	}
+	return h.report(results)
+}

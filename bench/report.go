@@ -1,0 +1,285 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+)
+
+// target is one of issue 7's goals for kmirror, as a ratio to a reference.
+type target struct {
+	name   string
+	ref    string // "mm2" or "bare" (the fastest bare copy)
+	value  func(r result) float64
+	want   float64
+	atMost bool // the ratio must be <= want (costs); else >= want
+}
+
+var targets = []target{
+	{name: "throughput / MM2", ref: "mm2", value: func(r result) float64 { return r.RecPerSec }, want: 2},
+	{name: "throughput / best bare copy", ref: "bare", value: func(r result) float64 { return r.RecPerSec }, want: 0.85},
+	{name: "CPU s/GB / MM2", ref: "mm2", value: func(r result) float64 { return r.CPUPerGB }, want: 0.5, atMost: true},
+	{name: "peak RSS / MM2", ref: "mm2", value: func(r result) float64 { return r.PeakRSSMB }, want: 0.2, atMost: true},
+	{name: "p99 latency / MM2", ref: "mm2", value: func(r result) float64 { return r.P99 }, want: 0.5, atMost: true},
+}
+
+// find returns a scenario's row of a copier.
+func find(rs []result, scenario, copier string) (result, bool) {
+	for _, r := range rs {
+		if r.Scenario == scenario && r.Copier == copier && r.Err == "" {
+			return r, true
+		}
+	}
+	return result{}, false
+}
+
+// bestBare is the faster bare copy of a scenario.
+func bestBare(rs []result, scenario string) (result, bool) {
+	s, sok := find(rs, scenario, keyBareSarama)
+	f, fok := find(rs, scenario, keyBareFranz)
+	switch {
+	case sok && fok && s.RecPerSec > f.RecPerSec:
+		return s, true
+	case fok:
+		return f, true
+	default:
+		return s, sok
+	}
+}
+
+func num(v float64, prec int) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.*f", prec, v)
+}
+
+// resultsTable is the main table in Markdown (also printed).
+func resultsTable(rs []result) string {
+	var b strings.Builder
+	b.WriteString("| scenario | copier | records timed | seconds | records/s | MB/s | CPU s/GB | peak RSS MiB | p50 ms | p99 ms | notes |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, r := range rs {
+		note := r.Note
+		if r.Err != "" {
+			note = "FAILED: " + strings.ReplaceAll(firstLine(r.Err), "|", "/")
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Copier, r.Records, num(r.Seconds, 1), num(r.RecPerSec, 0), num(r.MBPerSec, 1),
+			num(r.CPUPerGB, 1), num(r.PeakRSSMB, 0), num(r.P50, 1), num(r.P99, 1), note)
+	}
+	return b.String()
+}
+
+// ratiosTable compares each kmirror row with MM2 and the best bare copy.
+func ratiosTable(rs []result, scenarios []string) (string, int, int) {
+	var b strings.Builder
+	b.WriteString("| scenario | kmirror row |")
+	for _, t := range targets {
+		op := ">="
+		if t.atMost {
+			op = "<="
+		}
+		fmt.Fprintf(&b, " %s (%s %.2g) |", t.name, op, t.want)
+	}
+	b.WriteString(" CPU / best bare | p99 / best bare |\n|---|---|")
+	b.WriteString(strings.Repeat("--:|", len(targets)+2) + "\n")
+	met, total := 0, 0
+	for _, sc := range scenarios {
+		mm2, mok := find(rs, sc, keyMM2)
+		bare, bok := bestBare(rs, sc)
+		for _, k := range []string{keyKmirrorTypical, keyKmirrorDefaults} {
+			r, ok := find(rs, sc, k)
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(&b, "| %s | %s |", sc, k)
+			for _, t := range targets {
+				ref, rok := mm2, mok
+				if t.ref == "bare" {
+					ref, rok = bare, bok
+				}
+				if !rok {
+					b.WriteString(" — |")
+					continue
+				}
+				ratio := t.value(r) / t.value(ref)
+				if math.IsNaN(ratio) || math.IsInf(ratio, 0) {
+					b.WriteString(" — |")
+					continue
+				}
+				ok := ratio >= t.want
+				if t.atMost {
+					ok = ratio <= t.want
+				}
+				total++
+				mark := "MISS"
+				if ok {
+					met++
+					mark = "met"
+				}
+				fmt.Fprintf(&b, " %.2f %s |", ratio, mark)
+			}
+			if bok {
+				fmt.Fprintf(&b, " %s | %s |\n", num(r.CPUPerGB/bare.CPUPerGB, 2), num(r.P99/bare.P99, 2))
+			} else {
+				b.WriteString(" — | — |\n")
+			}
+		}
+	}
+	return b.String(), met, total
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// report prints the tables and writes <out>/<date>.md and <date>.png.
+func (h *harness) report(rs []result) error {
+	var scenarios []string
+	for _, sc := range h.scenarios() {
+		scenarios = append(scenarios, sc.name)
+	}
+	order := map[string]int{}
+	for i, k := range copierKeys() {
+		order[k] = i
+	}
+	scIndex := map[string]int{}
+	for i, s := range scenarios {
+		scIndex[s] = i
+	}
+	rs = slices.Clone(rs)
+	slices.SortStableFunc(rs, func(a, b result) int {
+		if c := cmp.Compare(scIndex[a.Scenario], scIndex[b.Scenario]); c != 0 {
+			return c
+		}
+		return cmp.Compare(order[a.Copier], order[b.Copier])
+	})
+	table := resultsTable(rs)
+	ratios, met, total := ratiosTable(rs, scenarios)
+	fmt.Fprintf(h.out, "\n%s\n%s\ntargets met: %d of %d\n", table, ratios, met, total)
+
+	if err := os.MkdirAll(h.cfg.out, 0o755); err != nil {
+		return err
+	}
+	date := time.Now().Format("2006-01-02")
+	md := filepath.Join(h.cfg.out, date+".md")
+	png := filepath.Join(h.cfg.out, date+".png")
+	var b strings.Builder
+	fmt.Fprintf(&b, "# kmirror vs MirrorMaker 2 vs the limit — %s\n\n", date)
+	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two single-node KRaft clusters, 1 GiB heaps, 127.0.0.1).\n",
+		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version)
+	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed). Run took %s.\n\n",
+		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, time.Since(h.began).Round(time.Second))
+	fmt.Fprintf(&b, "Throughput is timed from the first to the last record on the target (end offsets polled every 100 ms), "+
+		"or over the first %s of a slower copy; MB are value bytes (10^6). CPU s/GB and peak RSS (VmHWM) are the copier "+
+		"process's own over that interval; for the perf tools they cover the whole JVM run. Latency is record timestamp "+
+		"(set at produce) to arrival on the target, measured on a second run of the copier over an empty topic once "+
+		"records flow and a warm-up has passed. The machine is shared with other test suites: compare ratios from "+
+		"one run, not absolute numbers across runs.\n\n", h.cfg.window)
+	b.WriteString("## Results\n\n" + table + "\n")
+	fmt.Fprintf(&b, "## kmirror against the targets (%d of %d met)\n\n%s\n", met, total, ratios)
+	b.WriteString("## Rows\n\n")
+	for _, k := range copierKeys() {
+		fmt.Fprintf(&b, "- `%s`: %s\n", k, describe[k])
+	}
+	fmt.Fprintf(&b, "\n![throughput, CPU and latency](%s)\n", filepath.Base(png))
+	if err := os.WriteFile(md, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	if err := chart(rs, scenarios, png); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	h.logf("wrote %s and %s", md, png)
+	return nil
+}
+
+func (h *harness) commandLine() string {
+	args := append([]string{"go run ./bench"}, os.Args[1:]...)
+	if h.cfg.quick {
+		return "go run ./bench -quick"
+	}
+	return strings.Join(args, " ")
+}
+
+// chart draws three panels — MB/s, CPU s/GB, p99 ms — with a bar per
+// copier grouped by scenario.
+func chart(rs []result, scenarios []string, path string) error {
+	panels := []struct {
+		title   string
+		copiers []string
+		value   func(result) float64
+	}{
+		{"throughput (MB/s, higher is better)", copierKeys(), func(r result) float64 { return r.MBPerSec }},
+		{"CPU seconds per GB (lower is better)", copierKeys()[2:], func(r result) float64 { return r.CPUPerGB }},
+		{"p99 end-to-end latency, ms (lower is better)", copierKeys()[2:], func(r result) float64 { return r.P99 }},
+	}
+	row := make([]*plot.Plot, len(panels))
+	const barWidth = 9
+	for i, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.Legend.Top, p.Legend.Left = true, true
+		p.Legend.XOffs = vg.Points(4)
+		p.Legend.TextStyle.Font.Size = vg.Points(7)
+		for j, c := range pn.copiers {
+			vals := make(plotter.Values, len(scenarios))
+			for s, sc := range scenarios {
+				if r, ok := find(rs, sc, c); ok && !math.IsNaN(pn.value(r)) {
+					vals[s] = pn.value(r)
+				}
+			}
+			bars, err := plotter.NewBarChart(vals, vg.Points(barWidth))
+			if err != nil {
+				return err
+			}
+			bars.LineStyle.Width = 0
+			bars.Color = plotutil.Color(j + colorBase(pn.copiers))
+			bars.Offset = vg.Points(barWidth * (float64(j) - float64(len(pn.copiers)-1)/2))
+			p.Add(bars)
+			p.Legend.Add(c, bars)
+		}
+		p.NominalX(scenarios...)
+		// Headroom above the bars for the legend.
+		p.Y.Min = 0
+		p.Y.Max *= 1.6
+		row[i] = p
+	}
+	img := vgimg.New(vg.Points(1200), vg.Points(420))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 1, Cols: len(panels), PadX: vg.Points(20), PadTop: vg.Points(8), PadBottom: vg.Points(8), PadLeft: vg.Points(8), PadRight: vg.Points(8)}
+	canvases := plot.Align([][]*plot.Plot{row}, tiles, dc)
+	for i, p := range row {
+		p.Draw(canvases[0][i])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// colorBase keeps a copier's colour the same in every panel.
+func colorBase(panelCopiers []string) int {
+	return len(copierKeys()) - len(panelCopiers)
+}
