@@ -14,8 +14,11 @@ run:
 demo:
 	$(GO) run ./cmd/kmirror demo
 
+# From views/, as views/generate_test.go runs it: the generated files carry
+# source paths relative to where templ runs, so running it from the root
+# would write "views/x.templ" and fail the staleness test.
 generate:
-	$(GO) tool templ generate
+	cd views && $(GO) tool templ generate
 
 vet:
 	$(GO) vet ./...
