@@ -56,7 +56,11 @@ func (s *Server) dashboardPage(c echo.Context) error {
 			continue
 		}
 		row := views.DashboardRow{Info: info}
-		row.Rate, row.RateKnown = s.series(info.Name).Rate()
+		// The sampler only samples running tasks: a paused or failed task's
+		// last rate is history, not its throughput now.
+		if st == "running" {
+			row.Rate, row.RateKnown = s.series(info.Name).Rate()
+		}
 		v.Rows = append(v.Rows, row)
 	}
 	// Failed first: they need someone; ListTasks already orders by name.

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func dashboardTasks(p page) []string {
@@ -66,6 +67,25 @@ func TestDashboardCountsFailedFirstAndFilters(t *testing.T) {
 	}
 	if v, _ := e.get(e.client, "/dashboard?q=beta").doc.Find("#q").Attr("value"); v != "beta" {
 		t.Errorf("filter not kept in the form: %q", v)
+	}
+}
+
+// A paused task's last sampled rate is not its throughput: the dashboard
+// shows "—" for it, as the Smart Connect list does.
+func TestDashboardRateOnlyForRunningTasks(t *testing.T) {
+	e := newConsoleEnv(t)
+	e.createTask(taskJSON("orders-dr", nil))
+	t0 := time.Now().Add(-time.Minute).Truncate(time.Second)
+	e.sampler.Sample(t0)
+	e.sampler.Sample(t0.Add(5 * time.Second))
+	if got := e.get(e.client, "/dashboard").testid("dashboard-rate").Text(); got != "0.0" {
+		t.Errorf("running task's rate %q, want 0.0", got)
+	}
+	if code, _, out := e.api(http.MethodPost, "/api/v1/tasks/orders-dr/pause", apiToken, ""); code != http.StatusOK {
+		t.Fatalf("pause: %d %v", code, out)
+	}
+	if got := e.get(e.client, "/dashboard").testid("dashboard-rate").Text(); got != "—" {
+		t.Errorf("paused task's rate %q, want —", got)
 	}
 }
 
