@@ -165,6 +165,9 @@ type Options struct {
 	// CommitInterval is how often progress is committed. Default 1s.
 	CommitInterval time.Duration
 	// SyncInterval bounds the age of the newest offset sync of a partition
+	// (default 1s): MM2 readers translate to at most this far behind, and a
+	// restart after a crash can count the records it copies again to within
+	// this much
 	// that keeps moving. Default 10s.
 	SyncInterval time.Duration
 	// MaxBackoff caps the wait between restarts after errors. Default 30s.
@@ -183,7 +186,7 @@ func (o Options) withDefaults() Options {
 		o.CommitInterval = time.Second
 	}
 	if o.SyncInterval <= 0 {
-		o.SyncInterval = 10 * time.Second
+		o.SyncInterval = time.Second
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second

@@ -3,6 +3,8 @@ package replicator
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/IBM/sarama"
 )
@@ -29,15 +31,26 @@ func newProgress(client sarama.Client, group string) (*progress, error) {
 	return &progress{client: client, admin: admin, group: group, last: map[*partState]int64{}}, nil
 }
 
-// load returns the stored next offset per partition, -1 where none is stored.
-func (p *progress) load(parts []Partition) (map[Partition]int64, error) {
+// storedProgress is a partition's committed position: the next source
+// offset, and the target position right after its copy (from the commit's
+// metadata), -1 where unknown.
+type storedProgress struct {
+	offset, down int64
+}
+
+// metadataPrefix marks kmirror's commit metadata: "kmirror:d=<downstream>".
+const metadataPrefix = "kmirror:d="
+
+// load returns the stored progress per partition, offset -1 where none is
+// stored.
+func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error) {
 	req := map[string][]int32{}
 	for _, pt := range parts {
 		req[pt.Source] = append(req[pt.Source], pt.Partition)
 	}
-	out := make(map[Partition]int64, len(parts))
+	out := make(map[Partition]storedProgress, len(parts))
 	for _, pt := range parts {
-		out[pt] = -1
+		out[pt] = storedProgress{-1, -1}
 	}
 	resp, err := p.admin.ListConsumerGroupOffsets(p.group, req)
 	if errors.Is(err, sarama.ErrGroupIDNotFound) {
@@ -54,7 +67,11 @@ func (p *progress) load(parts []Partition) (map[Partition]int64, error) {
 		if !errors.Is(b.Err, sarama.ErrNoError) {
 			return nil, fmt.Errorf("read progress of %s-%d: %w", pt.Source, pt.Partition, b.Err)
 		}
-		out[pt] = b.Offset
+		sp := storedProgress{offset: b.Offset, down: -1}
+		if d, err := strconv.ParseInt(strings.TrimPrefix(b.Metadata, metadataPrefix), 10, 64); err == nil && strings.HasPrefix(b.Metadata, metadataPrefix) {
+			sp.down = d
+		}
+		out[pt] = sp
 	}
 	return out, nil
 }
@@ -63,12 +80,20 @@ func (p *progress) load(parts []Partition) (map[Partition]int64, error) {
 func (p *progress) commit(states []*partState) error {
 	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)
 	var pending []*partState
+	commits := map[*partState]int64{}
 	for _, ps := range states {
-		next := ps.next.Load()
+		ps.mu.Lock()
+		next, down := ps.next.Load(), ps.progDown
+		ps.mu.Unlock()
 		if next < 0 || p.last[ps] == next {
 			continue
 		}
-		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, "")
+		meta := ""
+		if down >= 0 {
+			meta = metadataPrefix + strconv.FormatInt(down, 10)
+		}
+		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, meta)
+		commits[ps] = next
 		pending = append(pending, ps)
 	}
 	if len(pending) == 0 {
@@ -90,7 +115,7 @@ func (p *progress) commit(states []*partState) error {
 			errs = append(errs, fmt.Errorf("commit progress of %s-%d: %w", ps.Source, ps.Partition.Partition, kerr))
 			continue
 		}
-		p.last[ps] = ps.next.Load()
+		p.last[ps] = commits[ps]
 	}
 	if len(errs) > 0 {
 		_ = p.client.RefreshCoordinator(p.group)

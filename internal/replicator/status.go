@@ -35,6 +35,9 @@ type FlowStatus struct {
 	// next offset to copy, as of the last record seen.
 	LagRecords int64   `json:"lag_records"`
 	LagSeconds float64 `json:"lag_seconds"`
+	// Recopied sums the partitions' Recopied: duplicates on the target
+	// caused by restarts from older progress.
+	Recopied int64 `json:"recopied"`
 	// Restarts counts recoveries after errors since the process started.
 	Restarts   int64             `json:"restarts"`
 	LastError  string            `json:"last_error,omitempty"`
@@ -72,6 +75,11 @@ type PartitionStatus struct {
 	LastCopied  int64  `json:"last_copied_offset"`
 	Downstream  int64  `json:"last_downstream_offset"`
 	LastRecordT int64  `json:"last_record_timestamp_ms"`
+	// Recopied counts records copied again because the flow restarted from
+	// progress older than what it had copied (a crash, a failed produce):
+	// the duplicates this caused on the target (exact when nothing else
+	// writes to the target partition).
+	Recopied int64 `json:"recopied"`
 }
 
 // partState is the live state of one partition. Counters are atomics read by
@@ -80,6 +88,7 @@ type PartitionStatus struct {
 type partState struct {
 	Partition
 	records, bytes, skipped atomic.Int64
+	recopied                atomic.Int64
 	hwm                     atomic.Int64
 	next                    atomic.Int64 // next source offset to copy (acknowledged progress)
 	lastUp, lastDown        atomic.Int64
@@ -87,6 +96,7 @@ type partState struct {
 
 	mu          sync.Mutex
 	inflight    int
+	progDown    int64 // downstream position after the last record in progress (next's copy); -1 unknown
 	pendingSkip int64 // progress to mark once nothing is in flight (skipped records)
 	// stopAt is the lowest source offset that failed: progress never moves
 	// past it, whatever is acknowledged later. math.MaxInt64 when none.
@@ -163,7 +173,7 @@ func (s *flowState) partition(p Partition) *partState {
 	defer s.mu.Unlock()
 	ps, ok := s.parts[key]
 	if !ok {
-		ps = &partState{stopAt: math.MaxInt64, hist: checkpoint.NewHistory(0)}
+		ps = &partState{stopAt: math.MaxInt64, hist: checkpoint.NewHistory(0), progDown: -1}
 		ps.next.Store(-1)
 		ps.lastUp.Store(-1)
 		ps.lastDown.Store(-1)
@@ -193,7 +203,7 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		ps := PartitionStatus{Topic: p.Source, Target: p.Target, Partition: p.Partition.Partition,
 			NextOffset: p.next.Load(), EndOffset: p.hwm.Load(), Records: p.records.Load(),
 			Failed: failed, Reason: reason, LastCopied: p.lastUp.Load(), Downstream: p.lastDown.Load(),
-			LastRecordT: p.lastTS.Load()}
+			LastRecordT: p.lastTS.Load(), Recopied: p.recopied.Load()}
 		if ps.NextOffset >= 0 && ps.EndOffset > ps.NextOffset {
 			ps.Lag = ps.EndOffset - ps.NextOffset
 			if ps.LastRecordT > 0 && (oldest == 0 || ps.LastRecordT < oldest) {
@@ -203,6 +213,7 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.Records += ps.Records
 		st.Bytes += p.bytes.Load()
 		st.SkippedLoops += p.skipped.Load()
+		st.Recopied += ps.Recopied
 		st.LagRecords += ps.Lag
 		if failed && st.State == StateRunning {
 			st.State, st.Reason = StateFailed, reason

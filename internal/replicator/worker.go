@@ -25,7 +25,8 @@ type worker struct {
 	state  *flowState
 	syncs  *syncWriter
 	log    *slog.Logger
-	header []byte // source alias, for the kmirror.source header
+	header []byte        // source alias, for the kmirror.source header
+	dst    sarama.Client // target client for offset lookups, or nil
 }
 
 // outRecord carries a produced record with what its acknowledgement needs;
@@ -127,6 +128,7 @@ func (w *worker) run(ctx context.Context) error {
 	var acks sync.WaitGroup
 	var pcs []sarama.PartitionConsumer
 	var states []*partState
+	defer w.closeTargetClient()
 	cleanup := func() {
 		for _, pc := range pcs {
 			pc.AsyncClose()
@@ -171,7 +173,7 @@ func (w *worker) run(ctx context.Context) error {
 			go func() { defer acks.Done(); w.acknowledge(prod) }()
 			go func() { defer acks.Done(); w.failures(prod, cancel) }()
 		}
-		offset, err := w.startOffset(src, p, stored[p])
+		offset, err := w.startOffset(src, p, stored[p].offset)
 		if err != nil {
 			cleanup()
 			return err
@@ -194,6 +196,11 @@ func (w *worker) run(ctx context.Context) error {
 		if err != nil {
 			cleanup()
 			return fmt.Errorf("consume %s-%d from offset %d: %w", p.Source, p.Partition, offset, err)
+		}
+		if st := stored[p]; st.offset >= 0 && st.down >= 0 && st.offset == offset {
+			if dst, err := w.targetClient(); err == nil {
+				w.reportRecopy(dst, ps, offset, st.down)
+			}
 		}
 		pcs = append(pcs, pc)
 		ps.next.Store(offset)
@@ -237,6 +244,43 @@ loop:
 		return err
 	}
 	return nil
+}
+
+// reportRecopy counts and logs the records a restart copies again: progress
+// committed at downstream position progDown, but the target partition ends
+// later, so the records after it were copied before an unclean stop (a
+// crash, a failed produce) and are copied again. Exact when nothing else
+// writes to the target partition; other writers make it an overestimate.
+func (w *worker) reportRecopy(dst sarama.Client, ps *partState, from, progDown int64) {
+	end, err := dst.GetOffset(ps.Target, ps.Partition.Partition, sarama.OffsetNewest)
+	if err != nil || end <= progDown {
+		return
+	}
+	n := end - progDown
+	ps.recopied.Add(n)
+	w.log.Warn("records copied before an unclean stop are copied again (duplicates on the target)",
+		"topic", ps.Source, "partition", ps.Partition.Partition, "from", from, "records", n)
+}
+
+// targetClient is a client of the target for offset lookups, made on first
+// use.
+func (w *worker) targetClient() (sarama.Client, error) {
+	if w.dst != nil {
+		return w.dst, nil
+	}
+	cfg, err := w.flow.Target.Settings.Config(fmt.Sprintf("kmirror-%s-%s-%d", w.flow.Task, w.flow.Name(), w.asg.ID))
+	if err != nil {
+		return nil, err
+	}
+	w.dst, err = sarama.NewClient(w.flow.Target.Settings.BootstrapServers, cfg)
+	return w.dst, err
+}
+
+func (w *worker) closeTargetClient() {
+	if w.dst != nil {
+		w.dst.Close()
+		w.dst = nil
+	}
 }
 
 // startOffset resolves where a partition starts: stored progress, else the
@@ -367,6 +411,7 @@ func (w *worker) acknowledge(prod sarama.AsyncProducer) {
 				next = ps.pendingSkip
 			}
 			ps.next.Store(next)
+			ps.progDown = m.Offset + 1
 			if shouldSync(ps.sync, r.upstream, m.Offset, now, w.opts.SyncInterval) {
 				if !ps.sync.have || m.Offset-r.upstream != ps.sync.down-ps.sync.up {
 					ps.hist.Add(checkpoint.SyncPoint{Upstream: r.upstream, Downstream: m.Offset})
