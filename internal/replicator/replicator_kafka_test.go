@@ -190,7 +190,7 @@ func TestBidirectionalIdentityWithSourceHeaderDoesNotLoop(t *testing.T) {
 		}
 	}
 	// Stable: several refresh rounds later nothing was copied back and forth.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // the window: 30 refresh rounds
 	for time.Now().Before(deadline) {
 		for _, s := range []cluster.Settings{a, b} {
 			n, err := e2e.Count(ctx, s, topic)
