@@ -20,6 +20,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/secrets"
@@ -63,7 +64,14 @@ func startConsole(t *testing.T) string {
 	if _, err := account.EnsureAdmin(ctx, db, adminPassword); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := web.New(web.Deps{Service: svc, DataDir: dir, APIToken: "browser-test-token", Logger: log, Ping: db.Ping})
+	// The task page's charts: sampled as serve samples them, but every
+	// second so a few seconds of data make a line.
+	hist := history.New(eng, time.Second, 0)
+	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() { defer close(sampled); _ = hist.Run(sampling) }()
+	t.Cleanup(func() { stopSampling(); <-sampled })
+	srv, err := web.New(web.Deps{Service: svc, DataDir: dir, APIToken: "browser-test-token", Logger: log, Ping: db.Ping, History: hist})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,9 +126,10 @@ type browser struct {
 	base string
 	shot int
 
-	mu      sync.Mutex
-	jsErrs  []string
-	dialogs []string
+	mu       sync.Mutex
+	jsErrs   []string
+	errsSeen int // jsErrs already reported by noNewErrors
+	dialogs  []string
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -271,12 +280,13 @@ func clearValue(sel string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`(function(){document.querySelector(%s).value=""})()`, strconv.Quote(sel)))
 }
 
-// waitFor polls cond (a JavaScript boolean expression) until it holds.
+// waitFor polls cond (a JavaScript boolean expression, or a promise of
+// one) until it holds.
 func (b *browser) waitFor(what, cond string, timeout time.Duration) {
 	b.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](cond))
+		ok, err := chromedp.Run(b.ctx, chromedp.Evaluate[bool](cond, chromedp.EvalAwaitPromise))
 		if err == nil && ok {
 			return
 		}
@@ -292,6 +302,39 @@ func (b *browser) errors() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.jsErrs...)
+}
+
+// noNewErrors fails the test with the JavaScript exceptions and console
+// errors since the last call, naming the page they came from.
+func (b *browser) noNewErrors(where string) {
+	b.t.Helper()
+	b.mu.Lock()
+	errs := b.jsErrs[b.errsSeen:]
+	b.errsSeen = len(b.jsErrs)
+	b.mu.Unlock()
+	for _, e := range errs {
+		b.t.Errorf("browser, %s: %s", where, e)
+	}
+}
+
+// bodyText is the text of the whole page, hidden parts included.
+func (b *browser) bodyText() string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.body.textContent`))
+	if err != nil {
+		b.t.Fatalf("read the page: %v", err)
+	}
+	return s
+}
+
+// html is the page's whole markup as the browser holds it now.
+func (b *browser) html() string {
+	b.t.Helper()
+	s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.documentElement.outerHTML`))
+	if err != nil {
+		b.t.Fatalf("read the page: %v", err)
+	}
+	return s
 }
 
 func repoRoot(t *testing.T) string {

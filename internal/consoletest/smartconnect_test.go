@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 
 // TestSmartConnectWalk is the seed's flow in a real browser: sign in, add
 // two instances, open the first, Smart Connect, create a task (a wrong name
-// first), Start check, Create now, see it replicate, pause it, delete it.
+// first), Start check, Create now, see it replicate; the list and the form
+// in Traditional Chinese; the task page with its charts, Restart; the
+// dashboard, running then filtered to paused; Pause, Resume, Delete.
 func TestSmartConnectWalk(t *testing.T) {
 	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
 	topic := kafkatest.NewTopic(t, east, 1, nil)
@@ -148,20 +151,101 @@ func TestSmartConnectWalk(t *testing.T) {
 		fmt.Sprintf(`(function(){var r=document.querySelector(%s); return !!r && r.dataset.state=="RUNNING" && parseFloat(r.querySelector('[data-testid="task-rate"]').dataset.rate) > 0})()`, q(row)),
 		90*time.Second)
 	b.screenshot("smart-connect-running")
+	if got := b.text(row + ` [data-testid="task-last-action"]`); got[:15] != "Create by admin" {
+		t.Errorf("last action %q", got)
+	}
+	b.noNewErrors("Smart Connect list")
+
+	// While it runs: the list and the create form in Traditional Chinese,
+	// then English again.
+	walkChinese(b, row)
+
+	// The task page while data flows: status, parameters, partitions,
+	// charts; then Restart.
+	b.run("open the task page",
+		chromedp.Click(chromedp.CSS(row+` [data-testid="task-name"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="task-title"]`)))
+	checkTaskPage(b, name, topic, ws.Password)
+	b.screenshot("task-page-running")
+	b.run("restart",
+		chromedp.Click(chromedp.CSS(`[data-testid="action-restart"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash-success"]`)))
+	if got := b.text(`[data-testid="flash-success"]`); got != "Task "+name+" restarted." {
+		t.Errorf("banner after restart %q", got)
+	}
+	b.waitFor("running again after restart", `(function(){var s=document.querySelector('[data-testid="task-state"]'); var l=document.querySelector('[data-testid="task-last-action"]'); return !!s && s.dataset.state=="RUNNING" && !!l && l.textContent.indexOf("Restart by admin")>=0})()`, 30*time.Second)
+	b.screenshot("task-page-restarted")
+	b.noNewErrors("task page")
+
+	// The dashboard: one task, running.
+	b.run("open the dashboard",
+		chromedp.Click(chromedp.CSS(`[data-testid="nav-dashboard"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="dashboard-counters"]`)))
+	for id, want := range map[string]string{"count-total": "1", "count-running": "1", "count-paused": "0", "count-failed": "0"} {
+		if got := b.text(`[data-testid="` + id + `"] strong`); got != want {
+			t.Errorf("dashboard %s = %q, want %s", id, got, want)
+		}
+	}
+	drow := fmt.Sprintf(`[data-testid="dashboard-row"][data-task=%q]`, name)
+	if st := b.evalBool(fmt.Sprintf(`(function(){var r=document.querySelector(%s); return !!r && r.dataset.state=="RUNNING"})()`, q(drow))); !st {
+		t.Errorf("dashboard has no running row for %s:\n%s", name, b.text(`[data-testid="dashboard-table"]`))
+	}
+	b.screenshot("dashboard-running")
 	stop()
 	if err := <-produced; err != nil {
 		t.Errorf("background produce: %v", err)
 	}
-	if got := b.text(row + ` [data-testid="task-last-action"]`); got[:15] != "Create by admin" {
-		t.Errorf("last action %q", got)
-	}
 
-	// Pause (confirmed in the browser's dialog): PAUSED, Resume offered.
+	// Pause from the list (confirmed in the browser's dialog): PAUSED,
+	// Resume offered.
+	b.run("back to Smart Connect",
+		chromedp.Navigate(base+"/instances/east/smart-connect"),
+		chromedp.WaitVisible(chromedp.CSS(row)))
 	b.run("pause", chromedp.Click(chromedp.CSS(row+` [data-testid="task-pause"]`)))
 	b.waitFor("task paused", fmt.Sprintf(`(function(){var r=document.querySelector(%s); return !!r && r.dataset.state=="PAUSED" && !!r.querySelector('[data-testid="task-resume"]')})()`, q(row)), 30*time.Second)
 	b.screenshot("smart-connect-paused")
 
-	// Delete.
+	// The dashboard filtered to paused tasks shows it.
+	b.run("filter the dashboard by paused",
+		chromedp.Click(chromedp.CSS(`[data-testid="nav-dashboard"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="dashboard-filter"]`)),
+		setSelect(`#state`, "paused"),
+		chromedp.Click(chromedp.CSS(`[data-testid="filter-submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(drow+`[data-state="PAUSED"]`)))
+	if got := b.evalInt(`document.querySelectorAll('[data-testid="dashboard-row"]').length`); got != 1 {
+		t.Errorf("%d rows for state=paused, want 1", got)
+	}
+	if got := b.text(drow + ` [data-testid="dashboard-rate"]`); got != "—" {
+		t.Errorf("paused task's records/s on the dashboard %q, want —", got)
+	}
+	if got := b.text(`[data-testid="count-paused"] strong`); got != "1" {
+		t.Errorf("dashboard paused counter %q", got)
+	}
+	if !b.evalBool(`location.search.indexOf("state=paused")>=0 && document.querySelector("#state").value=="paused"`) {
+		t.Errorf("filter not kept: %s", b.text(`[data-testid="dashboard-filter"]`))
+	}
+	b.screenshot("dashboard-paused")
+
+	// Resume from the task page: RUNNING again, Pause offered.
+	b.run("open the paused task",
+		chromedp.Click(chromedp.CSS(drow+` [data-testid="dashboard-task"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="action-resume"]`)))
+	if got := b.evalBool(`document.querySelector('[data-testid="task-state"]').dataset.state=="PAUSED" && !document.querySelector('[data-testid="action-pause"]')`); !got {
+		t.Errorf("task page of a paused task: %s", b.text(`[data-testid="task-status"]`))
+	}
+	b.run("resume",
+		chromedp.Click(chromedp.CSS(`[data-testid="action-resume"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash-success"]`)))
+	if got := b.text(`[data-testid="flash-success"]`); got != "Task "+name+" resumed." {
+		t.Errorf("banner after resume %q", got)
+	}
+	b.waitFor("running after resume", `(function(){var s=document.querySelector('[data-testid="task-state"]'); return !!s && s.dataset.state=="RUNNING" && !!document.querySelector('[data-testid="action-pause"]')})()`, 30*time.Second)
+	b.screenshot("task-page-resumed")
+
+	// Delete, from the list.
+	b.run("back to Smart Connect again",
+		chromedp.Navigate(base+"/instances/east/smart-connect"),
+		chromedp.WaitVisible(chromedp.CSS(row+`[data-state="RUNNING"]`)))
 	b.run("delete",
 		chromedp.Click(chromedp.CSS(row+` [data-testid="task-delete"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="tasks-empty"]`)))
@@ -170,10 +254,90 @@ func TestSmartConnectWalk(t *testing.T) {
 	b.mu.Lock()
 	dialogs := append([]string(nil), b.dialogs...)
 	b.mu.Unlock()
-	if len(dialogs) != 2 {
-		t.Errorf("confirm dialogs %q, want one for pause and one for delete", dialogs)
+	want := []string{"restart", "pause", "resume", "delete"}
+	if len(dialogs) != len(want) {
+		t.Errorf("confirm dialogs %q, want one for each of %q", dialogs, want)
 	}
-	for _, e := range b.errors() {
-		t.Errorf("browser: %s", e)
+	b.noNewErrors("end of the walk")
+}
+
+// walkChinese switches the list to Traditional Chinese with the layout's
+// language switch, checks the seed's words on the Smart Connect list and
+// the create-task page, and switches back to English.
+func walkChinese(b *browser, row string) {
+	t := b.t
+	t.Helper()
+	b.run("switch to Traditional Chinese",
+		chromedp.Click(chromedp.CSS(`a[data-testid="lang-zh-TW"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`html[lang="zh-TW"] `+row)))
+	body := b.bodyText()
+	for _, w := range []string{"創建Smart Connect任務", "Smart Connect任務", "同步方式", "推送"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("Smart Connect list in zh-TW lacks %q", w)
+		}
+	}
+	if got := b.text(row + ` [data-testid="task-state"]`); got == "Running" {
+		t.Errorf("task state not translated: %q", got)
+	}
+	b.screenshot("zh-TW-smart-connect")
+	b.run("open the create form in Chinese",
+		chromedp.Click(chromedp.CSS(`[data-testid="create-task"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`html[lang="zh-TW"] [data-testid="task-form"]`)))
+	body = b.bodyText()
+	for _, w := range []string{"創建Smart Connect任務", "開始檢測", "立即創建", "同步方式", "拉取", "推送", "雙向", "重命名Topic", "添加來源header", "同步消費進度"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("create-task page in zh-TW lacks %q", w)
+		}
+	}
+	b.screenshot("zh-TW-create-task")
+	b.run("switch back to English",
+		chromedp.Click(chromedp.CSS(`a[data-testid="lang-en"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`html[lang="en"] [data-testid="task-form"]`)))
+	if body := b.bodyText(); !strings.Contains(body, "Start check") || strings.Contains(body, "開始檢測") {
+		t.Error("the create-task page is not in English after switching back")
+	}
+	b.run("back to the list",
+		chromedp.Click(chromedp.CSS(`[data-testid="nav-instance-smart-connect"]`)),
+		chromedp.WaitVisible(chromedp.CSS(row)))
+	b.noNewErrors("pages in Traditional Chinese")
+}
+
+// checkTaskPage checks the task page of a running task: state,
+// parameters without the peer's password, partitions, and charts uPlot
+// actually drew from the sampled series.
+func checkTaskPage(b *browser, name, topic, peerPassword string) {
+	t := b.t
+	t.Helper()
+	b.waitFor("task page shows RUNNING", `(function(){var s=document.querySelector('[data-testid="task-state"]'); return !!s && s.dataset.state=="RUNNING"})()`, 15*time.Second)
+	if got := b.text(`[data-testid="param-name"]`); got != name {
+		t.Errorf("parameter name %q", got)
+	}
+	if got := b.text(`[data-testid="param-topics"]`); got != topic {
+		t.Errorf("parameter topics %q", got)
+	}
+	if got := b.text(`[data-testid="param-direction"]`); got != "Push" {
+		t.Errorf("parameter direction %q", got)
+	}
+	// The peer is the registered west, with SASL: its password is nowhere
+	// in the page, the exported JSON included.
+	if strings.Contains(b.html(), peerPassword) {
+		t.Error("the task page contains the peer's password")
+	}
+	if b.evalBool(`!!document.querySelector('[data-testid="param-password"]')`) {
+		if got := b.text(`[data-testid="param-password"]`); got != "password set" {
+			t.Errorf("password parameter %q", got)
+		}
+	}
+	b.waitFor("partition rows", fmt.Sprintf(`(function(){var r=document.querySelector('[data-testid="partition-row"][data-partition=%s]'); return !!r && parseInt(r.querySelector('[data-testid="partition-next"]').textContent,10) > 0})()`, strconv.Quote(topic+"-0")), 15*time.Second)
+	if got := b.text(`[data-testid="partition-target"]`); got != "A."+topic {
+		t.Errorf("partition target %q", got)
+	}
+	// The sampler has a throughput, and uPlot drew the flow's chart: a
+	// canvas with a size, not the "no data yet" hint.
+	b.waitFor("series with a throughput", fmt.Sprintf(`fetch(%s).then(function(r){return r.json()}).then(function(d){return d.flows.length==1 && d.flows[0].records_per_sec.some(function(v){return v>0})})`,
+		strconv.Quote("/tasks/"+name+"/series.json")), 15*time.Second)
+	b.waitFor("chart drawn", `(function(){var c=document.querySelector('[data-testid="task-charts"] [data-testid="chart"][data-flow="A->B"] canvas'); return !!c && c.width>0 && c.height>0 && c.getBoundingClientRect().width>0})()`, 15*time.Second)
+	if b.evalBool(`!!document.querySelector('[data-testid="task-charts"] .chart-empty')`) {
+		t.Error("the charts say there is no data")
 	}
 }
