@@ -202,6 +202,11 @@ func (w *worker) run(ctx context.Context) error {
 				w.reportRecopy(dst, ps, offset, st.down)
 			}
 		}
+		// The end offset is known before the first record arrives, so
+		// lag is right from the start (and an idle partition shows its end).
+		if end, err := src.GetOffset(p.Source, p.Partition, sarama.OffsetNewest); err == nil {
+			ps.hwm.Store(end)
+		}
 		pcs = append(pcs, pc)
 		ps.next.Store(offset)
 		states = append(states, ps)
