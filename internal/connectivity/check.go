@@ -313,7 +313,7 @@ func kafkaVersion(b *sarama.Broker) string {
 	return ""
 }
 
-func (c *checker) permissions(_ context.Context) (string, error) {
+func (c *checker) permissions(ctx context.Context) (string, error) {
 	admin, err := sarama.NewClusterAdminFromClient(c.client)
 	if err != nil {
 		return "", Explain(c.s, "", err)
@@ -343,7 +343,16 @@ func (c *checker) permissions(_ context.Context) (string, error) {
 		denied = append(denied, fmt.Sprintf("could not check topic creation: %v", Explain(c.s, "", err)))
 	}
 
-	_, err = admin.ListConsumerGroupOffsets("kmirror-connectivity-check", nil)
+	// A coordinator that is still loading its offsets (a fresh or just
+	// restarted broker) answers OFFSETS_LOAD_IN_PROGRESS, which sarama does
+	// not retry: wait for it briefly rather than report a false failure.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, err = admin.ListConsumerGroupOffsets("kmirror-connectivity-check", nil)
+		if !errors.Is(err, sarama.ErrOffsetsLoadInProgress) || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	switch {
 	case err == nil:
 		ok = append(ok, "read consumer-group offsets: allowed")
