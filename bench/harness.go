@@ -75,6 +75,8 @@ type harness struct {
 	self  string
 	work  string
 	began time.Time
+	// revision is the source commit measured, read at start.
+	revision string
 
 	src, dst         *kafkatest.Cluster
 	srcBoot, dstBoot string
@@ -88,7 +90,7 @@ type harness struct {
 }
 
 func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err error) {
-	h := &harness{cfg: cfg, out: out, began: time.Now()}
+	h := &harness{cfg: cfg, out: out, began: time.Now(), revision: sourceRevision()}
 	defer func() {
 		if err != nil {
 			h.failed = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -185,14 +186,15 @@ func (h *harness) report(rs []result) error {
 	fmt.Fprintf(&b, "# kmirror vs MirrorMaker 2 vs the limit — %s\n\n", date)
 	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two single-node KRaft clusters, 1 GiB heaps, 127.0.0.1).\n",
 		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version)
+	fmt.Fprintf(&b, "kmirror source: %s.\n", h.revision)
 	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed). Run took %s.\n\n",
 		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, time.Since(h.began).Round(time.Second))
 	fmt.Fprintf(&b, "Throughput is timed from the first to the last record on the target (end offsets polled every 100 ms), "+
 		"or over the first %s of a slower copy; MB are value bytes (10^6). CPU s/GB and peak RSS (VmHWM) are the copier "+
 		"process's own over that interval; for the perf tools they cover the whole JVM run. Latency is record timestamp "+
-		"(set at produce) to arrival on the target, measured on a second run of the copier over an empty topic once "+
-		"records flow and a warm-up has passed. The machine is shared with other test suites: compare ratios from "+
-		"one run, not absolute numbers across runs.\n\n", h.cfg.window)
+		"(set at produce) to arrival on the target, measured on the same copier once it has copied the preloaded topic "+
+		"(a copier timed over a partial copy is restarted on the empty latency topic instead), after a warm-up. "+
+		"The machine is shared with other test suites: compare ratios from one run, not absolute numbers across runs.\n\n", h.cfg.window)
 	b.WriteString("## Results\n\n" + table + "\n")
 	fmt.Fprintf(&b, "## kmirror against the targets (%d of %d met)\n\n%s\n", met, total, ratios)
 	b.WriteString("## Rows\n\n")
@@ -282,4 +284,19 @@ func chart(rs []result, scenarios []string, path string) error {
 // colorBase keeps a copier's colour the same in every panel.
 func colorBase(panelCopiers []string) int {
 	return len(copierKeys()) - len(panelCopiers)
+}
+
+// sourceRevision names the commit the measured kmirror was built from (read
+// when the run starts, right after go run built it), and
+// whether its working tree differed (other engineers edit it meanwhile).
+func sourceRevision() string {
+	rev, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown (not a git checkout)"
+	}
+	out := "commit " + strings.TrimSpace(string(rev))
+	if dirty, err := exec.Command("git", "status", "--porcelain", "--", "internal", "cmd").Output(); err == nil && len(dirty) > 0 {
+		out += " with uncommitted changes under internal/ or cmd/"
+	}
+	return out
 }
