@@ -382,7 +382,7 @@ func (w *worker) convert(ps *partState, m *sarama.ConsumerMessage) (*outRecord, 
 		size += len(h.Key) + len(h.Value) + 8
 	}
 	if w.flow.AddSourceHeader {
-		headers = append(headers, sarama.RecordHeader{Key: []byte(task.SourceHeader), Value: w.header})
+		headers = append(headers, sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header})
 		size += len(task.SourceHeader) + len(w.header) + 8
 	}
 	r := &outRecord{upstream: m.Offset, size: size}
@@ -400,6 +400,10 @@ func (w *worker) convert(ps *partState, m *sarama.ConsumerMessage) (*outRecord, 
 	}
 	return r, false
 }
+
+// sourceHeaderKey is shared by every record (sarama only reads header
+// keys): one allocation less per record with the source header on.
+var sourceHeaderKey = []byte(task.SourceHeader)
 
 // acknowledge turns target acknowledgements into progress, counters and
 // offset syncs.
