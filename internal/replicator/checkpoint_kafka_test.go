@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
@@ -397,4 +398,42 @@ func (h *collect) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerG
 		}
 	}
 	return nil
+}
+
+// Deleting an internal topic while a task runs: kmirror says so and
+// recreates it, and replication goes on.
+func TestDeletedInternalTopicsAreRecreatedAndReported(t *testing.T) {
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	topic := kafkatest.TopicName(t.Name())
+	produceN(t, src, topic, 1, 100, 50)
+	// Aliases of its own, so its internal topics are not other tests'.
+	tk := newTask("internal-topics", task.DirectionPush, []string{topic})
+	tk.Current.Alias, tk.Peer.Alias = "Y", "Z"
+	tk.Rules.SyncConsumerOffsets = true
+	reps := startTask(t, tk, src, dst)
+	waitFor(t, func() error {
+		if st := reps[0].Status(); st.Records != 100 {
+			return fmt.Errorf("records %d", st.Records)
+		}
+		return nil
+	})
+	for _, it := range []struct {
+		c     *kafkatest.Cluster
+		topic string
+	}{{k1, "mm2-offset-syncs.Z.internal"}, {k2, "Y.checkpoints.internal"}} {
+		if err := mustAdmin(t, it.c).DeleteTopic(it.topic); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() error {
+			st := reps[0].Status()
+			if !strings.Contains(st.LastError, it.topic+" was deleted; kmirror recreated it") {
+				return fmt.Errorf("last error %q", st.LastError)
+			}
+			return nil
+		})
+	}
+	// Still replicating.
+	produceN(t, src, topic, 1, 50, 50)
+	verifyCopy(t, src, topic, dst, topic, 150, e2e.VerifyOptions{})
 }

@@ -81,6 +81,14 @@ type checkpointer struct {
 	producer sarama.SyncProducer
 }
 
+// forget makes the next sync write every checkpoint again (the topic was
+// recreated empty).
+func (c *checkpointer) forget() {
+	c.mu.Lock()
+	c.emitted = map[string]mm2.Checkpoint{}
+	c.mu.Unlock()
+}
+
 func (c *checkpointer) close() {
 	if c.producer != nil {
 		c.producer.Close()

@@ -139,7 +139,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		return fmt.Errorf("offset syncs cluster: %w", err)
 	}
 	defer syncAdmin.Close()
-	if err := EnsureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor); err != nil {
+	if _, err := EnsureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor); err != nil {
 		return err
 	}
 	syncs, err := newSyncWriter(syncClient, r.flow.OffsetSyncsTopic, func(err error) {
@@ -157,7 +157,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		r.historyLoaded = true
 	}
 	if r.flow.SyncGroupOffsets {
-		if err := EnsureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor); err != nil {
+		if _, err := EnsureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor); err != nil {
 			return err
 		}
 		cp := r.newCheckpointer(srcAdmin, dst, dstAdmin)
@@ -218,6 +218,17 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			}
 			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
 		}
+		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic,
+			"offset syncs written before are lost: after a restart of kmirror, group offsets older than now cannot be translated (this process still has them in memory)")
+		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic,
+			"checkpoints are written again at the next consumer offset sync") {
+			r.mu.Lock()
+			cp := r.ckpt
+			r.mu.Unlock()
+			if cp != nil {
+				cp.forget()
+			}
+		}
 		r.state.set(StateRunning, "")
 		select {
 		case <-ctx.Done():
@@ -260,9 +271,9 @@ func samePartitions(a, b []Partition) bool {
 }
 
 // EnsureInternalTopic creates one of kmirror's MM2-compatible internal topics
-// (1 partition, compacted) when missing. The replication factor is capped at
-// the cluster's broker count.
-func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16) error {
+// (1 partition, compacted) when missing, and says whether it did. The
+// replication factor is capped at the cluster's broker count.
+func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16) (created bool, err error) {
 	if rf < 1 {
 		rf = 1
 	}
@@ -270,10 +281,31 @@ func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic 
 		rf = n
 	}
 	compact := "compact"
-	err := admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
+	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
 		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create internal topic %s: %w", topic, err)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, sarama.ErrTopicAlreadyExists):
+		return false, nil
 	}
-	return nil
+	return false, fmt.Errorf("create internal topic %s: %w", topic, err)
+}
+
+// checkInternal recreates an internal topic deleted while the flow runs
+// and says so in the status: replication goes on, but syncs or checkpoints
+// written before are gone.
+func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic, lost string) (created bool) {
+	created, err := EnsureInternalTopic(client, admin, topic, r.flow.ReplicationFactor)
+	switch {
+	case err != nil:
+		msg := fmt.Sprintf("internal topic %s is missing and could not be recreated: %v — %s", topic, err, lost)
+		r.log.Error(msg)
+		r.state.setError(msg)
+	case created:
+		msg := fmt.Sprintf("internal topic %s was deleted; kmirror recreated it — %s", topic, lost)
+		r.log.Warn(msg)
+		r.state.setError(msg)
+	}
+	return created
 }
