@@ -324,9 +324,15 @@ func TestAPIValidateTask(t *testing.T) {
 	}
 	flows, _ := body["flows"].([]any)
 	want := map[string]string{
-		"A->B": "[map[source:orders target:A.orders] map[source:payments target:A.payments]]",
+		// A.payments is not on west yet: the flow creates it.
+		"A->B": "[map[source:orders target:A.orders] map[new_target:true source:payments target:A.payments]]",
 		// A.orders came from A: never copied back to it.
-		"B->A": "[map[source:audit target:B.audit]]",
+		"B->A": "[map[new_target:true source:audit target:B.audit]]",
+	}
+	// Bidirectional: both clusters' topics can be picked, internal ones
+	// left out.
+	if got := fmt.Sprint(body["source_topics"]); got != "[A.orders audit orders payments]" {
+		t.Errorf("source topics %s", got)
 	}
 	if len(flows) != 2 {
 		t.Fatalf("flows: %v", body)

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connectivity"
-	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -21,6 +20,10 @@ type ValidationResult struct {
 	Problems Problems      `json:"problems"`
 	Warnings []string      `json:"warnings"`
 	Flows    []FlowPreview `json:"flows"`
+	// SourceTopics are the topics of the source cluster(s) for the chosen
+	// direction, internal ones left out: what the form offers to pick
+	// from. Empty when a source could not be described.
+	SourceTopics []string `json:"source_topics"`
 }
 
 // FlowPreview is what one flow would replicate, from the source cluster's
@@ -28,10 +31,10 @@ type ValidationResult struct {
 type FlowPreview struct {
 	Flow string `json:"flow"` // "<source alias>-><target alias>"
 	// Source and Target are current or peer.
-	Source    string        `json:"source"`
-	Target    string        `json:"target"`
-	Topics    []policy.Pair `json:"topics"`
-	Conflicts []string      `json:"conflicts,omitempty"`
+	Source    string         `json:"source"`
+	Target    string         `json:"target"`
+	Topics    []TopicPreview `json:"topics"`
+	Conflicts []string       `json:"conflicts,omitempty"`
 	// Error says why the source's topics could not be listed.
 	Error string `json:"error,omitempty"`
 }
@@ -43,7 +46,7 @@ type FlowPreview struct {
 // cluster that cannot be reached is a warning, not a problem here: the field
 // rules are still reported. Only a store failure is an error.
 func (s *Service) ValidateTaskDryRun(ctx context.Context, in task.Task) (ValidationResult, error) {
-	res := ValidationResult{Problems: Problems{}, Warnings: []string{}, Flows: []FlowPreview{}}
+	res := ValidationResult{Problems: Problems{}, Warnings: []string{}, Flows: []FlowPreview{}, SourceTopics: []string{}}
 	if err := s.requireTasks(); err != nil {
 		return res, err
 	}
@@ -122,6 +125,10 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 			}
 		}
 	}
+	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (Description, bool) {
+		d := desc[role]
+		return d.d, d.err == nil
+	})
 	flows, err := replicator.FlowsOf(t, current, peer)
 	if err != nil {
 		return // the field problems already say why
@@ -133,13 +140,13 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 		return per.role
 	}
 	for _, f := range flows {
-		fp := FlowPreview{Flow: f.Name(), Source: role(f.Source.Alias), Target: role(f.Target.Alias), Topics: []policy.Pair{}}
+		fp := FlowPreview{Flow: f.Name(), Source: role(f.Source.Alias), Target: role(f.Target.Alias), Topics: []TopicPreview{}}
 		if d := desc[fp.Source]; d.err != nil {
 			fp.Error = d.err.Error()
 		} else {
 			pairs, conflicts := f.Policy.Select(d.d.Topics)
-			if pairs != nil {
-				fp.Topics = pairs
+			for _, pr := range pairs {
+				fp.Topics = append(fp.Topics, TopicPreview{Pair: pr})
 			}
 			fp.Conflicts = conflicts
 			if len(pairs) == 0 {
@@ -148,6 +155,15 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 		}
 		res.Flows = append(res.Flows, fp)
 	}
+	targetTopics := map[string][]string{}
+	for role, d := range desc {
+		if d.err == nil {
+			targetTopics[role] = d.d.Topics
+		}
+	}
+	labels := map[string]string{cur.role: cur.label, per.role: per.label}
+	settings := map[string]cluster.Settings{cur.role: cur.settings, per.role: per.settings}
+	res.Warnings = append(res.Warnings, s.checkMessageBytes(ctx, res.Flows, targetTopics, labels, settings)...)
 }
 
 // ConnectivityResult is the answer of the connectivity check (SPEC §6).

@@ -121,6 +121,12 @@ type FakeCluster struct {
 	Topics  []string
 	// Password, when set, is the only one the cluster accepts.
 	Password string
+	// Configs are configs set on topics, by topic then name; Defaults are
+	// the cluster's defaults, which every topic in Topics has unless set.
+	Configs  map[string]map[string]string
+	Defaults map[string]string
+	// ConfigsErr, when set, is what TopicConfigs answers.
+	ConfigsErr error
 }
 
 var _ service.Kafka = (*Kafka)(nil)
@@ -141,6 +147,37 @@ func (k *Kafka) Describe(_ context.Context, s cluster.Settings) (service.Descrip
 		return service.Description{}, err
 	}
 	return service.Description{Brokers: c.Brokers, Topics: slices.Sorted(slices.Values(c.Topics))}, nil
+}
+
+// TopicConfigs implements service.Kafka: topics not in Topics are left out.
+func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, names []string) (map[string]map[string]service.ConfigValue, error) {
+	c, err := k.find(s)
+	if err != nil {
+		return nil, err
+	}
+	if c.ConfigsErr != nil {
+		return nil, c.ConfigsErr
+	}
+	wanted := func(n string) bool { return len(names) == 0 || slices.Contains(names, n) }
+	out := map[string]map[string]service.ConfigValue{}
+	for _, t := range topics {
+		if !slices.Contains(c.Topics, t) {
+			continue
+		}
+		m := map[string]service.ConfigValue{}
+		for n, v := range c.Defaults {
+			if wanted(n) {
+				m[n] = service.ConfigValue{Value: v}
+			}
+		}
+		for n, v := range c.Configs[t] {
+			if wanted(n) {
+				m[n] = service.ConfigValue{Value: v, TopicLevel: true}
+			}
+		}
+		out[t] = m
+	}
+	return out, nil
 }
 
 // Check implements service.Kafka with the real step names.
