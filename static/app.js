@@ -51,6 +51,10 @@
     input.placeholder = "topic name, then Enter";
     input.setAttribute("data-testid", "topic-input");
     input.setAttribute("aria-label", "topic name");
+    // The source side's topics, from the last validation (datalist
+    // #topic-choices); any other name can still be typed.
+    input.setAttribute("list", "topic-choices");
+    input.autocomplete = "off";
     area.hidden = true;
     area.parentNode.insertBefore(list, area);
     area.parentNode.insertBefore(input, area);
@@ -85,17 +89,32 @@
       });
       input.disabled = names().length >= max;
     }
-    input.addEventListener("keydown", function (e) {
-      if (e.key !== "Enter") {
-        return;
-      }
-      e.preventDefault(); // Enter adds a topic; it must not submit the form
+    function add() {
       var v = input.value.trim();
       var ns = names();
       if (v && ns.indexOf(v) < 0 && ns.length < max) {
         ns.push(v);
         input.value = "";
         changed(ns);
+      }
+    }
+    input.addEventListener("keydown", function (e) {
+      if (e.key !== "Enter") {
+        return;
+      }
+      e.preventDefault(); // Enter adds a topic; it must not submit the form
+      add();
+    });
+    // Picking a topic from the list adds it at once, as Enter would:
+    // browsers report a pick as a replacement, not as typing.
+    input.addEventListener("input", function (e) {
+      if (e.inputType && e.inputType !== "insertReplacementText") {
+        return;
+      }
+      var list = document.getElementById("topic-choices");
+      var v = input.value.trim();
+      if (list && v && Array.prototype.some.call(list.options, function (o) { return o.value === v; })) {
+        add();
       }
     });
     // The chip input is not a form field: its own change events must not
@@ -104,12 +123,37 @@
     render();
   }
 
+  // effectiveTasks shows "2 × 2 = 4 tasks" for bidirectional as the
+  // count or direction changes; the server renders the same on a reload.
+  function effectiveTasks(form) {
+    var out = form.querySelector("[data-tasks-effective]");
+    var count = form.querySelector('input[name="rules.tasks"]');
+    var dir = form.querySelector('input[name="rules.direction"]:checked');
+    if (!out || !count) {
+      return;
+    }
+    var raw = count.value.trim();
+    var n = raw === "" ? 2 : Number(raw);
+    if (!dir || dir.value !== "bidirectional" || !Number.isInteger(n) || n < 1) {
+      out.hidden = true;
+      return;
+    }
+    out.textContent = out.getAttribute("data-format").replace("{n}", n).replace("{total}", n * 2);
+    out.hidden = false;
+  }
+
   function init(form) {
     var area = form.querySelector("textarea[data-topic-list]");
     if (area) {
       topicChips(form, area);
     }
     syncMappings(form);
+    effectiveTasks(form);
+    form.addEventListener("input", function (e) {
+      if (e.target.name === "rules.tasks") {
+        effectiveTasks(form);
+      }
+    });
     // Capture phase: the field is marked touched before htmx, listening
     // on an ancestor, sends the form to be validated.
     form.addEventListener("change", function (e) {
@@ -124,6 +168,9 @@
       }
       if (el.hasAttribute && el.hasAttribute("data-rename")) {
         syncMappings(form);
+      }
+      if (el.name === "rules.direction" || el.name === "rules.tasks") {
+        effectiveTasks(form);
       }
     }, true);
     form.addEventListener("focusout", function (e) { touch(form, e.target.name); });

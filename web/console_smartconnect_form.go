@@ -116,6 +116,7 @@ func (h *smartConnect) validate(c echo.Context) error {
 	f.Problems = onlyTouched(append(local, onForm(res.Problems)...), f.Touched)
 	f.Warnings = res.Warnings
 	f.Preview = res.Flows
+	f.TopicChoices = res.SourceTopics
 	if !IsHTMX(c) {
 		return h.renderForm(c, http.StatusOK, f)
 	}

@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 // taskFormValues is a valid push task from east to the registered west,
@@ -144,5 +146,65 @@ func TestSmartConnectInTraditionalChinese(t *testing.T) {
 	created := e.postForm(e.client, "/instances/east/smart-connect", taskFormValues(form.csrf(t), "orders-dr"), nil)
 	if got := created.testid("flash-success").Text(); got != "創建orders-dr任務成功" {
 		t.Errorf("banner %q", got)
+	}
+}
+
+// The create page shows the seed's constraints (in the chosen language),
+// offers the source side's topics to pick from after a validation, notes
+// new target topics in the preview, and shows the effective task count of a
+// bidirectional task.
+func TestTaskFormChoicesConstraintsAndEffectiveTasks(t *testing.T) {
+	e := newTaskEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	form := e.get(e.client, "/instances/east/smart-connect/new")
+	items := form.testid("constraint")
+	if items.Length() != 4 || !strings.Contains(items.First().Text(), "18") || !strings.Contains(items.Last().Text(), "524288") {
+		t.Fatalf("constraints: %q", form.testid("constraints").Text())
+	}
+	if form.testid("topic-choices").Length() != 1 || form.testid("topic-choices").Find("option").Length() != 0 {
+		t.Error("the page has no (empty) topic choices before the first validation")
+	}
+	if eff := form.testid("tasks-effective"); eff.Length() != 1 || eff.AttrOr("hidden", "none") == "none" ||
+		eff.AttrOr("data-format", "") != "{n} × 2 = {total} tasks" {
+		t.Errorf("effective tasks on a new form: hidden=%q format=%q", eff.AttrOr("hidden", "none"), eff.AttrOr("data-format", ""))
+	}
+	csrf := form.csrf(t)
+
+	// Push: the current instance's topics, internal ones left out; the
+	// validation answer swaps the list in by id.
+	v := e.postForm(e.client, "/instances/east/smart-connect/validate", taskFormValues(csrf, "orders-dr"), http.Header{"Hx-Request": {"true"}})
+	var got []string
+	v.doc.Find(`datalist#topic-choices[hx-swap-oob] option`).Each(func(_ int, s *goquery.Selection) { got = append(got, s.AttrOr("value", "")) })
+	if strings.Join(got, ",") != "orders,payments" {
+		t.Errorf("push topic choices %q", got)
+	}
+	// west has A.orders already; A.payments is created.
+	if p := v.doc.Find(`[data-testid="preview-pair"][data-source="payments"]`); p.AttrOr("data-new-target", "") != "true" ||
+		!strings.Contains(p.Text(), "created with the source topic's configs") {
+		t.Errorf("preview of payments: new=%q %q", p.AttrOr("data-new-target", ""), p.Text())
+	}
+	pull := taskFormValues(csrf, "orders-dr")
+	pull.Set("rules.direction", "pull")
+	v = e.postForm(e.client, "/instances/east/smart-connect/validate", pull, http.Header{"Hx-Request": {"true"}})
+	got = nil
+	v.doc.Find(`datalist#topic-choices option`).Each(func(_ int, s *goquery.Selection) { got = append(got, s.AttrOr("value", "")) })
+	if strings.Join(got, ",") != "A.orders,audit" {
+		t.Errorf("pull topic choices %q", got)
+	}
+
+	// Without htmx the whole page comes back, with the effective count.
+	bi := taskFormValues(csrf, "orders-dr")
+	bi.Set("rules.direction", "bidirectional")
+	bi.Set("rules.tasks", "3")
+	page := e.postForm(e.client, "/instances/east/smart-connect/validate", bi, nil)
+	if eff := page.testid("tasks-effective"); eff.AttrOr("hidden", "none") != "none" || eff.Text() != "3 × 2 = 6 tasks" {
+		t.Errorf("effective tasks: hidden=%q %q", eff.AttrOr("hidden", "none"), eff.Text())
+	}
+
+	e.get(e.client, "/lang?to=zh-TW&next=/instances")
+	zh := e.get(e.client, "/instances/east/smart-connect/new")
+	if c := zh.testid("constraints"); !strings.Contains(c.Text(), "約束與限制") || !strings.Contains(c.Text(), "一個實例最多創建18個Smart Connect任務") ||
+		!strings.Contains(c.Text(), "不支持修改任務參數") {
+		t.Errorf("zh-TW constraints: %q", c.Text())
 	}
 }
