@@ -108,6 +108,30 @@ func TestSmartConnectWalk(t *testing.T) {
 	if b.evalBool(`document.querySelector("#f-peer-username").checkVisibility()`) {
 		t.Error("SASL fields shown for a peer chosen by instance name")
 	}
+	// Push: east's topics are offered to pick from; the preview says the
+	// target is new and shows the source's max.message.bytes.
+	b.waitFor("topic offered to pick from", fmt.Sprintf(`!!document.querySelector('datalist#topic-choices option[value=%s]')`, strconv.Quote(topic)), 15*time.Second)
+	pair := fmt.Sprintf(`[data-testid="preview-pair"][data-source=%s]`, strconv.Quote(topic))
+	if !b.evalBool(fmt.Sprintf(`document.querySelector(%s).dataset.newTarget === "true"`, strconv.Quote(pair))) ||
+		!strings.Contains(b.text(pair+` [data-testid="preview-note"]`), "max.message.bytes: source") {
+		t.Errorf("preview of %s: %q", topic, b.text(pair))
+	}
+	if n := b.evalInt(`document.querySelectorAll('[data-testid="constraints"] [data-testid="constraint"]').length`); n != 4 {
+		t.Errorf("%d constraints shown, want the seed's 4", n)
+	}
+	// Bidirectional shows the effective task count live; back to push,
+	// without the source header bidirectional turned on.
+	b.run("bidirectional task count",
+		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-bidirectional"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="tasks-effective"]`)))
+	if got := b.text(`[data-testid="tasks-effective"]`); got != "2 × 2 = 4 tasks" {
+		t.Errorf("effective tasks %q", got)
+	}
+	b.run("back to push",
+		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-push"]`)),
+		chromedp.Evaluate[chromedp.Void](`{ const h = document.querySelector('[data-source-header]'); if (h.checked) { h.click(); } }`),
+		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="tasks-effective"]`)))
+	b.waitFor("push preview again", `document.querySelectorAll('[data-testid="preview-flow"]').length === 1`, 15*time.Second)
 	b.screenshot("create-filled")
 
 	// Start check: every step of both clusters passes.
@@ -284,7 +308,8 @@ func walkChinese(b *browser, row string) {
 		chromedp.Click(chromedp.CSS(`[data-testid="create-task"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`html[lang="zh-TW"] [data-testid="task-form"]`)))
 	body = b.bodyText()
-	for _, w := range []string{"創建Smart Connect任務", "開始檢測", "立即創建", "同步方式", "拉取", "推送", "雙向", "重命名Topic", "添加來源header", "同步消費進度"} {
+	for _, w := range []string{"創建Smart Connect任務", "開始檢測", "立即創建", "同步方式", "拉取", "推送", "雙向", "重命名Topic", "添加來源header", "同步消費進度",
+		"約束與限制", "一個實例最多創建18個Smart Connect任務"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("create-task page in zh-TW lacks %q", w)
 		}
