@@ -1,10 +1,12 @@
 package replicator
 
 import (
+	"sync"
 	"time"
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/mm2"
 )
 
@@ -31,9 +33,15 @@ func shouldSync(s syncState, up, down int64, now time.Time, maxAge time.Duration
 }
 
 // syncWriter writes offset syncs in MM2's format to partition 0 of the
-// offset-syncs topic. Writes are fire-and-forget: a lost sync only makes a
-// later translation less precise (never ahead), so errors are reported, not
-// fatal.
+// offset-syncs topic, in order, retrying for minutes like the data producer.
+//
+// A sync where the upstream/downstream distance changes is load-bearing:
+// after a restart, translation reads the history back from this topic, and
+// a missing change would translate offsets past it with the old distance —
+// possibly ahead of the copy. So such a sync is tracked as pending on its
+// partition until the broker acknowledged it, and progress is never
+// committed past a pending sync (progress.commit): if it is lost, the
+// records from it on are copied again and synced again.
 type syncWriter struct {
 	topic string
 	prod  sarama.AsyncProducer
@@ -41,26 +49,62 @@ type syncWriter struct {
 	done  chan struct{}
 }
 
-func newSyncWriter(client sarama.Client, topic string, onErr func(error)) (*syncWriter, error) {
-	prod, err := sarama.NewAsyncProducerFromClient(client)
+// syncRef is what a sync's acknowledgement needs.
+type syncRef struct {
+	ps       *partState
+	upstream int64
+	tracked  bool
+}
+
+func newSyncWriter(s cluster.Settings, clientID, topic string, onErr func(error)) (*syncWriter, error) {
+	cfg, err := s.Config(clientID)
+	if err != nil {
+		return nil, err
+	}
+	p := &cfg.Producer
+	p.Partitioner = sarama.NewManualPartitioner
+	p.RequiredAcks = sarama.WaitForAll
+	p.Return.Successes = true
+	p.Return.Errors = true
+	cfg.Net.MaxOpenRequests = 1
+	p.Retry.Max = 600
+	p.Retry.BackoffFunc = retryBackoff
+	cfg.Metadata.Retry.Max = 600
+	cfg.Metadata.Retry.BackoffFunc = retryBackoff
+	prod, err := sarama.NewAsyncProducer(s.BootstrapServers, cfg)
 	if err != nil {
 		return nil, err
 	}
 	w := &syncWriter{topic: topic, prod: prod, onErr: onErr, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
-		defer close(w.done)
+		defer wg.Done()
+		for m := range prod.Successes() {
+			if ref := m.Metadata.(syncRef); ref.tracked {
+				ref.ps.syncDurable(ref.upstream)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
 		for e := range prod.Errors() {
+			// The sync stays pending: progress is held back before it, so
+			// the records after it are copied and synced again later.
 			w.onErr(e.Err)
 		}
 	}()
+	go func() { wg.Wait(); close(w.done) }()
 	return w, nil
 }
 
-func (w *syncWriter) emit(s mm2.OffsetSync) {
+// emit queues a sync; tracked marks a distance change (see syncWriter).
+func (w *syncWriter) emit(ps *partState, s mm2.OffsetSync, tracked bool) {
 	w.prod.Input() <- &sarama.ProducerMessage{
 		Topic: w.topic, Partition: 0,
-		Key:   sarama.ByteEncoder(s.Key()),
-		Value: sarama.ByteEncoder(s.Value()),
+		Key:      sarama.ByteEncoder(s.Key()),
+		Value:    sarama.ByteEncoder(s.Value()),
+		Metadata: syncRef{ps: ps, upstream: s.UpstreamOffset, tracked: tracked},
 	}
 }
 
@@ -68,4 +112,10 @@ func (w *syncWriter) emit(s mm2.OffsetSync) {
 func (w *syncWriter) close() {
 	w.prod.AsyncClose()
 	<-w.done
+}
+
+// retryBackoff grows from 100ms to 2s: with 600 retries, minutes of outage
+// are ridden out in order.
+func retryBackoff(retries, _ int) time.Duration {
+	return min(100*time.Millisecond<<min(retries, 5), 2*time.Second)
 }

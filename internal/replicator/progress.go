@@ -20,7 +20,7 @@ type progress struct {
 	client sarama.Client
 	admin  sarama.ClusterAdmin
 	group  string
-	last   map[*partState]int64 // what was last committed
+	last   map[*partState]storedProgress // what was last committed
 }
 
 func newProgress(client sarama.Client, group string) (*progress, error) {
@@ -28,7 +28,7 @@ func newProgress(client sarama.Client, group string) (*progress, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &progress{client: client, admin: admin, group: group, last: map[*partState]int64{}}, nil
+	return &progress{client: client, admin: admin, group: group, last: map[*partState]storedProgress{}}, nil
 }
 
 // storedProgress is a partition's committed position: the next source
@@ -80,12 +80,10 @@ func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error)
 func (p *progress) commit(states []*partState) error {
 	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)
 	var pending []*partState
-	commits := map[*partState]int64{}
+	commits := map[*partState]storedProgress{}
 	for _, ps := range states {
-		ps.mu.Lock()
-		next, down := ps.next.Load(), ps.progDown
-		ps.mu.Unlock()
-		if next < 0 || p.last[ps] == next {
+		next, down := ps.committable()
+		if last, ok := p.last[ps]; next < 0 || (ok && last == storedProgress{next, down}) {
 			continue
 		}
 		meta := ""
@@ -93,7 +91,7 @@ func (p *progress) commit(states []*partState) error {
 			meta = metadataPrefix + strconv.FormatInt(down, 10)
 		}
 		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, meta)
-		commits[ps] = next
+		commits[ps] = storedProgress{next, down}
 		pending = append(pending, ps)
 	}
 	if len(pending) == 0 {

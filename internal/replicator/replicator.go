@@ -142,8 +142,12 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	if _, err := EnsureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor); err != nil {
 		return err
 	}
-	syncs, err := newSyncWriter(syncClient, r.flow.OffsetSyncsTopic, func(err error) {
-		r.state.setError("write offset sync: " + err.Error())
+	// Progress waits for distance-change syncs to be written: wait for the
+	// (possibly just created) topic to have a leader, so the first syncs
+	// do not sit in backoff.
+	waitLeader(ctx, syncClient, r.flow.OffsetSyncsTopic, 10*time.Second)
+	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, func(err error) {
+		r.state.setError("write offset sync (progress is held back until it is written again): " + err.Error())
 	})
 	if err != nil {
 		return fmt.Errorf("offset syncs producer: %w", err)
@@ -268,6 +272,19 @@ func samePartitions(a, b []Partition) bool {
 	slices.Sort(ka)
 	slices.Sort(kb)
 	return slices.Equal(ka, kb)
+}
+
+// waitLeader polls until partition 0 of topic has a leader, or timeout.
+func waitLeader(ctx context.Context, client sarama.Client, topic string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if client.RefreshMetadata(topic) == nil {
+			if _, err := client.Leader(topic, 0); err == nil {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // EnsureInternalTopic creates one of kmirror's MM2-compatible internal topics

@@ -105,6 +105,9 @@ type partState struct {
 	reason string
 	sync   syncState           // last offset sync emitted; only the ack goroutine touches it
 	hist   *checkpoint.History // syncs where the upstream/downstream distance changed
+	// syncPending are distance-change syncs not yet acknowledged by the
+	// offset-syncs topic, oldest first: progress is not committed past them.
+	syncPending []checkpoint.SyncPoint
 }
 
 // fail stops the partition for good at a source offset.
@@ -115,6 +118,31 @@ func (p *partState) fail(offset int64, reason string) {
 		p.failed, p.reason = true, reason
 	}
 	p.mu.Unlock()
+}
+
+// syncDurable drops an acknowledged sync from the pending list.
+func (p *partState) syncDurable(upstream int64) {
+	p.mu.Lock()
+	for i, s := range p.syncPending {
+		if s.Upstream == upstream {
+			p.syncPending = append(p.syncPending[:i], p.syncPending[i+1:]...)
+			break
+		}
+	}
+	p.mu.Unlock()
+}
+
+// committable is the progress that may be stored: the next offset to copy
+// and the target position after it, held back before any sync still
+// pending.
+func (p *partState) committable() (next, down int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next, down = p.next.Load(), p.progDown
+	if len(p.syncPending) > 0 && p.syncPending[0].Upstream < next {
+		next, down = p.syncPending[0].Upstream, p.syncPending[0].Downstream
+	}
+	return next, down
 }
 
 // freeze keeps progress below a record that failed transiently, until the

@@ -79,11 +79,9 @@ func (w *worker) targetConfig(maxBytes int) (*sarama.Config, error) {
 	p.Idempotent = false
 	c.Net.MaxOpenRequests = 1
 	p.Retry.Max = 600
-	p.Retry.BackoffFunc = func(retries, _ int) time.Duration {
-		return min(100*time.Millisecond<<min(retries, 5), 2*time.Second)
-	}
+	p.Retry.BackoffFunc = retryBackoff
 	c.Metadata.Retry.Max = 600
-	c.Metadata.Retry.BackoffFunc = p.Retry.BackoffFunc
+	c.Metadata.Retry.BackoffFunc = retryBackoff
 	p.Return.Successes = true
 	p.Return.Errors = true
 	p.Compression = w.flow.Compression
@@ -156,7 +154,9 @@ func (w *worker) run(ctx context.Context) error {
 			continue // stays stopped until the task is restarted
 		}
 		ps.mu.Lock()
-		ps.stopAt, ps.inflight, ps.pendingSkip = math.MaxInt64, 0, 0
+		// Records from the start offset on are copied (and synced) again,
+		// so syncs still pending from before no longer hold progress back.
+		ps.stopAt, ps.inflight, ps.pendingSkip, ps.syncPending = math.MaxInt64, 0, 0, nil
 		ps.mu.Unlock()
 		prod, ok := producers[p.MaxBytes]
 		if !ok {
@@ -208,7 +208,21 @@ func (w *worker) run(ctx context.Context) error {
 			ps.hwm.Store(end)
 		}
 		pcs = append(pcs, pc)
+		// The target position that goes with the start: stored with the
+		// progress, or the target partition's end for a fresh start (where
+		// the first copied record lands when nothing else writes there).
+		down := int64(-1)
+		if st := stored[p]; st.offset == offset {
+			down = st.down
+		} else if dst, err := w.targetClient(); err == nil {
+			if end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest); err == nil {
+				down = end
+			}
+		}
+		ps.mu.Lock()
 		ps.next.Store(offset)
+		ps.progDown = down
+		ps.mu.Unlock()
 		states = append(states, ps)
 		runs = append(runs, started{ps: ps, pc: pc, out: prod})
 	}
@@ -422,11 +436,13 @@ func (w *worker) acknowledge(prod sarama.AsyncProducer) {
 			ps.next.Store(next)
 			ps.progDown = m.Offset + 1
 			if shouldSync(ps.sync, r.upstream, m.Offset, now, w.opts.SyncInterval) {
-				if !ps.sync.have || m.Offset-r.upstream != ps.sync.down-ps.sync.up {
+				changed := !ps.sync.have || m.Offset-r.upstream != ps.sync.down-ps.sync.up
+				if changed {
 					ps.hist.Add(checkpoint.SyncPoint{Upstream: r.upstream, Downstream: m.Offset})
+					ps.syncPending = append(ps.syncPending, checkpoint.SyncPoint{Upstream: r.upstream, Downstream: m.Offset})
 				}
 				ps.sync = syncState{have: true, up: r.upstream, down: m.Offset, at: now}
-				w.syncs.emit(mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: r.upstream, DownstreamOffset: m.Offset})
+				w.syncs.emit(ps, mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: r.upstream, DownstreamOffset: m.Offset}, changed)
 			}
 		}
 		ps.mu.Unlock()
