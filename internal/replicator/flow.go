@@ -13,7 +13,11 @@
 //   - progress (the next source offset) is committed only for records the
 //     target acknowledged, so a restart or crash never loses a record
 //     (at-least-once); duplicates after a crash are bounded by the records
-//     acknowledged since the last commit (one commit interval);
+//     acknowledged since the last commit (about one commit interval) and
+//     counted exactly at restart (the commit carries the target position);
+//   - progress is never committed past a distance-change offset sync the
+//     offset-syncs topic has not acknowledged, so translation after a
+//     restart is never ahead of the copy;
 //   - once a partition hit an error, later acknowledgements of that
 //     partition do not move its progress: nothing behind a failed record is
 //     ever skipped;
