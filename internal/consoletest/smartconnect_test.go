@@ -234,8 +234,11 @@ func TestSmartConnectWalk(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid="nav-dashboard"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="dashboard-filter"]`)),
 		setSelect(`#state`, "paused"),
-		chromedp.Click(chromedp.CSS(`[data-testid="filter-submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(drow+`[data-state="PAUSED"]`)))
+		chromedp.Click(chromedp.CSS(`[data-testid="filter-submit"]`)))
+	// The unfiltered page shows the paused row too: wait for the filtered
+	// page itself to have loaded before reading it (reading during the
+	// navigation fails with "Cannot find context").
+	b.waitFor("the filtered dashboard", `location.search.indexOf("state=paused")>=0 && document.readyState=="complete" && !!document.querySelector('`+drow+`[data-state="PAUSED"]')`, 30*time.Second)
 	if got := b.evalInt(`document.querySelectorAll('[data-testid="dashboard-row"]').length`); got != 1 {
 		t.Errorf("%d rows for state=paused, want 1", got)
 	}
