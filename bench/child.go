@@ -331,6 +331,7 @@ func kmirrorChild(ctx context.Context, args []string) error {
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	engine.TuneGC() // as kmirror itself runs
 	eng := engine.New(replicator.Options{}, log)
 	if err := spec.StartAll(eng); err != nil {
 		return err

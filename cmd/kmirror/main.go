@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/kmirror/kmirror/internal/engine"
 )
 
 const usage = `kmirror replicates data between Apache Kafka clusters.
@@ -36,6 +38,7 @@ Run 'kmirror <command> -h' for a command's flags.
 `
 
 func main() {
+	engine.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)

@@ -12,6 +12,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime/debug"
 	"sort"
 	"sync"
 
@@ -168,4 +170,18 @@ func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]repli
 		out = append(out, res...)
 	}
 	return out, nil
+}
+
+// GCPercent is the garbage-collection target kmirror runs with unless GOGC
+// is set. The copy loop allocates per record (sarama's messages); measured
+// with `make bench` (100 B records, two runs each), GOGC=400 against the
+// default 100 cut CPU per GB by 17–20 % and raised throughput as much, for
+// about 2.2x the resident memory (~260 MiB, still a sixth of MM2's).
+const GCPercent = 400
+
+// TuneGC sets GCPercent when the operator did not choose GOGC.
+func TuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(GCPercent)
+	}
 }
