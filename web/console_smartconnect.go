@@ -79,28 +79,11 @@ func (h *smartConnect) rows(c echo.Context) error {
 	return Render(c, http.StatusOK, views.TaskRows(CSRFToken(c), v))
 }
 
-// taskActions are what the list offers on a task.
-var taskActions = map[string]bool{"pause": true, "resume": true, "restart": true, "delete": true}
-
-// actionDone is the banner after an action.
-func actionDone(c echo.Context, action, name string) string {
-	switch action {
-	case "pause":
-		return tr(c, "action.done.pause", "Name", name)
-	case "resume":
-		return tr(c, "action.done.resume", "Name", name)
-	case "restart":
-		return tr(c, "action.done.restart", "Name", name)
-	default:
-		return tr(c, "action.done.delete", "Name", name)
-	}
-}
-
 // confirm asks before an action when the browser runs no JavaScript (with
 // it, htmx asks through hx-confirm and posts directly).
 func (h *smartConnect) confirm(c echo.Context) error {
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
-	if !taskActions[action] {
+	if _, offered := taskActionDone[action]; !offered {
 		return echo.ErrNotFound
 	}
 	if _, err := h.ownTask(c.Request().Context(), name, tname); err != nil {
@@ -113,25 +96,14 @@ func (h *smartConnect) confirm(c echo.Context) error {
 func (h *smartConnect) act(c echo.Context) error {
 	ctx := c.Request().Context()
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
-	if !taskActions[action] {
+	if _, offered := taskActionDone[action]; !offered {
 		return echo.ErrNotFound
 	}
 	if _, err := h.ownTask(ctx, name, tname); err != nil {
 		return err
 	}
-	by := CurrentUser(c)
-	var err error
-	switch action {
-	case "pause":
-		_, err = h.s.svc.PauseTask(ctx, tname, by)
-	case "resume":
-		_, err = h.s.svc.ResumeTask(ctx, tname, by)
-	case "restart":
-		_, err = h.s.svc.RestartTask(ctx, tname, by)
-	case "delete":
-		err = h.s.svc.DeleteTask(ctx, tname, by)
-	}
-	kind, msg := views.FlashSuccess, actionDone(c, action, tname)
+	done, _, err := h.s.runTaskAction(c, tname, action)
+	kind, msg := views.FlashSuccess, done
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal {

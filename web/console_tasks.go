@@ -97,31 +97,16 @@ func (s *Server) taskExport(c echo.Context) error {
 // user, then returns to the task page (the dashboard after a delete) with a
 // banner saying what happened.
 func (s *Server) taskAction(c echo.Context) error {
-	ctx, name, by := c.Request().Context(), c.Param("name"), CurrentUser(c)
-	var err error
-	var done string
-	switch c.Param("action") {
-	case views.ActionPause:
-		_, err = s.svc.PauseTask(ctx, name, by)
-		done = tr(c, "action.done.pause", "Name", name)
-	case views.ActionResume:
-		_, err = s.svc.ResumeTask(ctx, name, by)
-		done = tr(c, "action.done.resume", "Name", name)
-	case views.ActionRestart:
-		_, err = s.svc.RestartTask(ctx, name, by)
-		done = tr(c, "action.done.restart", "Name", name)
-	case views.ActionDelete:
-		if err = s.svc.DeleteTask(ctx, name, by); err == nil {
-			if s.history != nil {
-				s.history.Forget(name)
-			}
-			if err := s.AddFlash(c, views.FlashSuccess, tr(c, "action.done.delete", "Name", name)); err != nil {
-				return err
-			}
-			return Redirect(c, "/dashboard")
-		}
-	default:
+	name, action := c.Param("name"), c.Param("action")
+	done, ok, err := s.runTaskAction(c, name, action)
+	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	if err == nil && action == views.ActionDelete {
+		if err := s.AddFlash(c, views.FlashSuccess, done); err != nil {
+			return err
+		}
+		return Redirect(c, "/dashboard")
 	}
 	if err != nil {
 		e := service.AsError(err)
