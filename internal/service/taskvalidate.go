@@ -175,10 +175,9 @@ func validatePeer(p *Problems, t task.Task) {
 		}
 		// The same rules as a registered cluster, so a peer that works by
 		// address also works once registered.
-		for _, pr := range ValidateCluster(cluster.Settings{
-			Name: "peer", BootstrapServers: peer.Address, SecurityProtocol: peer.SecurityProtocol,
-			SASLMechanism: peer.SASLMechanism, Username: peer.Username, Password: peer.Password, CAPEM: peer.CAPEM,
-		}) {
+		asCluster := peer.Settings()
+		asCluster.Name = "peer" // a valid name: the alias has its own rules
+		for _, pr := range ValidateCluster(asCluster) {
 			field, ok := peerFields[pr.Field]
 			if !ok || (field == "peer.address" && len(peer.Address) == 0) {
 				continue

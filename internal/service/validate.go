@@ -25,13 +25,7 @@ const (
 // default protocol (PLAINTEXT). It never changes a password.
 func NormalizeCluster(s cluster.Settings) cluster.Settings {
 	s.Name = strings.TrimSpace(s.Name)
-	var servers []string
-	for _, b := range s.BootstrapServers {
-		if b = strings.TrimSpace(b); b != "" {
-			servers = append(servers, b)
-		}
-	}
-	s.BootstrapServers = servers
+	s.BootstrapServers = trimList(s.BootstrapServers)
 	s.SecurityProtocol = strings.TrimSpace(s.SecurityProtocol)
 	if s.SecurityProtocol == "" {
 		s.SecurityProtocol = cluster.Plaintext

@@ -131,15 +131,7 @@ func (t Task) Resolve(lookup func(name string) (cluster.Settings, bool)) (curren
 			return current, peer, fmt.Errorf("peer cluster %q is not registered: add it first", t.Peer.Cluster)
 		}
 	case PeerByAddress, "":
-		peer = cluster.Settings{
-			Name:             t.Peer.Alias,
-			BootstrapServers: t.Peer.Address,
-			SecurityProtocol: t.Peer.SecurityProtocol,
-			SASLMechanism:    t.Peer.SASLMechanism,
-			Username:         t.Peer.Username,
-			Password:         t.Peer.Password,
-			CAPEM:            t.Peer.CAPEM,
-		}
+		peer = t.Peer.Settings()
 		if peer.SecurityProtocol == "" {
 			peer.SecurityProtocol = cluster.Plaintext
 		}
@@ -147,4 +139,17 @@ func (t Task) Resolve(lookup func(name string) (cluster.Settings, bool)) (curren
 		return current, peer, fmt.Errorf("peer config type %q: use address or cluster", t.Peer.ConfigType)
 	}
 	return current, peer, nil
+}
+
+// Settings is how to reach a peer given by address, named by its alias.
+func (p Peer) Settings() cluster.Settings {
+	return cluster.Settings{
+		Name:             p.Alias,
+		BootstrapServers: p.Address,
+		SecurityProtocol: p.SecurityProtocol,
+		SASLMechanism:    p.SASLMechanism,
+		Username:         p.Username,
+		Password:         p.Password,
+		CAPEM:            p.CAPEM,
+	}
 }
