@@ -140,17 +140,6 @@ func New(d Deps) (*Server, error) {
 // Handler is the server's http.Handler, for tests and embedding.
 func (s *Server) Handler() http.Handler { return s.e }
 
-// Echo gives access to the router for routes that fit neither group.
-func (s *Server) Echo() *echo.Echo { return s.e }
-
-// Console is the group of signed-in, CSRF-protected console routes (prefix
-// "/"). Task pages go here.
-func (s *Server) Console() *echo.Group { return s.console }
-
-// API is the group of bearer-token routes under /api/v1. The task API goes
-// here; answer errors with WriteError.
-func (s *Server) API() *echo.Group { return s.api }
-
 // Serve answers on ln until ctx is done, then shuts down gracefully, letting
 // requests in flight finish for up to 10 seconds.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {

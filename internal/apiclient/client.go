@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -97,12 +96,6 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (json
 		return nil, &Error{Status: resp.StatusCode, Message: fmt.Sprintf("%s %s: %s", method, path, resp.Status)}
 	}
 	return raw, nil
-}
-
-// IsCode reports whether err is an API error with the given code.
-func IsCode(err error, code string) bool {
-	var e *Error
-	return errors.As(err, &e) && e.Code == code
 }
 
 // Path escapes a name for a URL path.

@@ -298,12 +298,6 @@ func (b *browser) waitFor(what, cond string, timeout time.Duration) {
 	}
 }
 
-func (b *browser) errors() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return append([]string(nil), b.jsErrs...)
-}
-
 // noNewErrors fails the test with the JavaScript exceptions and console
 // errors since the last call, naming the page they came from.
 func (b *browser) noNewErrors(where string) {

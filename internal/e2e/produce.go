@@ -60,13 +60,6 @@ func WithProgress(interval time.Duration, fn func(Progress)) ProduceOption {
 	})
 }
 
-// WithReplicationFactor sets the replication factor of the topic if Produce
-// creates it, overriding the default of -1 (the broker's
-// default.replication.factor).
-func WithReplicationFactor(rf int16) ProduceOption {
-	return produceOptionFunc(func(c *produceConfig) { c.replicationFactor = rf })
-}
-
 // Produce creates topic with the given partition count (or checks an
 // existing one has it) and writes n records of about size value bytes,
 // spread round-robin over the partitions, as fast as the cluster takes them.

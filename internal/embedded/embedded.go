@@ -18,8 +18,6 @@ package embedded
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -35,10 +33,8 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	brokers         int
-	maxMessageBytes int
-	minSession      time.Duration
-	logger          *slog.Logger
+	brokers    int
+	minSession time.Duration
 }
 
 func defaultConfig() config {
@@ -56,9 +52,6 @@ func (c config) validate() error {
 	if c.brokers < 1 || c.brokers > 16 {
 		errs = append(errs, fmt.Errorf("brokers = %d: use 1 to 16", c.brokers))
 	}
-	if c.maxMessageBytes < 0 {
-		errs = append(errs, fmt.Errorf("max message bytes = %d: use a positive size, or 0 for the default", c.maxMessageBytes))
-	}
 	return errors.Join(errs...)
 }
 
@@ -66,17 +59,6 @@ func (c config) validate() error {
 // one. More brokers let replication factors above 1 be created and spread
 // partition leaders, at the cost of one listener each.
 func Brokers(n int) Option { return optionFunc(func(c *config) { c.brokers = n }) }
-
-// MaxMessageBytes sets the brokers' message.max.bytes, overriding kfake's
-// default of 1048588: useful to test what happens to records larger than a
-// target accepts.
-func MaxMessageBytes(n int) Option {
-	return optionFunc(func(c *config) { c.maxMessageBytes = n })
-}
-
-// Logger sends kfake's warnings and errors to l, overriding the default of
-// discarding them.
-func Logger(l *slog.Logger) Option { return optionFunc(func(c *config) { c.logger = l }) }
 
 // Cluster is one running in-process Kafka cluster.
 type Cluster struct {
@@ -99,14 +81,6 @@ func Start(name string, opts ...Option) (*Cluster, error) {
 		kfake.ClusterID("kmirror-embedded-" + name),
 		kfake.GroupMinSessionTimeout(cfg.minSession),
 	}
-	if cfg.maxMessageBytes > 0 {
-		kopts = append(kopts, kfake.BrokerConfigs(map[string]string{
-			"message.max.bytes": strconv.Itoa(cfg.maxMessageBytes),
-		}))
-	}
-	if cfg.logger != nil {
-		kopts = append(kopts, kfake.WithLogger(slogAdapter{cfg.logger}))
-	}
 	fake, err := kfake.NewCluster(kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("start embedded cluster %q: %w (is the loopback interface up?)", name, err)
@@ -127,10 +101,6 @@ func (c *Cluster) Settings() cluster.Settings {
 	s.BootstrapServers = append([]string(nil), s.BootstrapServers...)
 	return s
 }
-
-// Kfake exposes the fake for fault injection in tests (ControlKey, ...).
-// Product code must not use it: it only exists for embedded clusters.
-func (c *Cluster) Kfake() *kfake.Cluster { return c.fake }
 
 // Close stops the cluster and drops its data. Clients still connected see
 // their connections closed. Safe to call more than once.
@@ -173,18 +143,5 @@ func (cs Clusters) Settings() []cluster.Settings {
 func (cs Clusters) Close() {
 	for _, c := range cs {
 		c.Close()
-	}
-}
-
-// slogAdapter forwards kfake's warnings and errors; its info and debug levels
-// log every request, which is noise for kmirror's users.
-type slogAdapter struct{ l *slog.Logger }
-
-func (a slogAdapter) Logf(level kfake.LogLevel, format string, args ...any) {
-	switch level {
-	case kfake.LogLevelError:
-		a.l.Error(fmt.Sprintf(format, args...), "component", "kfake")
-	case kfake.LogLevelWarn:
-		a.l.Warn(fmt.Sprintf(format, args...), "component", "kfake")
 	}
 }

@@ -103,9 +103,6 @@ func New(src Source, every, keep time.Duration) *Sampler {
 	return &Sampler{src: src, every: every, keep: keep, tasks: map[string]*taskHistory{}}
 }
 
-// Every is the sampling interval.
-func (s *Sampler) Every() time.Duration { return s.every }
-
 // Run samples until ctx is done.
 func (s *Sampler) Run(ctx context.Context) error {
 	t := time.NewTicker(s.every)

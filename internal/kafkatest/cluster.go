@@ -54,9 +54,6 @@ func HeapMB(mb int) Opt { return func(o *options) { o.heapMB = mb } }
 // and transactional ids, Bob nothing.
 func ACLs(on bool) Opt { return func(o *options) { o.acls = on } }
 
-// StartTimeout bounds how long Start waits for the broker to serve.
-func StartTimeout(d time.Duration) Opt { return func(o *options) { o.startTimeout = d } }
-
 // Dir keeps the cluster's files (config, data, logs) in dir instead of a new
 // temporary directory.
 func Dir(dir string) Opt { return func(o *options) { o.dir = dir } }
@@ -557,10 +554,6 @@ func allLed(client sarama.Client) error {
 
 // Remove deletes the cluster's directory. Call after Stop.
 func (c *Cluster) Remove() error { return os.RemoveAll(c.dir) }
-
-// KeepLogs copies the broker's logs and configuration to dst, for reading
-// after a failed test. Keys and data are not copied.
-func (c *Cluster) KeepLogs(dst string) error { return keepLogs(c.dir, dst) }
 
 func keepLogs(dir, dst string) error {
 	var errs []error
