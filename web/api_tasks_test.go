@@ -20,7 +20,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/metrics"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
@@ -62,16 +61,7 @@ type taskEnv struct {
 func newTaskEnv(t *testing.T) *taskEnv {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, db, box := openStore(t)
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runner := servicetest.NewRunner()

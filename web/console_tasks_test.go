@@ -15,10 +15,8 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/history"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
-	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -33,16 +31,7 @@ type consoleEnv struct {
 func newConsoleEnv(t *testing.T) *consoleEnv {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, db, box := openStore(t)
 	runner := servicetest.NewRunner()
 	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{
 		"127.0.0.1:9092": {Brokers: 1, Topics: []string{"orders", "payments"}},

@@ -34,11 +34,11 @@ type env struct {
 	client  *http.Client // with a cookie jar: one browser
 }
 
-func newEnv(t *testing.T) *env {
+// openStore opens a fresh data directory: the store and the secrets box.
+func openStore(t *testing.T) (string, *store.DB, *secrets.Box) {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
-	db, err := store.Open(ctx, dir)
+	db, err := store.Open(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,13 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dir, db, box
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	dir, db, box := openStore(t)
 	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box})
 	if err != nil {
 		t.Fatal(err)
