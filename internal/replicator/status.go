@@ -1,7 +1,6 @@
 package replicator
 
 import (
-	"math"
 	"sort"
 	"strconv"
 	"sync"
@@ -94,26 +93,21 @@ type partState struct {
 	lastUp, lastDown        atomic.Int64
 	lastTS                  atomic.Int64
 
-	mu          sync.Mutex
-	inflight    int
-	progDown    int64 // downstream position after the last record in progress (next's copy); -1 unknown
-	pendingSkip int64 // progress to mark once nothing is in flight (skipped records)
-	// stopAt is the lowest source offset that failed: progress never moves
-	// past it, whatever is acknowledged later. math.MaxInt64 when none.
-	stopAt int64
-	failed bool // a permanent failure: the partition stops until the task restarts
-	reason string
-	sync   syncState           // last offset sync emitted; only the ack goroutine touches it
-	hist   *checkpoint.History // syncs where the upstream/downstream distance changed
+	mu       sync.Mutex
+	progDown int64 // downstream position after the last record in progress (next's copy); -1 unknown
+	failed   bool  // a permanent failure: the partition stops until the task restarts
+	reason   string
+	sync     syncState           // last offset sync emitted; only the ack goroutine touches it
+	hist     *checkpoint.History // syncs where the upstream/downstream distance changed
 	// syncPending are distance-change syncs not yet acknowledged by the
 	// offset-syncs topic, oldest first: progress is not committed past them.
 	syncPending []checkpoint.SyncPoint
 }
 
-// fail stops the partition for good at a source offset.
-func (p *partState) fail(offset int64, reason string) {
+// fail marks the partition stopped for good (its copy stops at the failed
+// record, so progress stays before it).
+func (p *partState) fail(reason string) {
 	p.mu.Lock()
-	p.stopAt = min(p.stopAt, offset)
 	if !p.failed {
 		p.failed, p.reason = true, reason
 	}
@@ -143,14 +137,6 @@ func (p *partState) committable() (next, down int64) {
 		next, down = p.syncPending[0].Upstream, p.syncPending[0].Downstream
 	}
 	return next, down
-}
-
-// freeze keeps progress below a record that failed transiently, until the
-// worker restarts from committed progress.
-func (p *partState) freeze(offset int64) {
-	p.mu.Lock()
-	p.stopAt = min(p.stopAt, offset)
-	p.mu.Unlock()
 }
 
 func (p *partState) failure() (bool, string) {
@@ -201,7 +187,7 @@ func (s *flowState) partition(p Partition) *partState {
 	defer s.mu.Unlock()
 	ps, ok := s.parts[key]
 	if !ok {
-		ps = &partState{stopAt: math.MaxInt64, hist: checkpoint.NewHistory(0), progDown: -1}
+		ps = &partState{hist: checkpoint.NewHistory(0), progDown: -1}
 		ps.next.Store(-1)
 		ps.lastUp.Store(-1)
 		ps.lastDown.Store(-1)

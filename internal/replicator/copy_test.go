@@ -1,0 +1,155 @@
+package replicator
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/IBM/sarama/mocks"
+
+	"github.com/kmirror/kmirror/internal/checkpoint"
+	"github.com/kmirror/kmirror/internal/mm2"
+)
+
+func msgAt(off int64, ts time.Time, headers ...*sarama.RecordHeader) *sarama.ConsumerMessage {
+	return &sarama.ConsumerMessage{Offset: off, Timestamp: ts, Key: []byte("k"), Value: []byte("v"), Headers: headers}
+}
+
+func TestBatchRecordBatchOfARange(t *testing.T) {
+	t0 := time.UnixMilli(1_700_000_000_000)
+	var b batch
+	b.reset(10)
+	// Out-of-order timestamps: deltas may be negative, MaxTimestamp is the
+	// largest of the range, not the last.
+	for i, d := range []int{0, 5, -3, 9, 2} {
+		b.add(msgAt(int64(10+i), t0.Add(time.Duration(d)*time.Millisecond)), nil, 80)
+	}
+	for i := range b.recs {
+		b.ptrs = append(b.ptrs, &b.recs[i])
+	}
+	if b.next != 15 || b.size != 400 {
+		t.Fatalf("next %d size %d, want 15 and 400", b.next, b.size)
+	}
+	cases := []struct {
+		lo, hi  int
+		maxDiff time.Duration
+	}{
+		{0, 5, 9 * time.Millisecond},
+		{2, 3, -3 * time.Millisecond}, // a range of one record older than the first
+		{1, 3, 5 * time.Millisecond},
+		{3, 5, 9 * time.Millisecond},
+	}
+	for _, c := range cases {
+		rb := b.recordBatch(c.lo, c.hi, sarama.CompressionZSTD)
+		if len(rb.Records) != c.hi-c.lo || rb.LastOffsetDelta != int32(c.hi-c.lo-1) {
+			t.Fatalf("[%d,%d): %d records, last delta %d", c.lo, c.hi, len(rb.Records), rb.LastOffsetDelta)
+		}
+		for i, r := range rb.Records {
+			if r.OffsetDelta != int64(i) {
+				t.Fatalf("[%d,%d): record %d has offset delta %d", c.lo, c.hi, i, r.OffsetDelta)
+			}
+			if got := rb.FirstTimestamp.Add(r.TimestampDelta); !got.Equal(b.first.Add(b.recs[c.lo+i].TimestampDelta)) {
+				t.Fatalf("[%d,%d): record %d timestamp %v", c.lo, c.hi, i, got)
+			}
+		}
+		if got := rb.MaxTimestamp.Sub(t0); got != c.maxDiff {
+			t.Fatalf("[%d,%d): max timestamp t0%+v, want t0%+v", c.lo, c.hi, got, c.maxDiff)
+		}
+		if rb.ProducerID != -1 || rb.Codec != sarama.CompressionZSTD || rb.Version != 2 {
+			t.Fatalf("[%d,%d): producer id %d codec %v version %d", c.lo, c.hi, rb.ProducerID, rb.Codec, rb.Version)
+		}
+	}
+}
+
+func TestBatchReuseKeepsNoStaleHeaders(t *testing.T) {
+	src := &sarama.RecordHeader{Key: sourceHeaderKey, Value: []byte("A")}
+	h := &sarama.RecordHeader{Key: []byte("h"), Value: nil}
+	var b batch
+	b.reset(0)
+	b.add(msgAt(0, time.Now(), h, h), src, 1)
+	b.add(msgAt(1, time.Now(), h), src, 1)
+	b.reset(2)
+	b.add(msgAt(2, time.Time{}), nil, 1) // no headers, no timestamp
+	if len(b.recs) != 1 || len(b.recs[0].Headers) != 0 {
+		t.Fatalf("reused record has headers %v", b.recs[0].Headers)
+	}
+	if b.first.IsZero() {
+		t.Fatal("a record without timestamp must get the current time, as sarama's producer gives it")
+	}
+	if b.recs[0].Key == nil || b.recs[0].Value == nil || b.ups[0] != 2 {
+		t.Fatalf("record not filled: %+v, upstream %v", b.recs[0], b.ups)
+	}
+}
+
+// A batch acknowledged at one target offset: syncs go out at the partition's
+// first record and wherever the upstream/downstream distance changes inside
+// the batch (skipped or compacted source offsets), and only there.
+func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
+	cfg := sarama.NewConfig()
+	cfg.Producer.Return.Successes = true
+	prod := mocks.NewAsyncProducer(t, cfg)
+	ps := &partState{Partition: Partition{Source: "orders", Target: "A.orders", Partition: 3}, hist: checkpoint.NewHistory(0), progDown: -1}
+	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: &syncWriter{topic: "syncs", prod: prod}, log: slog.Default()}
+	c := &partitionCopy{w: w, ps: ps}
+
+	var b batch
+	b.reset(100)
+	for _, off := range []int64{100, 101, 105, 106, 107, 110} {
+		b.add(msgAt(off, time.UnixMilli(1000+off)), nil, 10)
+	}
+	for i := range b.recs {
+		b.ptrs = append(b.ptrs, &b.recs[i])
+	}
+	want := []mm2.OffsetSync{
+		{UpstreamOffset: 100, DownstreamOffset: 50},
+		{UpstreamOffset: 105, DownstreamOffset: 52},
+		{UpstreamOffset: 110, DownstreamOffset: 55},
+	}
+	for range want {
+		prod.ExpectInputAndSucceed()
+	}
+	c.acknowledge(&b, 0, 3, 50) // split in two ranges, as after a too-large answer
+	c.acknowledge(&b, 3, 6, 53)
+	for i, w := range want {
+		m := <-prod.Successes()
+		k, _ := m.Key.Encode()
+		v, _ := m.Value.Encode()
+		got, err := mm2.DecodeOffsetSync(k, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Topic != "orders" || got.Partition != 3 || got.UpstreamOffset != w.UpstreamOffset || got.DownstreamOffset != w.DownstreamOffset {
+			t.Fatalf("sync %d: %+v, want %+v", i, got, w)
+		}
+	}
+	if len(ps.syncPending) != 3 || ps.hist.Len() != 3 {
+		t.Fatalf("pending %v, history %d: every distance change is tracked until durable", ps.syncPending, ps.hist.Len())
+	}
+	if ps.next.Load() != 111 || ps.progDown != 56 || ps.lastUp.Load() != 110 || ps.lastDown.Load() != 55 || ps.lastTS.Load() != 1110 {
+		t.Fatalf("next %d progDown %d last %d->%d ts %d", ps.next.Load(), ps.progDown, ps.lastUp.Load(), ps.lastDown.Load(), ps.lastTS.Load())
+	}
+	if err := prod.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRetriableProduceErrors(t *testing.T) {
+	cases := []struct {
+		err  error
+		want bool
+	}{
+		{sarama.ErrNotLeaderForPartition, true},
+		{sarama.ErrNotEnoughReplicas, true},
+		{sarama.ErrRequestTimedOut, true},
+		{sarama.ErrOutOfBrokers, true},
+		{sarama.ErrTopicAuthorizationFailed, false},
+		{sarama.ErrInvalidRecord, false},
+		{sarama.ErrClosedClient, false},
+	}
+	for _, c := range cases {
+		if got := retriable(c.err); got != c.want {
+			t.Errorf("retriable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
