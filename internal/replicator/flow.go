@@ -18,9 +18,9 @@
 //   - progress is never committed past a distance-change offset sync the
 //     offset-syncs topic has not acknowledged, so translation after a
 //     restart is never ahead of the copy;
-//   - once a partition hit an error, later acknowledgements of that
-//     partition do not move its progress: nothing behind a failed record is
-//     ever skipped;
+//   - a partition has one produce request in flight at a time (copy.go), so
+//     a failed request stops its partition's progress there: nothing behind
+//     a failed record is ever skipped, nothing after it overtakes it;
 //   - a record the target cannot accept (too large) stops its partition with
 //     a reason naming the record and the limit; it is never skipped.
 package replicator
