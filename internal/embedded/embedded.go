@@ -102,6 +102,11 @@ func (c *Cluster) Settings() cluster.Settings {
 	return s
 }
 
+// Fault makes the cluster fail matching requests (kfake.Fault), for tests of
+// broker errors that real Kafka cannot be made to give on demand, such as a
+// produce written but answered with a timeout (the answer "lost").
+func (c *Cluster) Fault(faults ...kfake.Fault) *kfake.FaultHandle { return c.fake.Fault(faults...) }
+
 // Close stops the cluster and drops its data. Clients still connected see
 // their connections closed. Safe to call more than once.
 func (c *Cluster) Close() { c.fake.Close() }

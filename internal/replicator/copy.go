@@ -87,10 +87,8 @@ func (b *batch) recordBatch(lo, hi int, codec sarama.CompressionCodec) *sarama.R
 		FirstTimestamp:   b.first,
 		MaxTimestamp:     b.first.Add(maxDelta),
 		LastOffsetDelta:  int32(hi - lo - 1),
-		ProducerID:       -1,
-		ProducerEpoch:    -1,
-		FirstSequence:    -1,
 		Records:          b.ptrs[lo:hi],
+		// producer id and sequence: partitionCopy.stamp
 	}
 }
 
@@ -116,6 +114,13 @@ type partitionCopy struct {
 	ready  chan *batch          // consume -> send, unbuffered: a hand-off happens when send is free
 	free   chan *batch          // send -> consume, the acknowledged batch to refill
 	done   chan struct{}        // closed when send stops
+
+	// The idempotent producer id this partition writes under (see
+	// producerIdentity), and its next sequence number; send's alone.
+	pid   int64
+	epoch int16
+	gen   int
+	seq   int32
 }
 
 func newPartitionCopy(w *worker, ps *partState) *partitionCopy {
@@ -125,6 +130,7 @@ func newPartitionCopy(w *worker, ps *partState) *partitionCopy {
 	if w.flow.AddSourceHeader {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
+	c.pid, c.epoch, c.gen = w.ident.current()
 	c.free <- new(batch)
 	return c
 }
@@ -276,8 +282,10 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 	ps := c.ps
 	req := &sarama.ProduceRequest{RequiredAcks: sarama.WaitForAll, Timeout: int32(produceTimeout / time.Millisecond),
 		Version: produceVersion(c.w.dst.Config().Version)}
-	req.AddBatch(ps.Target, ps.Partition.Partition, b.recordBatch(lo, hi, c.w.flow.Compression))
-	base, err := c.produce(ctx, req)
+	rb := b.recordBatch(lo, hi, c.w.flow.Compression)
+	c.stamp(rb)
+	req.AddBatch(ps.Target, ps.Partition.Partition, rb)
+	base, err := c.produce(ctx, req, rb)
 	if errors.Is(err, sarama.ErrMessageSizeTooLarge) || errors.Is(err, sarama.ErrMessageSetSizeTooLarge) {
 		if hi-lo > 1 {
 			mid := (lo + hi) / 2
@@ -295,8 +303,17 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 	if err != nil {
 		return fmt.Errorf("produce to %s-%d failed at source offset %d: %w", ps.Target, ps.Partition.Partition, b.ups[lo], err)
 	}
+	c.seq = nextSequence(c.seq, hi-lo)
 	c.acknowledge(b, lo, hi, base)
 	return nil
+}
+
+// stamp puts the partition's producer id and sequence on a batch.
+func (c *partitionCopy) stamp(rb *sarama.RecordBatch) {
+	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
+	if c.pid >= 0 {
+		rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = c.pid, c.epoch, c.seq
+	}
 }
 
 // produceTimeout is the broker's time to gather acks=all for a request.
@@ -307,11 +324,12 @@ const produceTimeout = 10 * time.Second
 // reason in the flow's status.
 const produceRetryFor = 2 * time.Minute
 
-// produce sends req to the partition's leader, retrying in place — later
-// batches of the partition wait — until it is written, the error is not
-// retriable, the retry time is up, or ctx ends. A retried request whose
-// first answer was lost is written twice (at-least-once).
-func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest) (int64, error) {
+// produce sends req (holding rb) to the partition's leader, retrying in
+// place — later batches of the partition wait — until it is written, the
+// error is not retriable, the retry time is up, or ctx ends. A retry of a
+// request the broker wrote but whose answer was lost is dropped by the
+// broker (same producer id and sequence), so it is not written twice.
+func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest, rb *sarama.RecordBatch) (int64, error) {
 	ps, dst := c.ps, c.w.dst
 	topic, part := ps.Target, ps.Partition.Partition
 	var since time.Time
@@ -320,7 +338,28 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest)
 		if err == nil {
 			return base, nil
 		}
-		if !retriable(err) || ctx.Err() != nil {
+		renewed := false
+		if sequenceLost(err) && c.pid >= 0 && ctx.Err() == nil {
+			// The broker lost this partition's producer state: write the
+			// batch again under a fresh identity (a duplicate if the lost
+			// state held it).
+			warning, rerr := c.w.ident.renew(dst, c.gen)
+			if rerr != nil {
+				err = rerr
+			} else {
+				renewed = true
+				c.pid, c.epoch, c.gen = c.w.ident.current()
+				c.seq = 0
+				c.stamp(rb)
+				msg := fmt.Sprintf("produce to %s-%d: %v; writing again under a new producer id (records may be duplicated)", topic, part, err)
+				if warning != "" {
+					msg += "; " + warning
+				}
+				c.w.state.setError(msg)
+				c.w.log.Warn(msg)
+			}
+		}
+		if !(renewed || retriable(err)) || ctx.Err() != nil {
 			return -1, err
 		}
 		if since.IsZero() {

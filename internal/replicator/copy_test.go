@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"log/slog"
+	"math"
 	"testing"
 	"time"
 
@@ -56,9 +57,23 @@ func TestBatchRecordBatchOfARange(t *testing.T) {
 		if got := rb.MaxTimestamp.Sub(t0); got != c.maxDiff {
 			t.Fatalf("[%d,%d): max timestamp t0%+v, want t0%+v", c.lo, c.hi, got, c.maxDiff)
 		}
-		if rb.ProducerID != -1 || rb.Codec != sarama.CompressionZSTD || rb.Version != 2 {
-			t.Fatalf("[%d,%d): producer id %d codec %v version %d", c.lo, c.hi, rb.ProducerID, rb.Codec, rb.Version)
+		if rb.Codec != sarama.CompressionZSTD || rb.Version != 2 {
+			t.Fatalf("[%d,%d): codec %v version %d", c.lo, c.hi, rb.Codec, rb.Version)
 		}
+	}
+}
+
+func TestStampPutsProducerIDAndSequenceOnlyWhenIdempotent(t *testing.T) {
+	c := &partitionCopy{pid: 7, epoch: 2, seq: 40}
+	rb := &sarama.RecordBatch{}
+	c.stamp(rb)
+	if rb.ProducerID != 7 || rb.ProducerEpoch != 2 || rb.FirstSequence != 40 {
+		t.Fatalf("idempotent batch: %d/%d/%d", rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence)
+	}
+	c.pid = -1 // the target refused idempotence
+	c.stamp(rb)
+	if rb.ProducerID != -1 || rb.ProducerEpoch != -1 || rb.FirstSequence != -1 {
+		t.Fatalf("plain batch: %d/%d/%d", rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence)
 	}
 }
 
@@ -150,6 +165,24 @@ func TestRetriableProduceErrors(t *testing.T) {
 	for _, c := range cases {
 		if got := retriable(c.err); got != c.want {
 			t.Errorf("retriable(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+func TestNextSequenceWrapsAsTheBroker(t *testing.T) {
+	cases := []struct {
+		seq  int32
+		n    int
+		want int32
+	}{
+		{0, 5, 5},
+		{math.MaxInt32 - 2, 2, math.MaxInt32},
+		{math.MaxInt32 - 2, 3, 0},
+		{math.MaxInt32, 10, 9},
+	}
+	for _, c := range cases {
+		if got := nextSequence(c.seq, c.n); got != c.want {
+			t.Errorf("nextSequence(%d, %d) = %d, want %d", c.seq, c.n, got, c.want)
 		}
 	}
 }

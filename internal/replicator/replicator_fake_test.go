@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/embedded"
@@ -194,5 +197,57 @@ func waitFor(t *testing.T, check func() error) {
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A produce the target wrote but answered with REQUEST_TIMED_OUT — the
+// answer lost on its way back — is retried; the batch carries the worker's
+// idempotent producer id and the partition's sequence, so the broker drops
+// the retried copy and no record is written twice.
+func TestLostProduceAnswersWriteNothingTwice(t *testing.T) {
+	cs, err := embedded.StartAll([]string{"A", "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	a, b := cs[0].Settings(), cs[1].Settings()
+	createTopic(t, a, "orders", 2)
+	const perPartition = 300
+	var msgs []*sarama.ProducerMessage
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < perPartition; i++ {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: "orders", Partition: p, Key: sarama.StringEncoder(fmt.Sprintf("k%d-%d", p, i))})
+		}
+	}
+	produce(t, a, msgs...)
+	const lost = 4
+	faults := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Err: kerr.RequestTimedOut, Count: lost})
+
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
+	r := runFlow(t, f)
+	waitFor(t, func() error {
+		if st := r.Status(); st.Records != 2*perPartition || st.LagRecords != 0 {
+			return fmt.Errorf("status %s records=%d lag=%d", st.State, st.Records, st.LagRecords)
+		}
+		return nil
+	})
+	if n := faults.Hits(); n != lost {
+		t.Fatalf("%d produce answers were lost, want %d: the test did not exercise retries", n, lost)
+	}
+	dst, _ := admin(t, b)
+	for p := int32(0); p < 2; p++ {
+		for i, m := range readAll(t, b, "A.orders", p, perPartition) {
+			if string(m.Key) != fmt.Sprintf("k%d-%d", p, i) {
+				t.Fatalf("partition %d offset %d: key %q (order or loss)", p, i, m.Key)
+			}
+		}
+		end, err := dst.GetOffset("A.orders", p, sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end != perPartition {
+			t.Fatalf("partition %d holds %d records, want %d: retried batches were written twice", p, end, perPartition)
+		}
 	}
 }

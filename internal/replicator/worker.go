@@ -24,6 +24,7 @@ type worker struct {
 	log    *slog.Logger
 	header []byte        // source alias, for the kmirror.source header
 	dst    sarama.Client // target client: metadata, partition leaders, offset lookups
+	ident  *producerIdentity
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
@@ -90,6 +91,13 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	defer dst.Close()
 	w.dst = dst
+	w.ident = &producerIdentity{}
+	if warning, err := w.ident.renew(dst, 0); err != nil {
+		return err
+	} else if warning != "" {
+		w.state.setError(warning)
+		w.log.Warn(warning)
+	}
 	prog, err := newProgress(src, w.flow.Group())
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
