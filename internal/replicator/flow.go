@@ -15,6 +15,8 @@
 //     (at-least-once); duplicates after a crash are bounded by the records
 //     acknowledged since the last commit (about one commit interval) and
 //     counted exactly at restart (the commit carries the target position);
+//   - a retried produce request is not written twice: batches carry an
+//     idempotent producer id and per-partition sequence (idempotence.go);
 //   - progress is never committed past a distance-change offset sync the
 //     offset-syncs topic has not acknowledged, so translation after a
 //     restart is never ahead of the copy;
