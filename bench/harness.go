@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -231,6 +232,7 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 		if err := ctx.Err(); err != nil {
 			return results, err
 		}
+		h.settle()
 		var r result
 		if c.key == keyConsumerPerf {
 			r = h.consumerPerf(ctx, sc)
@@ -247,6 +249,15 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 		results = append(results, r)
 	}
 	return results, nil
+}
+
+// settle gives every copier the same start: the files of the last copier's
+// deleted topics gone (file.delete.delay.ms is 1 s in kafkatest) and every
+// dirty page written back, so no copier is timed while the disk writes back
+// data of an earlier one (or of the load).
+func (h *harness) settle() {
+	time.Sleep(2 * time.Second)
+	syscall.Sync()
 }
 
 // measure runs one copier on a scenario: throughput over the preloaded
