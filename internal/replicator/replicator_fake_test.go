@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -249,5 +250,147 @@ func TestLostProduceAnswersWriteNothingTwice(t *testing.T) {
 		if end != perPartition {
 			t.Fatalf("partition %d holds %d records, want %d: retried batches were written twice", p, end, perPartition)
 		}
+	}
+}
+
+// startFaultyPair starts source A (topic "orders", 2 partitions, perPartition
+// keyed records each) and target B, for the fault-injection tests below.
+func startFaultyPair(t *testing.T, perPartition int) (embedded.Clusters, cluster.Settings, cluster.Settings) {
+	t.Helper()
+	cs, err := embedded.StartAll([]string{"A", "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	a, b := cs[0].Settings(), cs[1].Settings()
+	createTopic(t, a, "orders", 2)
+	var msgs []*sarama.ProducerMessage
+	for p := int32(0); p < 2; p++ {
+		for i := 0; i < perPartition; i++ {
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: "orders", Partition: p, Key: sarama.StringEncoder(fmt.Sprintf("k%d-%d", p, i))})
+		}
+	}
+	produce(t, a, msgs...)
+	return cs, a, b
+}
+
+// checkExactCopy reads partition p of A.orders on b: exactly n records, the
+// source's keys in order, nothing twice.
+func checkExactCopy(t *testing.T, b cluster.Settings, p int32, n int) {
+	t.Helper()
+	for i, m := range readAll(t, b, "A.orders", p, n) {
+		if string(m.Key) != fmt.Sprintf("k%d-%d", p, i) {
+			t.Fatalf("partition %d offset %d: key %q (order or loss)", p, i, m.Key)
+		}
+	}
+	dst, _ := admin(t, b)
+	end, err := dst.GetOffset("A.orders", p, sarama.OffsetNewest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end != int64(n) {
+		t.Fatalf("partition %d holds %d records, want %d", p, end, n)
+	}
+}
+
+func faultyFlow(t *testing.T, a, b cluster.Settings) *Replicator {
+	t.Helper()
+	return runFlow(t, pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"}))
+}
+
+// The target refuses a batch as too large (our size estimate can be off for
+// records near the limit): the batch is split and every record still
+// arrives once, in order.
+func TestBatchRefusedAsTooLargeIsSplit(t *testing.T) {
+	const n = 300
+	cs, a, b := startFaultyPair(t, n)
+	faults := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{0},
+		Err: kerr.MessageTooLarge, Count: 3})
+	r := faultyFlow(t, a, b)
+	waitFor(t, func() error {
+		if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
+			return fmt.Errorf("status %s records=%d lag=%d reason=%q", st.State, st.Records, st.LagRecords, st.Reason)
+		}
+		return nil
+	})
+	if faults.Hits() != 3 {
+		t.Fatalf("%d batches refused, want 3: the split was not exercised", faults.Hits())
+	}
+	checkExactCopy(t, b, 0, n)
+	checkExactCopy(t, b, 1, n)
+}
+
+// A single record the target refuses as too large stops its partition with
+// the reason; the other partition goes on.
+func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
+	const n = 50
+	cs, a, b := startFaultyPair(t, n)
+	cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{1},
+		Err: kerr.MessageTooLarge, Count: -1})
+	r := faultyFlow(t, a, b)
+	waitFor(t, func() error {
+		st := r.Status()
+		var p0, p1 PartitionStatus
+		for _, p := range st.Partitions {
+			if p.Partition == 0 {
+				p0 = p
+			} else {
+				p1 = p
+			}
+		}
+		if st.State != StateFailed || !p1.Failed || !strings.Contains(p1.Reason, "offset 0 of orders-1") ||
+			!strings.Contains(p1.Reason, "raise max.message.bytes") || p0.Failed || p0.Records != n {
+			return fmt.Errorf("status %s reason %q; partition 0 %+v; partition 1 %+v", st.State, st.Reason, p0, p1)
+		}
+		if p1.NextOffset != 0 {
+			return fmt.Errorf("partition 1 progress moved to %d past the refused record", p1.NextOffset)
+		}
+		return nil
+	})
+	checkExactCopy(t, b, 0, n)
+}
+
+// Errors that do not clear by retrying (no rights) end the worker with the
+// reason in the status; it restarts from committed progress, and once the
+// cause is gone every record arrives once, in order. A partition whose
+// producer state the broker lost writes again under a fresh producer id.
+func TestProduceErrorsRestartOrRenewWithoutLoss(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    *kerr.Error
+		reason string
+	}{
+		{"not authorized", kerr.TopicAuthorizationFailed, "not authorized"},
+		{"producer state lost", kerr.UnknownProducerID, "new producer id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 200
+			cs, a, b := startFaultyPair(t, n)
+			faults := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{0},
+				Err: c.err, Count: 2})
+			r := faultyFlow(t, a, b)
+			waitFor(t, func() error {
+				if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
+					return fmt.Errorf("status %s records=%d lag=%d reason=%q", st.State, st.Records, st.LagRecords, st.Reason)
+				}
+				return nil
+			})
+			if faults.Hits() != 2 {
+				t.Fatalf("%d produce requests refused, want 2", faults.Hits())
+			}
+			st := r.Status()
+			if !strings.Contains(st.LastError, c.reason) {
+				t.Fatalf("last error %q does not say %q", st.LastError, c.reason)
+			}
+			// The worker's stop waited for its offset syncs, so its final
+			// commit covered partition 1: nothing was copied twice.
+			if st.Recopied != 0 {
+				t.Fatalf("%d records copied again after the restart", st.Recopied)
+			}
+			checkExactCopy(t, b, 0, n)
+			checkExactCopy(t, b, 1, n)
+		})
 	}
 }

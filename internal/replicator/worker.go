@@ -120,6 +120,7 @@ func (w *worker) run(ctx context.Context) error {
 		for _, pc := range pcs {
 			pc.AsyncClose()
 		}
+		awaitSyncs(states, syncFlushWait)
 		if err := prog.commit(states); err != nil {
 			w.state.setError(err.Error())
 			w.log.Warn("final progress commit failed; records since the last commit will be copied again", "error", err)
@@ -235,6 +236,30 @@ loop:
 		return err
 	}
 	return nil
+}
+
+// syncFlushWait bounds how long a stopping worker waits for its offset syncs.
+const syncFlushWait = 5 * time.Second
+
+// awaitSyncs waits, up to limit, until no distance-change sync of states is
+// on its way to the offset-syncs topic, so the final commit covers every
+// acknowledged record: progress is held back before a pending sync, and a
+// worker stopping (or failing) right after copying would otherwise copy
+// those records again after its restart.
+func awaitSyncs(states []*partState, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for {
+		pending := false
+		for _, ps := range states {
+			ps.mu.Lock()
+			pending = pending || len(ps.syncPending) > 0
+			ps.mu.Unlock()
+		}
+		if !pending || time.Now().After(deadline) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // reportRecopy counts and logs the records a restart copies again: progress
