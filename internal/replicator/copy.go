@@ -173,6 +173,10 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		cur.reset(handed)
 		return true
 	}
+	// An idle partition's end is looked at now and then: the lag shown
+	// follows it, and a tail of transaction markers is passed (tail.go).
+	idle := time.NewTicker(tailCheckInterval)
+	defer idle.Stop()
 	msgs := pc.Messages()
 	for {
 		// Take what the consumer already holds before handing off, so a
@@ -205,6 +209,17 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				cur = <-c.free
 				cur.reset(handed)
 				continue
+			case <-idle.C:
+				hwm := pc.HighWaterMarkOffset()
+				ps.hwm.Store(hwm)
+				// Only when everything handed off is acknowledged and
+				// nothing is being built, so no record can be in between.
+				if len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed {
+					if end, ok, err := settledTail(c.w.src, ps.Source, ps.Partition.Partition, handed); err == nil && ok {
+						cur.next = end
+					}
+				}
+				continue
 			case m, ok = <-msgs:
 			}
 		}
@@ -236,6 +251,9 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		cur.add(m, c.header, size)
 	}
 }
+
+// tailCheckInterval is how often an idle partition's end is looked at.
+const tailCheckInterval = 2 * time.Second
 
 // errPartitionStopped ends send after the partition failed for good.
 var errPartitionStopped = errors.New("partition stopped")

@@ -468,8 +468,9 @@ func TestAbortedTransactionsAreNotCopied(t *testing.T) {
 	batch("first", true)
 	batch("aborted", false)
 	batch("second", true)
+	batch("aborted-tail", false)
 
-	startTask(t, newTask("txn", task.DirectionPush, []string{topic}), src, dst)
+	reps := startTask(t, newTask("txn", task.DirectionPush, []string{topic}), src, dst)
 	got := readAll(t, dst, topic, 0, 20)
 	for i, m := range got {
 		want := fmt.Sprintf("first-%d", i)
@@ -486,4 +487,14 @@ func TestAbortedTransactionsAreNotCopied(t *testing.T) {
 	if n, err := e2e.Count(ctx, dst, topic); err != nil || n != 20 {
 		t.Fatalf("target holds %d records (%v), want the 20 committed ones", n, err)
 	}
+	// Four transactions of 10 records, each ending in a marker: 44 offsets.
+	// The flow's progress passes the last ones (an aborted transaction and
+	// markers, which the consumer never delivers), so no lag is left.
+	waitFor(t, func() error {
+		st := reps[0].Status()
+		if len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 44 || st.LagRecords != 0 {
+			return fmt.Errorf("progress %+v, lag %d; want next offset 44 and no lag", st.Partitions, st.LagRecords)
+		}
+		return nil
+	})
 }

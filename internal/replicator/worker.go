@@ -23,6 +23,7 @@ type worker struct {
 	syncs  *syncWriter
 	log    *slog.Logger
 	header []byte        // source alias, for the kmirror.source header
+	src    sarama.Client // source client: the consumer's, and tail checks (tail.go)
 	dst    sarama.Client // target client: metadata, partition leaders, offset lookups
 	ident  *producerIdentity
 }
@@ -81,6 +82,7 @@ func (w *worker) run(ctx context.Context) error {
 		return fmt.Errorf("connect to source %s: %w", w.flow.Source.Alias, err)
 	}
 	defer src.Close()
+	w.src = src
 	dstCfg, err := w.targetConfig()
 	if err != nil {
 		return err
