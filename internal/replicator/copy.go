@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -121,6 +124,7 @@ type partitionCopy struct {
 	epoch int16
 	gen   int
 	seq   int32
+	syncs []pendingSync // acknowledge's scratch
 }
 
 func newPartitionCopy(w *worker, ps *partState) *partitionCopy {
@@ -397,17 +401,32 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 	}
 }
 
+// produceOnce sends req to the partition's leader and waits for its answer.
+// AsyncProduce, not Produce: sarama's Produce holds the broker's lock for
+// the whole round trip, so partitions sharing a leader would take turns;
+// with AsyncProduce each partition's request is in flight at once on the
+// connection (up to Net.MaxOpenRequests).
 func produceOnce(dst sarama.Client, req *sarama.ProduceRequest, topic string, part int32) (int64, error) {
 	leader, err := dst.Leader(topic, part)
 	if err != nil {
 		return -1, err
 	}
-	resp, err := leader.Produce(req)
-	if err != nil {
-		_ = leader.Close() // reopened by the next Leader call
+	type answer struct {
+		resp *sarama.ProduceResponse
+		err  error
+	}
+	got := make(chan answer, 1)
+	// The callback runs on the broker's response reader: hand over only.
+	if err := leader.AsyncProduce(req, func(r *sarama.ProduceResponse, err error) { got <- answer{r, err} }); err != nil {
+		closeIfBroken(leader, err)
 		return -1, err
 	}
-	blk := resp.GetBlock(topic, part)
+	a := <-got // bounded by the client's read timeout
+	if a.err != nil {
+		closeIfBroken(leader, a.err)
+		return -1, a.err
+	}
+	blk := a.resp.GetBlock(topic, part)
 	if blk == nil {
 		return -1, sarama.ErrIncompleteResponse
 	}
@@ -417,13 +436,32 @@ func produceOnce(dst sarama.Client, req *sarama.ProduceRequest, topic string, pa
 	return blk.Offset, nil
 }
 
-// retriable says whether a produce error may clear up by itself: network
-// and leadership trouble, a broker short of replicas. Authorization,
-// invalid records and the like fail at once.
+// connBroken says whether err means the connection to a broker is gone
+// (as opposed to an answer from the broker, or a request we could not
+// encode).
+func connBroken(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, sarama.ErrNotConnected)
+}
+
+// closeIfBroken closes a broker whose connection broke under an async
+// request (sarama closes it itself only for synchronous ones); the next
+// Leader call opens it again.
+func closeIfBroken(b *sarama.Broker, err error) {
+	if connBroken(err) && !errors.Is(err, sarama.ErrNotConnected) {
+		_ = b.Close()
+	}
+}
+
+// retriable says whether a produce error may clear up by itself: a broken
+// connection, leadership trouble, a broker short of replicas. Authorization,
+// invalid records, requests that cannot be encoded and the like fail at once.
 func retriable(err error) bool {
 	var kerr sarama.KError
 	if !errors.As(err, &kerr) {
-		return !errors.Is(err, sarama.ErrClosedClient)
+		return connBroken(err) || errors.Is(err, sarama.ErrOutOfBrokers) || errors.Is(err, sarama.ErrIncompleteResponse)
 	}
 	switch kerr {
 	case sarama.ErrNotLeaderForPartition, sarama.ErrLeaderNotAvailable, sarama.ErrUnknownTopicOrPartition,
@@ -462,6 +500,7 @@ func produceVersion(v sarama.KafkaVersion) int16 {
 // SyncInterval (see shouldSync).
 func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 	ps, now := c.ps, time.Now()
+	c.syncs = c.syncs[:0]
 	ps.mu.Lock()
 	for i := lo; i < hi; i++ {
 		up, down := b.ups[i], base+int64(i-lo)
@@ -475,13 +514,25 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 			ps.syncPending = append(ps.syncPending, p)
 		}
 		ps.sync = syncState{have: true, up: up, down: down, at: now}
-		c.w.syncs.emit(ps, mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, changed)
+		c.syncs = append(c.syncs, pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, changed})
 	}
 	last := b.ups[hi-1]
 	ps.next.Store(last + 1)
 	ps.progDown = base + int64(hi-lo)
 	ps.mu.Unlock()
+	// Queued outside the lock: emit blocks while the sync producer is
+	// backed up, and its acknowledgements need the lock (syncDurable).
+	for _, s := range c.syncs {
+		c.w.syncs.emit(ps, s.sync, s.tracked)
+	}
 	ps.lastUp.Store(last)
 	ps.lastDown.Store(base + int64(hi-lo-1))
 	ps.lastTS.Store(b.first.Add(b.recs[hi-1].TimestampDelta).UnixMilli())
+}
+
+// pendingSync is an offset sync decided under the partition's lock, queued
+// after it.
+type pendingSync struct {
+	sync    mm2.OffsetSync
+	tracked bool
 }

@@ -1,8 +1,12 @@
 package replicator
 
 import (
+	"fmt"
+	"io"
 	"log/slog"
 	"math"
+	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -158,7 +162,12 @@ func TestRetriableProduceErrors(t *testing.T) {
 		{sarama.ErrNotEnoughReplicas, true},
 		{sarama.ErrRequestTimedOut, true},
 		{sarama.ErrOutOfBrokers, true},
+		{io.EOF, true},
+		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
+		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
 		{sarama.ErrTopicAuthorizationFailed, false},
+		{sarama.PacketEncodingError{Info: "bad"}, false},
+		{sarama.ErrUnsupportedVersion, false},
 		{sarama.ErrInvalidRecord, false},
 		{sarama.ErrClosedClient, false},
 	}

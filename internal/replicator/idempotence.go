@@ -66,9 +66,8 @@ func initProducerID(dst sarama.Client) (int64, int16, error) {
 	} else if v.IsAtLeast(sarama.V2_5_0_0) {
 		req.Version = 3
 	}
-	resp, err := b.InitProducerID(req)
+	resp, err := b.InitProducerID(req) // sarama closes a broken connection itself
 	if err != nil {
-		_ = b.Close()
 		return -1, -1, err
 	}
 	if !errors.Is(resp.Err, sarama.ErrNoError) {

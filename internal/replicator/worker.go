@@ -67,6 +67,11 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 	// One request in flight per partition, several partitions per leader
 	// connection.
 	c.Net.MaxOpenRequests = min(64, len(w.asg.Partitions)+1)
+	// Bounded waits, so a stop or a dead target is noticed within seconds:
+	// a read outlasts the broker's produce timeout (acks=all), no more.
+	c.Net.DialTimeout = 10 * time.Second
+	c.Net.ReadTimeout = produceTimeout + 10*time.Second
+	c.Metadata.Timeout = 15 * time.Second
 	return c, nil
 }
 
