@@ -181,6 +181,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	// follows it, and a tail of transaction markers is passed (tail.go).
 	idle := time.NewTicker(tailCheckInterval)
 	defer idle.Stop()
+	quiet := true // no record arrived since the last tick
 	msgs := pc.Messages()
 	for {
 		// Take what the consumer already holds before handing off, so a
@@ -216,9 +217,13 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			case <-idle.C:
 				hwm := pc.HighWaterMarkOffset()
 				ps.hwm.Store(hwm)
-				// Only when everything handed off is acknowledged and
-				// nothing is being built, so no record can be in between.
-				if len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed {
+				// Only after a whole quiet interval (the check's fetch
+				// shares the consumer's connection, so it must not delay
+				// records that flow), and when everything handed off is
+				// acknowledged and nothing is being built.
+				wasQuiet := quiet
+				quiet = true
+				if wasQuiet && len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed {
 					if end, ok, err := settledTail(c.w.src, ps.Source, ps.Partition.Partition, handed); err == nil && ok {
 						cur.next = end
 					}
@@ -230,6 +235,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		if !ok {
 			return fmt.Errorf("consumer of %s-%d stopped", ps.Source, ps.Partition.Partition)
 		}
+		quiet = false
 		ps.hwm.Store(pc.HighWaterMarkOffset())
 		if c.loopsBack(m) {
 			ps.skipped.Add(1)
