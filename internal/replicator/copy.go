@@ -164,18 +164,21 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	handed := cur.next // progress of the last batch handed off
 	// handOff gives cur to send, waiting until it is free; false when the
 	// copy stops instead.
-	handOff := func() bool {
-		select {
-		case c.ready <- cur:
-		case <-ctx.Done():
-			return false
-		case <-c.done:
-			return false
-		}
+	// handedOff takes the next batch after cur went to send.
+	handedOff := func() {
 		handed = cur.next
 		cur = <-c.free // send returned it before taking the new one
 		cur.reset(handed)
-		return true
+	}
+	handOff := func() bool {
+		select {
+		case c.ready <- cur:
+			handedOff()
+			return true
+		case <-ctx.Done():
+		case <-c.done:
+		}
+		return false
 	}
 	// An idle partition's end is looked at now and then: the lag shown
 	// follows it, and a tail of transaction markers is passed (tail.go).
@@ -210,9 +213,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				}
 				continue
 			case out <- cur:
-				handed = cur.next
-				cur = <-c.free
-				cur.reset(handed)
+				handedOff()
 				continue
 			case <-idle.C:
 				hwm := pc.HighWaterMarkOffset()
@@ -252,6 +253,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			reason := fmt.Sprintf("record at offset %d of %s-%d is %d bytes; target topic %s accepts at most %d (max.message.bytes): raise max.message.bytes on the target topic, then restart the task",
 				m.Offset, ps.Source, ps.Partition.Partition, size, ps.Target, ps.MaxBytes)
 			ps.fail(reason)
+			pc.AsyncClose() // stop fetching for a partition that copies no more (idempotent)
 			c.w.log.Error("partition stopped", "topic", ps.Source, "partition", ps.Partition.Partition, "reason", reason)
 			return nil
 		}
