@@ -201,58 +201,6 @@ func waitFor(t *testing.T, check func() error) {
 	}
 }
 
-// A produce the target wrote but answered with REQUEST_TIMED_OUT — the
-// answer lost on its way back — is retried; the batch carries the worker's
-// idempotent producer id and the partition's sequence, so the broker drops
-// the retried copy and no record is written twice.
-func TestLostProduceAnswersWriteNothingTwice(t *testing.T) {
-	cs, err := embedded.StartAll([]string{"A", "B"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cs.Close)
-	a, b := cs[0].Settings(), cs[1].Settings()
-	createTopic(t, a, "orders", 2)
-	const perPartition = 300
-	var msgs []*sarama.ProducerMessage
-	for p := int32(0); p < 2; p++ {
-		for i := 0; i < perPartition; i++ {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: "orders", Partition: p, Key: sarama.StringEncoder(fmt.Sprintf("k%d-%d", p, i))})
-		}
-	}
-	produce(t, a, msgs...)
-	const lost = 4
-	faults := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Err: kerr.RequestTimedOut, Count: lost})
-
-	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
-		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
-	r := runFlow(t, f)
-	waitFor(t, func() error {
-		if st := r.Status(); st.Records != 2*perPartition || st.LagRecords != 0 {
-			return fmt.Errorf("status %s records=%d lag=%d", st.State, st.Records, st.LagRecords)
-		}
-		return nil
-	})
-	if n := faults.Hits(); n != lost {
-		t.Fatalf("%d produce answers were lost, want %d: the test did not exercise retries", n, lost)
-	}
-	dst, _ := admin(t, b)
-	for p := int32(0); p < 2; p++ {
-		for i, m := range readAll(t, b, "A.orders", p, perPartition) {
-			if string(m.Key) != fmt.Sprintf("k%d-%d", p, i) {
-				t.Fatalf("partition %d offset %d: key %q (order or loss)", p, i, m.Key)
-			}
-		}
-		end, err := dst.GetOffset("A.orders", p, sarama.OffsetNewest)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if end != perPartition {
-			t.Fatalf("partition %d holds %d records, want %d: retried batches were written twice", p, end, perPartition)
-		}
-	}
-}
-
 // startFaultyPair starts source A (topic "orders", 2 partitions, perPartition
 // keyed records each) and target B, for the fault-injection tests below.
 func startFaultyPair(t *testing.T, perPartition int) (embedded.Clusters, cluster.Settings, cluster.Settings) {
@@ -299,28 +247,6 @@ func faultyFlow(t *testing.T, a, b cluster.Settings) *Replicator {
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"}))
 }
 
-// The target refuses a batch as too large (our size estimate can be off for
-// records near the limit): the batch is split and every record still
-// arrives once, in order.
-func TestBatchRefusedAsTooLargeIsSplit(t *testing.T) {
-	const n = 300
-	cs, a, b := startFaultyPair(t, n)
-	faults := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{0},
-		Err: kerr.MessageTooLarge, Count: 3})
-	r := faultyFlow(t, a, b)
-	waitFor(t, func() error {
-		if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
-			return fmt.Errorf("status %s records=%d lag=%d reason=%q", st.State, st.Records, st.LagRecords, st.Reason)
-		}
-		return nil
-	})
-	if faults.Hits() != 3 {
-		t.Fatalf("%d batches refused, want 3: the split was not exercised", faults.Hits())
-	}
-	checkExactCopy(t, b, 0, n)
-	checkExactCopy(t, b, 1, n)
-}
-
 // A single record the target refuses as too large stops its partition with
 // the reason; the other partition goes on.
 func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
@@ -351,25 +277,36 @@ func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
 	checkExactCopy(t, b, 0, n)
 }
 
-// Errors that do not clear by retrying (no rights) end the worker with the
-// reason in the status; it restarts from committed progress, and once the
-// cause is gone every record arrives once, in order. A partition whose
-// producer state the broker lost writes again under a fresh producer id.
-func TestProduceErrorsRestartOrRenewWithoutLoss(t *testing.T) {
+// Produce errors on partition 0 of the target, each answered the way the
+// copy path must: every record arrives once, in order, with the reason
+// shown where there is one.
+//   - an answer lost after the write (kfake writes, then answers
+//     REQUEST_TIMED_OUT): retried, and the broker drops the retried copy
+//     because the batch carries the producer id and sequence;
+//   - a batch refused as too large (our estimate can be off near the
+//     limit): split;
+//   - no rights: the worker ends with the reason and restarts from
+//     committed progress (its stop waited for the offset syncs, so the
+//     other partition is not copied again);
+//   - producer state lost on the broker: a fresh producer id.
+func TestSendPathFaultsLoseAndDuplicateNothing(t *testing.T) {
 	cases := []struct {
 		name   string
 		err    *kerr.Error
+		count  int
 		reason string
 	}{
-		{"not authorized", kerr.TopicAuthorizationFailed, "not authorized"},
-		{"producer state lost", kerr.UnknownProducerID, "new producer id"},
+		{"answer lost after the write", kerr.RequestTimedOut, 4, "retrying"},
+		{"batch refused as too large", kerr.MessageTooLarge, 3, ""},
+		{"not authorized", kerr.TopicAuthorizationFailed, 2, "not authorized"},
+		{"producer state lost", kerr.UnknownProducerID, 2, "new producer id"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			const n = 200
+			const n = 300
 			cs, a, b := startFaultyPair(t, n)
 			faults := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{0},
-				Err: c.err, Count: 2})
+				Err: c.err, Count: c.count})
 			r := faultyFlow(t, a, b)
 			waitFor(t, func() error {
 				if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
@@ -377,17 +314,15 @@ func TestProduceErrorsRestartOrRenewWithoutLoss(t *testing.T) {
 				}
 				return nil
 			})
-			if faults.Hits() != 2 {
-				t.Fatalf("%d produce requests refused, want 2", faults.Hits())
+			if faults.Hits() != c.count {
+				t.Fatalf("%d produce requests faulted, want %d: the case was not exercised", faults.Hits(), c.count)
 			}
 			st := r.Status()
 			if !strings.Contains(st.LastError, c.reason) {
 				t.Fatalf("last error %q does not say %q", st.LastError, c.reason)
 			}
-			// The worker's stop waited for its offset syncs, so its final
-			// commit covered partition 1: nothing was copied twice.
 			if st.Recopied != 0 {
-				t.Fatalf("%d records copied again after the restart", st.Recopied)
+				t.Fatalf("%d records copied again after a restart", st.Recopied)
 			}
 			checkExactCopy(t, b, 0, n)
 			checkExactCopy(t, b, 1, n)
