@@ -35,6 +35,7 @@ type batch struct {
 	recs  []sarama.Record  // reused across cycles (header slices too)
 	ptrs  []*sarama.Record // &recs[i], built at send time
 	ups   []int64          // source offset of each record
+	sizes []int32          // estimated bytes of each record
 	first time.Time        // timestamp the records' deltas are relative to
 	size  int              // estimated bytes, checked against the target's limit
 	// next is the source progress once the batch is acknowledged: after
@@ -43,7 +44,7 @@ type batch struct {
 }
 
 func (b *batch) reset(next int64) {
-	b.recs, b.ups, b.size, b.next = b.recs[:0], b.ups[:0], 0, next
+	b.recs, b.ups, b.sizes, b.size, b.next = b.recs[:0], b.ups[:0], b.sizes[:0], 0, next
 }
 
 // add appends a source record; extra is the kmirror.source header or nil.
@@ -71,6 +72,7 @@ func (b *batch) add(m *sarama.ConsumerMessage, extra *sarama.RecordHeader, size 
 	r.Attributes = 0
 	r.TimestampDelta = ts.Sub(b.first)
 	b.ups = append(b.ups, m.Offset)
+	b.sizes = append(b.sizes, int32(size))
 	b.size += size
 	b.next = m.Offset + 1
 }
@@ -295,8 +297,6 @@ func (c *partitionCopy) sendBatch(ctx context.Context, b *batch) error {
 		if err := c.sendRange(ctx, b, 0, n); err != nil {
 			return err
 		}
-		ps.records.Add(int64(n))
-		ps.bytes.Add(int64(b.size))
 	}
 	// Loop records skipped after the last copied one count as done.
 	ps.mu.Lock()
@@ -533,6 +533,12 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 	for _, s := range c.syncs {
 		c.w.syncs.emit(ps, s.sync, s.tracked)
 	}
+	var bytes int64
+	for _, n := range b.sizes[lo:hi] {
+		bytes += int64(n)
+	}
+	ps.records.Add(int64(hi - lo))
+	ps.bytes.Add(bytes)
 	ps.lastUp.Store(last)
 	ps.lastDown.Store(base + int64(hi-lo-1))
 	ps.lastTS.Store(b.first.Add(b.recs[hi-1].TimestampDelta).UnixMilli())

@@ -148,6 +148,9 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 	if ps.next.Load() != 111 || ps.progDown != 56 || ps.lastUp.Load() != 110 || ps.lastDown.Load() != 55 || ps.lastTS.Load() != 1110 {
 		t.Fatalf("next %d progDown %d last %d->%d ts %d", ps.next.Load(), ps.progDown, ps.lastUp.Load(), ps.lastDown.Load(), ps.lastTS.Load())
 	}
+	if ps.records.Load() != 6 || ps.bytes.Load() != 60 {
+		t.Fatalf("counted %d records, %d bytes; want 6 and 60 (each range counts its own)", ps.records.Load(), ps.bytes.Load())
+	}
 	if err := prod.Close(); err != nil {
 		t.Fatal(err)
 	}
