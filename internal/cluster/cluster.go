@@ -16,8 +16,16 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/rcrowley/go-metrics"
 	"github.com/xdg-go/scram"
 )
+
+func init() {
+	// sarama keeps go-metrics histograms and meters per request and per
+	// broker: about 4 % of the copy's CPU in the 100 B benchmark profile.
+	// kmirror exports its own Prometheus metrics and never reads them.
+	metrics.UseNilMetrics = true
+}
 
 // Security protocols a cluster listener may speak.
 const (
