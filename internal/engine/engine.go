@@ -174,12 +174,16 @@ func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]repli
 
 // GCPercent is the garbage-collection target kmirror runs with unless GOGC
 // is set. The copy loop's own records are reused (replicator/copy.go), but
-// sarama's consumer still allocates per record. Measured with `make bench`
-// on the batch copy path (two runs on the same machine, not side by side):
-// at 100 B records GOGC=400 against the default 100 raised throughput by
-// 30–45 % and cut CPU per GB by about 20 %, for about 2.4x the resident
-// memory (~130 -> ~320 MiB, still under a sixth of MM2's).
-const GCPercent = 400
+// sarama's consumer still allocates per record, so some headroom pays.
+// Measured on the batch copy path, runs one after another on the same
+// machine (`GOGC=N go run ./bench -only kmirror-typical,kmirror-defaults`):
+//   - 100 (the default) against 400: 25–35 % less throughput at 100 B,
+//     +20 % CPU per GB, 130 against ~330 MiB peak RSS;
+//   - 200 against 400: throughput within the runs' noise (-11 % to +6 %),
+//     CPU per GB +0–11 %, peak RSS 180–315 against 284–346 MiB.
+//
+// 200 keeps nearly all of the speed at well under a fifth of MM2's memory.
+const GCPercent = 200
 
 // TuneGC sets GCPercent when the operator did not choose GOGC.
 func TuneGC() {
