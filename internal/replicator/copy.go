@@ -164,14 +164,14 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	cur := new(batch)
 	cur.reset(ps.next.Load())
 	handed := cur.next // progress of the last batch handed off
-	// handOff gives cur to send, waiting until it is free; false when the
-	// copy stops instead.
 	// handedOff takes the next batch after cur went to send.
 	handedOff := func() {
 		handed = cur.next
 		cur = <-c.free // send returned it before taking the new one
 		cur.reset(handed)
 	}
+	// handOff gives cur to send, waiting until it is free; false when the
+	// copy stops instead.
 	handOff := func() bool {
 		select {
 		case c.ready <- cur:
