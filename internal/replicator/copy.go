@@ -49,11 +49,10 @@ func (b *batch) reset(next int64) {
 
 // add appends a source record; extra is the kmirror.source header or nil.
 func (b *batch) add(m *sarama.ConsumerMessage, extra *sarama.RecordHeader, size int) {
-	ts := m.Timestamp
+	ts := m.Timestamp // whole milliseconds, as Kafka stores them
 	if ts.IsZero() {
-		ts = time.Now() // as sarama's producer does for a record without one
+		ts = time.Now().Truncate(time.Millisecond) // as sarama's producer does for a record without one
 	}
-	ts = ts.Truncate(time.Millisecond)
 	n := len(b.recs)
 	if n == 0 {
 		b.first = ts
@@ -166,6 +165,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	handed := cur.next // progress of the last batch handed off
 	// handedOff takes the next batch after cur went to send.
 	handedOff := func() {
+		ps.hwm.Store(pc.HighWaterMarkOffset()) // the lag shown follows each hand-off
 		handed = cur.next
 		cur = <-c.free // send returned it before taking the new one
 		cur.reset(handed)
@@ -239,7 +239,6 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			return fmt.Errorf("consumer of %s-%d stopped", ps.Source, ps.Partition.Partition)
 		}
 		quiet = false
-		ps.hwm.Store(pc.HighWaterMarkOffset())
 		if c.loopsBack(m) {
 			ps.skipped.Add(1)
 			cur.next = m.Offset + 1
