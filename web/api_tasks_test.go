@@ -61,7 +61,7 @@ type taskEnv struct {
 func newTaskEnv(t *testing.T) *taskEnv {
 	t.Helper()
 	ctx := context.Background()
-	dir, db, box := openStore(t)
+	dir, db, box := servicetest.OpenStore(t, "")
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	runner := servicetest.NewRunner()

@@ -2,12 +2,13 @@ package web_test
 
 import (
 	"errors"
-	"github.com/PuerkitoBio/goquery"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
 )
 
 func dashboardTasks(p page) []string {

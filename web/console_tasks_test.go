@@ -31,7 +31,7 @@ type consoleEnv struct {
 func newConsoleEnv(t *testing.T) *consoleEnv {
 	t.Helper()
 	ctx := context.Background()
-	dir, db, box := openStore(t)
+	dir, db, box := servicetest.OpenStore(t, "")
 	runner := servicetest.NewRunner()
 	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{
 		"127.0.0.1:9092": {Brokers: 1, Topics: []string{"orders", "payments"}},

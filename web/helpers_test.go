@@ -15,9 +15,8 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/kmirror/kmirror/internal/account"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
-	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -34,26 +33,10 @@ type env struct {
 	client  *http.Client // with a cookie jar: one browser
 }
 
-// openStore opens a fresh data directory: the store and the secrets box.
-func openStore(t *testing.T) (string, *store.DB, *secrets.Box) {
-	t.Helper()
-	dir := t.TempDir()
-	db, err := store.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, db, box
-}
-
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx := context.Background()
-	dir, db, box := openStore(t)
+	dir, db, box := servicetest.OpenStore(t, "")
 	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box})
 	if err != nil {
 		t.Fatal(err)

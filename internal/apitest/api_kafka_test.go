@@ -22,8 +22,8 @@ import (
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/replicator"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/web"
 )
@@ -61,16 +61,7 @@ type server struct {
 func newServer(t *testing.T) *server {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, db, box := servicetest.OpenStore(t, "")
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	eng := engine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)

@@ -23,9 +23,8 @@ import (
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/replicator"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
-	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -39,16 +38,7 @@ const adminPassword = "browser-admin-password"
 func startConsole(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, db, box := servicetest.OpenStore(t, "")
 	tl := &testLog{t: t}
 	// Registered first so it runs last: goroutines still logging after the
 	// test must not call t.Log.

@@ -12,6 +12,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
 )
 
@@ -83,16 +84,7 @@ func FuzzValidateCluster(f *testing.F) {
 
 func newService(t *testing.T) (*service.Service, string) {
 	t.Helper()
-	dir := t.TempDir()
-	db, err := store.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, db, box := servicetest.OpenStore(t, "")
 	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box})
 	if err != nil {
 		t.Fatal(err)

@@ -8,10 +8,8 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
-	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -20,16 +18,7 @@ import (
 func dryRunService(t *testing.T, east, west servicetest.FakeCluster) *service.Service {
 	t.Helper()
 	ctx := context.Background()
-	dir := t.TempDir()
-	db, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db, box := servicetest.OpenStore(t, "")
 	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": east, "127.0.0.1:9192": west}}
 	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: servicetest.NewRunner(), Kafka: kafka})
 	if err != nil {

@@ -5,24 +5,14 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
-	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
 func taskService(t *testing.T, dir string, runner *servicetest.Runner) *service.Service {
 	t.Helper()
-	db, err := store.Open(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	box, err := secrets.Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db, box := servicetest.OpenStore(t, dir)
 	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{
 		"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}, "10.1.1.1:9092": {Brokers: 1},
 	}}
