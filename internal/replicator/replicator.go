@@ -180,6 +180,18 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	defer ws.stop()
 	tick := time.NewTicker(r.opts.RefreshInterval)
 	defer tick.Stop()
+	// nextRound waits for the next planning round; stop is true when the
+	// flow ends, with a worker's error or nil for a stop.
+	nextRound := func() (stop bool, err error) {
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case err := <-errs:
+			return true, err
+		case <-tick.C:
+			return false, nil
+		}
+	}
 	for {
 		p, err := pl.run()
 		if err != nil && current == nil {
@@ -192,12 +204,8 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			// would fail records mid-retry while later ones still land.
 			r.log.Warn("topic sync failed; copying goes on, will retry", "error", err)
 			r.state.setError(err.Error())
-			select {
-			case <-ctx.Done():
-				return nil
-			case err := <-errs:
+			if stop, err := nextRound(); stop {
 				return err
-			case <-tick.C:
 			}
 			continue
 		}
@@ -234,12 +242,8 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			}
 		}
 		r.state.set(StateRunning, "")
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-errs:
+		if stop, err := nextRound(); stop {
 			return err
-		case <-tick.C:
 		}
 	}
 }
