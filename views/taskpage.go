@@ -207,8 +207,8 @@ func tpMappings(ms []task.Mapping) string {
 	return strings.Join(parts, ", ")
 }
 
-func tpSide(ctx context.Context, side string) string {
-	if side == "peer" {
+func tpSide(ctx context.Context, side task.Side) string {
+	if side == task.SidePeer {
 		return i18n.T(ctx, "task.section.peer")
 	}
 	return i18n.T(ctx, "task.section.current")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/mm2"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // loadHistory reads the offset-syncs topic from its start, so translation
@@ -21,49 +22,22 @@ import (
 // what it saw since its own start). Syncs of topics this flow does not
 // replicate are ignored.
 func (r *Replicator) loadHistory(client sarama.Client) error {
-	consumer, err := sarama.NewConsumerFromClient(client)
-	if err != nil {
-		return err
-	}
-	defer consumer.Close()
 	topic := r.flow.OffsetSyncsTopic
-	oldest, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
-	}
-	end, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
-	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
-	}
-	if end <= oldest {
-		return nil
-	}
-	pc, err := consumer.ConsumePartition(topic, 0, oldest)
-	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
-	}
-	defer pc.Close()
 	n := 0
-	for {
-		select {
-		case m := <-pc.Messages():
-			if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
-				ps := r.state.partition(Partition{Source: s.Topic, Partition: s.Partition, Target: r.flow.Policy.TargetTopic(s.Topic)})
-				ps.mu.Lock()
-				ps.hist.Add(checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
-				ps.mu.Unlock()
-				n++
-			}
-			if m.Offset+1 >= end {
-				r.log.Info("offset sync history loaded", "topic", topic, "syncs", n)
-				return nil
-			}
-		case err := <-pc.Errors():
-			return fmt.Errorf("read offset syncs %s: %w", topic, err)
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("read offset syncs %s: no record for 30s before offset %d", topic, end)
+	err := readTopic(client, topic, func(m *sarama.ConsumerMessage) {
+		if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
+			ps := r.state.partition(Partition{Source: s.Topic, Partition: s.Partition, Target: r.flow.Policy.TargetTopic(s.Topic)})
+			ps.mu.Lock()
+			ps.hist.Add(checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
+			ps.mu.Unlock()
+			n++
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("read offset syncs %s: %w", topic, err)
 	}
+	r.log.Info("offset sync history loaded", "topic", topic, "syncs", n)
+	return nil
 }
 
 // checkpointer translates the source's consumer-group offsets and keeps the
@@ -217,7 +191,7 @@ func (c *checkpointer) sourceGroups(only string) ([]string, error) {
 	}
 	var out []string
 	for g := range all {
-		if !strings.HasPrefix(g, GroupPrefix) {
+		if !strings.HasPrefix(g, task.GroupPrefix) {
 			out = append(out, g)
 		}
 	}

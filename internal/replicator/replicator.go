@@ -134,12 +134,15 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", r.flow.Target.Alias, err)
 	}
 	defer dstAdmin.Close()
+	if _, err := ensureInternalTopic(dst, dstAdmin, r.flow.ProgressTopic, r.flow.ReplicationFactor, progressTopicConfig); err != nil {
+		return err
+	}
 	syncClient, syncAdmin, err := adminClient(r.flow.OffsetSyncs, id+"-offset-syncs")
 	if err != nil {
 		return fmt.Errorf("offset syncs cluster: %w", err)
 	}
 	defer syncAdmin.Close()
-	if _, err := EnsureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor); err != nil {
+	if _, err := ensureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor, nil); err != nil {
 		return err
 	}
 	// Progress waits for distance-change syncs to be written: wait for the
@@ -161,7 +164,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		r.historyLoaded = true
 	}
 	if r.flow.SyncGroupOffsets {
-		if _, err := EnsureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor); err != nil {
+		if _, err := ensureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor, nil); err != nil {
 			return err
 		}
 		cp := r.newCheckpointer(srcAdmin, dst, dstAdmin)
@@ -230,9 +233,11 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			}
 			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
 		}
-		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic,
+		r.checkInternal(dst, dstAdmin, r.flow.ProgressTopic, progressTopicConfig,
+			"until the next progress write, the flow's progress is kept only in its consumer group on the source, which Kafka expires after offsets.retention.minutes")
+		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, nil,
 			"offset syncs written before are lost: after a restart of kmirror, group offsets older than now cannot be translated (this process still has them in memory)")
-		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic,
+		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic, nil,
 			"checkpoints are written again at the next consumer offset sync") {
 			r.mu.Lock()
 			cp := r.ckpt
@@ -291,19 +296,27 @@ func waitLeader(ctx context.Context, client sarama.Client, topic string, timeout
 	}
 }
 
-// EnsureInternalTopic creates one of kmirror's MM2-compatible internal topics
-// (1 partition, compacted) when missing, and says whether it did. The
+// progressTopicConfig rolls the progress topic's segments hourly: only
+// closed segments are compacted, and a worker reads the whole topic at
+// start, so the uncompacted part stays about an hour of writes.
+var progressTopicConfig = map[string]string{"segment.ms": "3600000"}
+
+// ensureInternalTopic creates one of kmirror's internal topics (1 partition,
+// compacted, plus extra configs) when missing, and says whether it did. The
 // replication factor is capped at the cluster's broker count.
-func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16) (created bool, err error) {
+func ensureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16, extra map[string]string) (created bool, err error) {
 	if rf < 1 {
 		rf = 1
 	}
 	if n := int16(len(client.Brokers())); n > 0 && rf > n {
 		rf = n
 	}
-	compact := "compact"
+	configs := map[string]*string{"cleanup.policy": ptr("compact")}
+	for k, v := range extra {
+		configs[k] = ptr(v)
+	}
 	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+		ConfigEntries: configs}, false)
 	switch {
 	case err == nil:
 		return true, nil
@@ -316,8 +329,8 @@ func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic 
 // checkInternal recreates an internal topic deleted while the flow runs
 // and says so in the status: replication goes on, but syncs or checkpoints
 // written before are gone.
-func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic, lost string) (created bool) {
-	created, err := EnsureInternalTopic(client, admin, topic, r.flow.ReplicationFactor)
+func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic string, extra map[string]string, lost string) (created bool) {
+	created, err := ensureInternalTopic(client, admin, topic, r.flow.ReplicationFactor, extra)
 	switch {
 	case err != nil:
 		msg := fmt.Sprintf("internal topic %s is missing and could not be recreated: %v — %s", topic, err, lost)
@@ -330,3 +343,5 @@ func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdm
 	}
 	return created
 }
+
+func ptr(s string) *string { return &s }

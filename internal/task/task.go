@@ -111,13 +111,6 @@ func (t Task) WithDefaults() Task {
 	return t
 }
 
-// OffsetSyncsTopic is the MM2 offset-syncs topic on the current cluster.
-func (t Task) OffsetSyncsTopic() string { return "mm2-offset-syncs." + t.Peer.Alias + ".internal" }
-
-// CheckpointsTopic is the MM2 checkpoints topic for records replicated from
-// the cluster with the given alias; it lives on the other cluster.
-func CheckpointsTopic(sourceAlias string) string { return sourceAlias + ".checkpoints.internal" }
-
 // Resolve finds the clusters a task connects: the current cluster by name,
 // the peer by name or from the task's own address and credentials.
 func (t Task) Resolve(lookup func(name string) (cluster.Settings, bool)) (current, peer cluster.Settings, err error) {

@@ -52,7 +52,7 @@ func TestDefaultsAndTopicNames(t *testing.T) {
 		got.Rules.Compression != "none" || got.Rules.ReplicationFactor != 1 {
 		t.Fatalf("defaults %+v", got.Rules)
 	}
-	if got.OffsetSyncsTopic() != "mm2-offset-syncs.B.internal" || CheckpointsTopic("A") != "A.checkpoints.internal" {
+	if OffsetSyncsTopic(got.Peer.Alias) != "mm2-offset-syncs.B.internal" || CheckpointsTopic("A") != "A.checkpoints.internal" {
 		t.Fatal("internal topic names are MM2's")
 	}
 }
