@@ -52,6 +52,7 @@ type checkpointer struct {
 	log      *slog.Logger
 	mu       sync.Mutex                // one sync at a time: the interval and on-demand failovers
 	emitted  map[string]mm2.Checkpoint // last checkpoint written per group/topic/partition
+	loaded   bool                      // emitted holds what the topic had at start
 	producer sarama.SyncProducer
 }
 
@@ -60,7 +61,36 @@ type checkpointer struct {
 func (c *checkpointer) forget() {
 	c.mu.Lock()
 	c.emitted = map[string]mm2.Checkpoint{}
+	c.loaded = true // nothing to read back: the topic is new
 	c.mu.Unlock()
+}
+
+// loadEmitted reads the checkpoints topic once, so a restarted flow knows
+// the checkpoints written before it and never writes one behind them (as
+// MM2's CheckpointStore).
+func (c *checkpointer) loadEmitted() error {
+	if c.loaded {
+		return nil
+	}
+	err := readTopic(c.dst, c.flow.CheckpointsTopic, func(m *sarama.ConsumerMessage) {
+		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil {
+			c.emitted[string(cp.Key())] = cp
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read checkpoints %s on the target: %w", c.flow.CheckpointsTopic, err)
+	}
+	c.loaded = true
+	return nil
+}
+
+// newerCheckpoint says whether cp replaces last for the same group and
+// partition, MM2 4.x's rule: after a rewind of the source group (its
+// upstream offset went back), or when the downstream offset moved forward.
+// Otherwise the checkpoint would move the target group backwards — a less
+// exact translation after a restart, say — and last stands.
+func newerCheckpoint(last, cp mm2.Checkpoint) bool {
+	return cp.UpstreamOffset < last.UpstreamOffset || cp.DownstreamOffset > last.DownstreamOffset
 }
 
 func (c *checkpointer) close() {
@@ -103,6 +133,10 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 		c.state.ckpt = st
 		c.state.mu.Unlock()
 	}()
+	if err := c.loadEmitted(); err != nil {
+		st.LastError = err.Error()
+		return nil, err
+	}
 	groups, err := c.sourceGroups(only)
 	if err != nil {
 		st.LastError = err.Error()
@@ -118,6 +152,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 	}
 	var results []GroupResult
 	var records []*sarama.ProducerMessage
+	before := map[string]mm2.Checkpoint{} // what emitted held for the records written now
 	for _, g := range groups {
 		resp, err := c.srcAdmin.ListConsumerGroupOffsets(g, request)
 		if err != nil {
@@ -138,17 +173,22 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 			}
 			cp := mm2.Checkpoint{Group: g, Topic: ps.Target, Partition: ps.Partition.Partition,
 				UpstreamOffset: b.Offset, DownstreamOffset: down, Metadata: b.Metadata}
+			key := string(cp.Key())
+			if last, ok := c.emitted[key]; ok && !newerCheckpoint(last, cp) {
+				cp = last // never backwards: the last checkpoint stands
+			} else {
+				records = append(records, &sarama.ProducerMessage{Topic: c.flow.CheckpointsTopic, Partition: 0,
+					Key: sarama.ByteEncoder(cp.Key()), Value: sarama.ByteEncoder(cp.Value())})
+				if _, seen := before[key]; !seen {
+					before[key] = c.emitted[key] // zero when none: dropped again on failure
+				}
+				c.emitted[key] = cp
+			}
 			res.Checkpoints = append(res.Checkpoints, cp)
 			if res.offsets[ps.Target] == nil {
 				res.offsets[ps.Target] = map[int32]int64{}
 			}
-			res.offsets[ps.Target][ps.Partition.Partition] = down
-			key := string(cp.Key())
-			if c.emitted[key] != cp { // only newer checkpoints are written, as MM2 does
-				records = append(records, &sarama.ProducerMessage{Topic: c.flow.CheckpointsTopic, Partition: 0,
-					Key: sarama.ByteEncoder(cp.Key()), Value: sarama.ByteEncoder(cp.Value())})
-				c.emitted[key] = cp
-			}
+			res.offsets[ps.Target][ps.Partition.Partition] = cp.DownstreamOffset
 		}
 		if len(res.Checkpoints) > 0 {
 			results = append(results, res)
@@ -160,8 +200,12 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 	}
 	if len(records) > 0 {
 		if err := c.write(records); err != nil {
-			for _, m := range records { // write again next time
-				delete(c.emitted, string(m.Key.(sarama.ByteEncoder)))
+			for key, last := range before { // write again next time
+				if last == (mm2.Checkpoint{}) {
+					delete(c.emitted, key)
+				} else {
+					c.emitted[key] = last
+				}
 			}
 			st.LastError = err.Error()
 			return results, err
