@@ -122,6 +122,15 @@ type node struct {
 
 	proc    *process // the running JVM, nil while the node is down
 	stopErr error    // why the last stop was not clean; Stop returns it again
+	killed  bool     // the last stop was a SIGKILL (for logs and errors)
+}
+
+// howDown says how a stopped node went down, for restart logs and errors.
+func (n *node) howDown() string {
+	if n.killed {
+		return "after it was killed"
+	}
+	return "after a clean stop"
 }
 
 func (n *node) isBroker() bool { return n.ports[cluster.Plaintext] != 0 }
@@ -780,10 +789,10 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	c.closeAdmin()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	how := "after it was killed"
+	how := "after a clean stop"
 	for _, n := range c.nodes() {
-		if n.proc != nil {
-			how = "after a clean stop"
+		if n.proc == nil && n.killed {
+			how = n.howDown()
 		}
 	}
 	if err := c.stopAll(); err != nil {
@@ -838,7 +847,7 @@ func (c *Cluster) RestartBroker(ctx context.Context, id int32) error {
 	c.closeAdmin()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	how := "after it was killed"
+	how := n.howDown()
 	if n.proc != nil {
 		how = "after a clean stop"
 		if err := c.stopNode(n, syscall.SIGTERM); err != nil {
@@ -877,6 +886,7 @@ func (c *Cluster) terminate(n *node, sig syscall.Signal) error {
 		return nil
 	}
 	n.proc = nil
+	n.killed = sig == syscall.SIGKILL
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, sig)
 	select {
@@ -885,6 +895,7 @@ func (c *Cluster) terminate(n *node, sig syscall.Signal) error {
 	case <-time.After(30 * time.Second):
 	}
 	slog.Warn("kafka node ignored a signal for 30s; killing it", "cluster", c.name, "node", n.label, "signal", sig)
+	n.killed = true
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
 	return fmt.Errorf("%s of %s did not stop within 30s of %v and was killed", n.label, c.name, sig)
