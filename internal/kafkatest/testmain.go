@@ -118,7 +118,9 @@ type lazyCluster struct {
 //
 // It needs kafkatest.Main in TestMain (with n = 0 if the package needs no
 // other cluster). A cluster that cannot start fails every test asking for
-// it; it is never a skip.
+// it; it is never a skip. A test that kills or stops a broker leaves the
+// cluster whole before it ends (RestartBroker), and does not run in
+// parallel with other tests on the same cluster.
 func Lazy(t testing.TB, name string, opts ...Opt) *Cluster {
 	t.Helper()
 	lazyMu.Lock()
