@@ -27,8 +27,10 @@ vet:
 test:
 	$(GO) test -count=1 -timeout 25m ./...
 
+# KAFKA_UP_FLAGS="-brokers 3 -min-isr 2" for multi-broker clusters
+# (go run ./cmd/kafka-up -h lists the flags).
 kafka-up:
-	$(GO) run ./cmd/kafka-up
+	$(GO) run ./cmd/kafka-up $(KAFKA_UP_FLAGS)
 
 # kmirror vs MirrorMaker 2 vs the raw limit on two real Kafka clusters, one
 # run side by side (about 12 minutes on 2 cores); writes
