@@ -17,26 +17,45 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// loadHistory reads the offset-syncs topic from its start, so translation
-// works right after a restart for offsets copied before it (MM2 keeps only
-// what it saw since its own start). Syncs of topics this flow does not
+// loadHistory reads the sync history back at start, so translation works
+// right after a restart for offsets copied before it (MM2 keeps only what it
+// saw since its own start): kmirror's history topic, with its links, then
+// MM2's offset-syncs topic for what lies before it (syncs MM2 wrote before
+// kmirror took over), unlinked. Syncs of topics this flow does not
 // replicate are ignored.
 func (r *Replicator) loadHistory(client sarama.Client) error {
-	topic := r.flow.OffsetSyncsTopic
-	n := 0
-	err := readTopic(client, topic, func(m *sarama.ConsumerMessage) {
-		if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
-			ps := r.state.partition(Partition{Source: s.Topic, Partition: s.Partition, Target: r.flow.Policy.TargetTopic(s.Topic)})
+	part := func(topic string, partition int32) *partState {
+		return r.state.partition(Partition{Source: topic, Partition: partition, Target: r.flow.Policy.TargetTopic(topic)})
+	}
+	linked := 0
+	err := readTopic(client, r.flow.SyncHistoryTopic, func(m *sarama.ConsumerMessage) {
+		if topic, partition, p, err := checkpoint.DecodeHistory(m.Key, m.Value); err == nil && r.flow.Policy.Selected(topic) {
+			ps := part(topic, partition)
 			ps.mu.Lock()
-			ps.hist.Add(checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
+			ps.hist.Add(p)
 			ps.mu.Unlock()
-			n++
+			linked++
 		}
 	})
 	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
+		return fmt.Errorf("read sync history %s: %w", r.flow.SyncHistoryTopic, err)
 	}
-	r.log.Info("offset sync history loaded", "topic", topic, "syncs", n)
+	older := map[*partState][]checkpoint.SyncPoint{}
+	err = readTopic(client, r.flow.OffsetSyncsTopic, func(m *sarama.ConsumerMessage) {
+		if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
+			ps := part(s.Topic, s.Partition)
+			older[ps] = append(older[ps], checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read offset syncs %s: %w", r.flow.OffsetSyncsTopic, err)
+	}
+	for ps, points := range older {
+		ps.mu.Lock()
+		ps.hist.AddOlder(points)
+		ps.mu.Unlock()
+	}
+	r.log.Info("offset sync history loaded", "history", r.flow.SyncHistoryTopic, "linked", linked, "topic", r.flow.OffsetSyncsTopic, "partitions", len(older))
 	return nil
 }
 

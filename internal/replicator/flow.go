@@ -61,6 +61,9 @@ type Flow struct {
 	// which cluster and topic).
 	OffsetSyncs      cluster.Settings
 	OffsetSyncsTopic string
+	// SyncHistoryTopic, on the OffsetSyncs cluster, keeps every
+	// distance-change sync with its link (checkpoint.SyncPoint.Prev).
+	SyncHistoryTopic string
 	// SyncGroupOffsets turns on checkpoints: consumer-group offsets of the
 	// source translated to the target, written as MM2 checkpoints to
 	// CheckpointsTopic on the target and committed to idle target groups.
@@ -133,6 +136,7 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			ReplicationFactor: int16(t.Rules.ReplicationFactor),
 			OffsetSyncs:       settings[fs.OffsetSyncs],
 			OffsetSyncsTopic:  fs.OffsetSyncsTopic,
+			SyncHistoryTopic:  fs.SyncHistoryTopic,
 			SyncGroupOffsets:  t.Rules.SyncConsumerOffsets,
 			CheckpointsTopic:  fs.CheckpointsTopic,
 			ProgressTopic:     fs.ProgressTopic,

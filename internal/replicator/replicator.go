@@ -145,11 +145,15 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	if _, err := ensureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor, nil); err != nil {
 		return err
 	}
+	if _, err := ensureInternalTopic(syncClient, syncAdmin, r.flow.SyncHistoryTopic, r.flow.ReplicationFactor, syncHistoryConfig); err != nil {
+		return err
+	}
 	// Progress waits for distance-change syncs to be written: wait for the
 	// (possibly just created) topic to have a leader, so the first syncs
 	// do not sit in backoff.
 	waitLeader(ctx, syncClient, r.flow.OffsetSyncsTopic, 10*time.Second)
-	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, func(err error) {
+	waitLeader(ctx, syncClient, r.flow.SyncHistoryTopic, 10*time.Second)
+	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, r.flow.SyncHistoryTopic, func(err error) {
 		r.state.setError("write offset sync (progress is held back until it is written again): " + err.Error())
 	})
 	if err != nil {
@@ -235,8 +239,10 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		}
 		r.checkInternal(dst, dstAdmin, r.flow.ProgressTopic, progressTopicConfig,
 			"until the next progress write, the flow's progress is kept only in its consumer group on the source, which Kafka expires after offsets.retention.minutes")
+		r.checkInternal(syncClient, syncAdmin, r.flow.SyncHistoryTopic, syncHistoryConfig,
+			"distance changes written before are lost: after a restart of kmirror, group offsets older than now are translated with MM2's safe rule (behind) or not at all")
 		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, nil,
-			"offset syncs written before are lost: after a restart of kmirror, group offsets older than now cannot be translated (this process still has them in memory)")
+			"MM2's tools lose the offset syncs written before; kmirror's own translation keeps them in its sync history")
 		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic, nil,
 			"checkpoints are written again at the next consumer offset sync") {
 			r.mu.Lock()
@@ -300,6 +306,11 @@ func waitLeader(ctx context.Context, client sarama.Client, topic string, timeout
 // closed segments are compacted, and a worker reads the whole topic at
 // start, so the uncompacted part stays about an hour of writes.
 var progressTopicConfig = map[string]string{"segment.ms": "3600000"}
+
+// syncHistoryConfig: every key is a distinct sync (compaction keeps them
+// all), so old ones go by time; a group lagging more than 30 days is
+// translated with MM2's safe rule or not at all.
+var syncHistoryConfig = map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "2592000000"}
 
 // ensureInternalTopic creates one of kmirror's internal topics (1 partition,
 // compacted, plus extra configs) when missing, and says whether it did. The

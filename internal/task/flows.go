@@ -27,6 +27,10 @@ type FlowSpec struct {
 	// source topics named alike the same way.
 	OffsetSyncs      Side
 	OffsetSyncsTopic string
+	// SyncHistoryTopic, next to OffsetSyncsTopic, keeps every
+	// distance-change sync with its link to the one before (kmirror's own;
+	// see internal/checkpoint).
+	SyncHistoryTopic string
 	// CheckpointsTopic, on the target, is written when consumer offsets are
 	// synced.
 	CheckpointsTopic string
@@ -58,11 +62,13 @@ func (t Task) Flows() []FlowSpec {
 		alias := map[Side]string{SideCurrent: t.Current.Alias, SidePeer: t.Peer.Alias}
 		f := FlowSpec{Source: src, Target: dst, SourceAlias: alias[src], TargetAlias: alias[dst],
 			OffsetSyncs: SideCurrent, OffsetSyncsTopic: OffsetSyncsTopic(t.Peer.Alias),
+			SyncHistoryTopic: SyncHistoryTopic(t.Peer.Alias),
 			CheckpointsTopic: CheckpointsTopic(alias[src]),
 			ProgressTopic:    ProgressTopic(alias[src]),
 			Group:            FlowGroup(t.Name, alias[src], alias[dst])}
 		if t.Rules.Direction == DirectionBidirectional && src == SidePeer {
 			f.OffsetSyncs, f.OffsetSyncsTopic = SidePeer, OffsetSyncsTopic(t.Current.Alias)
+			f.SyncHistoryTopic = SyncHistoryTopic(t.Current.Alias)
 		}
 		return f
 	}
@@ -88,7 +94,8 @@ type InternalTopic struct {
 func (t Task) InternalTopics() []InternalTopic {
 	var out []InternalTopic
 	for _, f := range t.Flows() {
-		out = append(out, InternalTopic{f.OffsetSyncs, f.OffsetSyncsTopic}, InternalTopic{f.Target, f.ProgressTopic})
+		out = append(out, InternalTopic{f.OffsetSyncs, f.OffsetSyncsTopic}, InternalTopic{f.OffsetSyncs, f.SyncHistoryTopic},
+			InternalTopic{f.Target, f.ProgressTopic})
 		if t.Rules.SyncConsumerOffsets {
 			out = append(out, InternalTopic{f.Target, f.CheckpointsTopic})
 		}
@@ -98,6 +105,10 @@ func (t Task) InternalTopics() []InternalTopic {
 
 // OffsetSyncsTopic is MM2's offset-syncs topic name for a cluster alias.
 func OffsetSyncsTopic(alias string) string { return "mm2-offset-syncs." + alias + ".internal" }
+
+// SyncHistoryTopic is kmirror's offset-sync history beside MM2's
+// offset-syncs topic for the same alias.
+func SyncHistoryTopic(alias string) string { return "kmirror-offset-syncs." + alias + ".internal" }
 
 // CheckpointsTopic is the MM2 checkpoints topic for records replicated from
 // the cluster with the given alias; it lives on the other cluster.
