@@ -91,9 +91,10 @@ func New(d Deps) (*Server, error) {
 	// and a forged header would reset it.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
+	e.Use(requestID()...)
 	e.Use(
+		s.logRequests(),
 		middleware.Recover(),
-		s.logRequests,
 		middleware.BodyLimit("1M"),
 		securityHeaders,
 		s.localize,
