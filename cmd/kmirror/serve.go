@@ -80,6 +80,13 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	// Held until serve returns: a second serve or a restore on this data
+	// directory is refused instead of fighting over the database.
+	lock, err := store.LockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock() //nolint:errcheck // the process is ending; the kernel drops the lock anyway
 	db, err := store.Open(ctx, cfg.DataDir)
 	if err != nil {
 		return err
