@@ -5,7 +5,9 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -191,17 +193,30 @@ func TestServeRefusesANewerSchema(t *testing.T) {
 	}
 	db.Close()
 
-	out, err := runCmd("serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
-	if err == nil {
-		t.Fatalf("serve started on a newer schema:\n%s", out)
+	// As a process, as an operator would meet it: one line on stderr and
+	// exit status 1.
+	p := startKmirror(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir)
+	select {
+	case err = <-p.done:
+		p.done <- err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve kept running on a newer schema:\n%s", p.stdout.String())
 	}
-	for _, want := range []string{"knows only up to", "newer kmirror", filepath.Join(dir, store.FileName)} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not say %q", err, want)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("serve ended with %v, want exit status 1", err)
+	}
+	msg := p.stderr.String()
+	for _, want := range []string{"kmirror: database " + filepath.Join(dir, store.FileName), "knows only up to", "run a newer kmirror"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("stderr %q does not say %q", msg, want)
 		}
 	}
-	if strings.Contains(out, "kmirror console:") {
-		t.Fatalf("serve got as far as listening:\n%s", out)
+	if strings.Count(strings.TrimSpace(msg), "\n") != 0 {
+		t.Errorf("stderr is more than the one error line:\n%s", msg)
+	}
+	if strings.Contains(p.stdout.String(), "kmirror console:") {
+		t.Fatalf("serve got as far as listening:\n%s", p.stdout.String())
 	}
 	raw, err := sql.Open("sqlite3", filepath.Join(dir, store.FileName))
 	if err != nil {
