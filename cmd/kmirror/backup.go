@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 
 	"github.com/kmirror/kmirror/internal/secrets"
@@ -57,7 +61,65 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "kmirror: restored %s (schema version %d) into %s; the previous database is %s\n",
 		file, version, dataDir, filepath.Join(dataDir, store.FileName+".bak"))
-	fmt.Fprintf(stdout, "  instance and task passwords open only with the key they were sealed with: put that %s in %s before starting\n",
-		secrets.KeyFile, dataDir)
+	sealed, opened, err := checkKey(ctx, dataDir)
+	keyPath := filepath.Join(dataDir, secrets.KeyFile)
+	switch {
+	case err != nil:
+		return fmt.Errorf("restored, but the stored passwords could not be checked: %w", err)
+	case opened < sealed:
+		fmt.Fprintf(stdout, "  WARNING: %d of %d stored passwords do not open with %s: put the %s of the data directory the backup was taken from there before starting kmirror serve\n",
+			sealed-opened, sealed, keyPath, secrets.KeyFile)
+	case sealed > 0:
+		fmt.Fprintf(stdout, "  all %d stored passwords open with %s\n", sealed, keyPath)
+	}
 	return nil
+}
+
+// checkKey counts the sealed passwords of the restored database and how
+// many of them the data directory's key opens. A missing key opens none and
+// is not created: the right one is the backed-up directory's.
+func checkKey(ctx context.Context, dataDir string) (sealed, opened int, err error) {
+	var box *secrets.Box
+	if _, err := os.Stat(filepath.Join(dataDir, secrets.KeyFile)); err == nil {
+		if box, err = secrets.Load(dataDir); err != nil {
+			return 0, 0, err
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return 0, 0, err
+	}
+	db, err := sql.Open("sqlite3", "file:"+filepath.Join(dataDir, store.FileName)+"?_query_only=1")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer db.Close()
+	// The labels are the service's: a cluster's name, "task/<name>" for a
+	// task's peer (internal/service). A backup from before tasks existed
+	// has no tasks table.
+	query := `SELECT name, password_ciphertext FROM clusters WHERE password_ciphertext IS NOT NULL`
+	var tasks int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'tasks'`).Scan(&tasks); err != nil {
+		return 0, 0, fmt.Errorf("read the schema: %w", err)
+	}
+	if tasks > 0 {
+		query += ` UNION ALL SELECT 'task/' || name, peer_password_ciphertext FROM tasks WHERE peer_password_ciphertext IS NOT NULL`
+	}
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the stored passwords: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var label string
+		var ct []byte
+		if err := rows.Scan(&label, &ct); err != nil {
+			return 0, 0, err
+		}
+		sealed++
+		if box != nil {
+			if _, err := box.Open(ct, label); err == nil {
+				opened++
+			}
+		}
+	}
+	return sealed, opened, rows.Err()
 }

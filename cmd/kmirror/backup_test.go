@@ -88,10 +88,13 @@ func (s servingProcess) apiCall(t *testing.T, method, path string, body any) (in
 	return resp.StatusCode, out.Bytes()
 }
 
+// addInstance registers an instance with a SASL password (sealed with the
+// data directory's key).
 func (s servingProcess) addInstance(t *testing.T, name string) {
 	t.Helper()
 	code, body := s.apiCall(t, http.MethodPost, "/api/v1/clusters",
-		map[string]any{"name": name, "bootstrap_servers": []string{"127.0.0.1:1"}, "security_protocol": "PLAINTEXT"})
+		map[string]any{"name": name, "bootstrap_servers": []string{"127.0.0.1:1"}, "security_protocol": "SASL_PLAINTEXT",
+			"sasl_mechanism": "PLAIN", "username": "u", "password": "instance-password"})
 	if code != http.StatusCreated {
 		t.Fatalf("add instance %s: %d %s", name, code, body)
 	}
@@ -148,12 +151,30 @@ func TestBackupWhileServingRestoreAfterStopping(t *testing.T) {
 	if err := s.stop(); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runCmd("restore", "--data-dir", dir, file); err != nil {
+	out, err = runCmd("restore", "--data-dir", dir, file)
+	if err != nil {
 		t.Fatalf("restore after stopping: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "all 1 stored passwords open") {
+		t.Fatalf("restore into the original directory does not confirm the key:\n%s", out)
 	}
 	s = startServe(t, dir)
 	if got := s.instanceNames(t); got != "east" {
 		t.Fatalf("instances after the restore: %q, want east", got)
+	}
+
+	// Elsewhere without the key, or with another one, restore says the
+	// passwords will not open.
+	other := t.TempDir()
+	_ = startServe(t, other).stop() // only its new secret.key is wanted
+	for _, dir := range []string{t.TempDir(), other} {
+		out, err := runCmd("restore", "--data-dir", dir, file)
+		if err != nil {
+			t.Fatalf("restore into %s: %v\n%s", dir, err, out)
+		}
+		if !strings.Contains(out, "WARNING: 1 of 1 stored passwords do not open") {
+			t.Fatalf("restore into %s does not warn about the key:\n%s", dir, out)
+		}
 	}
 }
 
