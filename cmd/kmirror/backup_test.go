@@ -22,6 +22,7 @@ const testToken = "backup-test-token"
 // servingProcess is `kmirror serve` running in this process.
 type servingProcess struct {
 	base   string
+	dir    string
 	stderr *syncBuffer
 	stop   func() error
 }
@@ -60,7 +61,7 @@ func startServe(t *testing.T, dir string, flags ...string) servingProcess {
 		}
 		return nil
 	})
-	return servingProcess{base: base, stderr: &stderr, stop: stop}
+	return servingProcess{base: base, dir: dir, stderr: &stderr, stop: stop}
 }
 
 // apiCall sends body as JSON to the running serve's API with the test token.
@@ -247,5 +248,39 @@ func TestServeRefusesANewerSchema(t *testing.T) {
 	var users int
 	if err := raw.QueryRow(`SELECT COUNT(*) FROM users`).Scan(&users); err != nil || users != 0 {
 		t.Fatalf("serve wrote to the newer database: %d users (err %v)", users, err)
+	}
+}
+
+// SIGTERM stops a real serve process within stopLimit, exit status 0, and
+// its data directory is free again for a restore.
+func TestServeProcessStopsOnSIGTERMAndFreesTheDataDir(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(t.TempDir(), "b.db")
+	s := startServe(t, t.TempDir())
+	s.addInstance(t, "east")
+	if out, err := runCmd("backup", "--data-dir", s.dir, file); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+
+	p := startKmirror(t, "serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--log-format", "json")
+	checkFor(t, 20*time.Second, 20*time.Millisecond, func() error {
+		if !strings.Contains(p.stdout.String(), "kmirror console:") {
+			return errString("not serving yet")
+		}
+		return nil
+	})
+	if out, err := runCmd("restore", "--data-dir", dir, file); err == nil {
+		t.Fatalf("restore accepted while serve runs:\n%s", out)
+	}
+	took, err := p.terminate(t, stopLimit)
+	if err != nil {
+		t.Fatalf("serve exited with %v after SIGTERM\n%s", err, p.stderr.String())
+	}
+	if !strings.Contains(p.stderr.String(), `"msg":"kmirror stopped"`) {
+		t.Fatalf("serve did not log its stop:\n%s", p.stderr.String())
+	}
+	t.Logf("serve stopped %s after SIGTERM", took.Round(time.Millisecond))
+	if out, err := runCmd("restore", "--data-dir", dir, file); err != nil {
+		t.Fatalf("restore after serve stopped: %v\n%s", err, out)
 	}
 }
