@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/service"
@@ -40,21 +41,27 @@ func newLoggedEnv(t *testing.T) (*env, *lockedBuffer) {
 	return e, logs
 }
 
-// requestLine is the request log line with the given id.
+// requestLine is the request log line with the given id. The line is
+// written once the answer is sent, so the client can be ahead of it: poll.
 func requestLine(t *testing.T, logs *lockedBuffer, id string) map[string]any {
 	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(logs.String()))
-	for sc.Scan() {
-		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("log line is not JSON: %v\n%s", err, sc.Text())
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+		for sc.Scan() {
+			var m map[string]any
+			if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+				t.Fatalf("log line is not JSON: %v\n%s", err, sc.Text())
+			}
+			if m["msg"] == "http request" && m["request_id"] == id {
+				return m
+			}
 		}
-		if m["msg"] == "http request" && m["request_id"] == id {
-			return m
+		if time.Now().After(deadline) {
+			t.Fatalf("no request log line with request_id %q in:\n%s", id, logs.String())
 		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	t.Fatalf("no request log line with request_id %q in:\n%s", id, logs.String())
-	return nil
 }
 
 // Every request gets an id, echoed in X-Request-Id and logged with the
