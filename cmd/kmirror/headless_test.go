@@ -192,11 +192,12 @@ func TestRunProcessSIGTERMMidCopyCopiesNothingTwice(t *testing.T) {
 	if !rep.OK() || rep.Duplicated != 0 {
 		t.Fatalf("after SIGTERM and a restart: %s", rep.String())
 	}
-	for i, p := range []*kmirrorProcess{first, second} {
+	for _, p := range []*kmirrorProcess{first, second} {
 		checkJSONLog(t, p.stderr.String(), kafkatest.Alice.Password)
-		if !strings.Contains(p.stderr.String(), `"flow":`) {
-			t.Fatalf("run %d logged no flow line:\n%s", i+1, p.stderr.String())
-		}
+	}
+	// A flow logs "replicating" before it copies a record.
+	if !strings.Contains(first.stderr.String(), `"flow":`) {
+		t.Fatalf("the first run logged no flow line:\n%s", first.stderr.String())
 	}
 }
 
