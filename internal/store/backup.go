@@ -158,6 +158,16 @@ func copyDatabase(ctx context.Context, src, dst string) error {
 		return err
 	}
 	defer srcDB.Close()
+	// Created here, empty (SQLite takes an empty file as an empty database),
+	// so the copy of sealed passwords and password hashes is 0600 whatever
+	// the umask.
+	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", dst, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create %s: %w", dst, err)
+	}
 	dstDB, err := sql.Open("sqlite3", "file:"+dst)
 	if err != nil {
 		return err

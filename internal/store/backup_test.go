@@ -79,6 +79,9 @@ func TestBackupWhileWritingHoldsTheTasks(t *testing.T) {
 		if n := int64(len(tasks)); n < before || n > after+1 {
 			t.Fatalf("copy %d holds %d tasks, want between %d and %d", i, n, before, after+1)
 		}
+		if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("backup file mode %v (err %v), want 0600: it holds password hashes and sealed passwords", fi.Mode(), err)
+		}
 		for _, f := range []string{file + "-wal", file + ".tmp"} {
 			if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
 				t.Fatalf("%s left beside the backup (err %v): the backup must be one file", f, err)
