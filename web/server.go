@@ -91,6 +91,8 @@ func New(d Deps) (*Server, error) {
 	// and a forged header would reset it.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
+	// The request id and log wrap everything else, Recover included, so a
+	// recovered panic is logged as the 500 it became (web/requestid.go).
 	e.Use(requestID()...)
 	e.Use(
 		s.logRequests(),
