@@ -6,6 +6,7 @@
 //	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
 //	kmirror instance add|list|remove             (admin over the JSON API)
 //	kmirror task create|list|show|delete|pause|resume|restart|check|validate
+//	kmirror backup FILE | restore FILE   (the database of --data-dir)
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -33,6 +34,8 @@ Usage:
                              move consumer group G to the target now (translated offsets committed)
   kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
+  kmirror backup FILE        copy the database to FILE (safe while serve runs)
+  kmirror restore FILE       replace the database with FILE (serve must be stopped)
 
 Run 'kmirror <command> -h' for a command's flags.
 `
@@ -76,6 +79,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return taskCommand(ctx, rest, getenv, stdout, stderr)
 	case "failover":
 		return failoverCommand(ctx, rest, getenv, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, rest, stdout, stderr)
+	case "restore":
+		return restoreCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
