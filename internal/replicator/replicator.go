@@ -314,10 +314,12 @@ var syncHistoryConfig = map[string]string{"cleanup.policy": "compact,delete", "r
 
 // ensureInternalTopic creates one of kmirror's internal topics (1 partition,
 // compacted, plus extra configs) when missing, and says whether it did. The
-// replication factor is capped at the cluster's broker count.
+// replication factor is the task's, else 3 (internal topics hold progress
+// and translation: they get the durability a production cluster gives its
+// own internal topics), capped at the cluster's broker count.
 func ensureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16, extra map[string]string) (created bool, err error) {
 	if rf < 1 {
-		rf = 1
+		rf = 3
 	}
 	if n := int16(len(client.Brokers())); n > 0 && rf > n {
 		rf = n
