@@ -87,12 +87,8 @@ func (s *Server) importTask(c echo.Context) error {
 	raw := c.FormValue("task_json")
 	form := views.ImportForm{JSON: raw}
 	var in task.Task
+	// A masked password is refused by the service, as for the API and CLI.
 	err := decodeTaskJSON([]byte(raw), &in)
-	if err == nil && in.Peer.Password == views.PasswordMask {
-		var p service.Problems
-		p.Add("peer.password", "%s", tr(c, "import.masked_password"))
-		err = &service.Error{Code: service.CodeInvalidTask, Message: "the task is not valid", Problems: p}
-	}
 	var info service.TaskInfo
 	if err == nil {
 		info, err = s.svc.CreateTask(c.Request().Context(), in, CurrentUser(c))

@@ -233,13 +233,16 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 	}
 
 	var local service.Problems
-	number := func(field, what, s string) int {
+	// An empty box takes the default; anything typed is the user's, 0
+	// included, and the service refuses what is out of range.
+	number := func(field, what, s string, def int) int {
 		if s == "" {
-			return 0 // the service's default
+			return def
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			local.Add(field, "%s must be a whole number, not %q", what, s)
+			return def // one message for the field, not a range error too
 		}
 		return n
 	}
@@ -248,9 +251,9 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		Current: task.Current{Cluster: f.Cluster, Alias: f.CurrentAlias},
 		Peer:    task.Peer{Alias: f.PeerAlias, ConfigType: f.PeerConfigType},
 		Rules: task.Rules{
-			Direction: f.Direction, Tasks: number("rules.tasks", "tasks", f.Tasks),
+			Direction: f.Direction, Tasks: number("rules.tasks", "tasks", f.Tasks, task.DefaultTasks),
 			RenameTopics: f.RenameTopics, AddSourceHeader: f.AddSourceHeader, SyncConsumerOffsets: f.SyncConsumerOffsets,
-			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor),
+			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor, task.DefaultReplicationFactor),
 			StartOffset:       f.StartOffset, Compression: f.Compression,
 		},
 	}

@@ -41,8 +41,9 @@ var compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 // NormalizeTask trims what users paste with stray spaces, drops empty list
 // entries and rows (the console sends blank ones), and fills the defaults the
-// console shows (type, tasks 2, replication factor 1, start offset earliest,
-// compression none, protocol PLAINTEXT for a peer by address). It never
+// console shows (type, start offset earliest, compression none, protocol
+// PLAINTEXT for a peer by address; tasks and replication factor take theirs
+// when decoded, so that an explicit 0 is refused, not replaced). It never
 // changes a password, and never turns add_source_header on: JSON cannot tell
 // an explicit false from a missing field, so the bidirectional default is the
 // console's to pre-check, and ValidateTask refuses a bidirectional task with
@@ -92,7 +93,19 @@ func NormalizeTask(t task.Task) task.Task {
 		}
 	}
 	r.TopicMappings = maps
-	return t.WithDefaults()
+	// Not WithDefaults: a 0 tasks or replication factor here was sent
+	// explicitly (decoding fills omitted numbers), and is the validator's to
+	// refuse, not to replace.
+	if t.Type == "" {
+		t.Type = task.TypeKafkaReplication
+	}
+	if r.StartOffset == "" {
+		r.StartOffset = task.StartEarliest
+	}
+	if r.Compression == "" {
+		r.Compression = "none"
+	}
+	return t
 }
 
 func trimList(in []string) []string {
@@ -172,6 +185,11 @@ func validatePeer(p *Problems, t task.Task) {
 		}
 		if peer.Cluster != "" {
 			p.Add("peer.cluster", "a peer given by address takes no cluster name: clear it, or choose config type cluster")
+		}
+		if peer.Password == task.PasswordMask {
+			// An exported task masks its password; imported again as it is,
+			// the mask would become the credential.
+			p.Add("peer.password", "the password is masked (%s) as exported: give the peer's real password", task.PasswordMask)
 		}
 		// The same rules as a registered cluster, so a peer that works by
 		// address also works once registered.
