@@ -79,7 +79,7 @@ func (s *Server) taskSeries(c echo.Context) error {
 	if _, err := s.svc.Task(c.Request().Context(), name); err != nil {
 		return s.WriteError(c, err)
 	}
-	c.Response().Header().Set("Cache-Control", "no-store")
+	noStore(c)
 	return c.JSON(http.StatusOK, s.series(name).Columns())
 }
 
@@ -89,6 +89,7 @@ func (s *Server) taskExport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	noStore(c)
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+info.Name+`.json"`)
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, []byte(views.ExportJSON(info)+"\n"))
 }
