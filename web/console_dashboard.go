@@ -109,14 +109,7 @@ func (s *Server) importTask(c echo.Context) error {
 		}
 		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "task.created", "Name", info.Name)); err != nil {
-		return err
-	}
-	for _, w := range info.Warnings {
-		if err := s.AddFlash(c, views.FlashError, w); err != nil {
-			return err
-		}
-	}
+	s.flash(c, createdBanners(c, info)...)
 	return Redirect(c, views.TaskPath(info.Name, ""))
 }
 

@@ -209,3 +209,38 @@ func TestPagesAreNeverCached(t *testing.T) {
 		}
 	}
 }
+
+// TestLongWarningsDoNotFailACreatedTask: warnings too long for the session
+// cookie are shortened; the task is created and the user lands on its page,
+// never on an error page that would invite creating it again.
+func TestLongWarningsDoNotFailACreatedTask(t *testing.T) {
+	e := newConsoleEnv(t)
+	// Regexes of about 1000 characters whose overlap the search gives up
+	// on at once: every warning about them quotes two of them.
+	regex := func(end string) string {
+		return "(?:.?){1000}" + end + "|" + strings.Repeat(end, 980)
+	}
+	withRegex := func(name, end string) string {
+		return taskJSON(name, func(m map[string]any) {
+			delete(sub(m, "rules"), "topics")
+			sub(m, "rules")["topics_regex"] = regex(end)
+		})
+	}
+	for _, name := range []string{"first", "second"} {
+		if code, _, body := e.api(http.MethodPost, "/api/v1/tasks", apiToken, withRegex(name+"-task", name[:1])); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %v", name, code, body)
+		}
+	}
+	p := e.get(e.client, "/dashboard/import")
+	r := e.post(p, "/dashboard/import", url.Values{"task_json": {withRegex("third-task", "t")}})
+	if r.status != http.StatusOK || r.url != "/tasks/third-task" {
+		t.Fatalf("import answered %d at %s", r.status, r.url)
+	}
+	if r.testid("flash-success").Length() != 1 || r.testid("flash-error").Length() == 0 {
+		t.Fatalf("banners: %d success, %d warnings", r.testid("flash-success").Length(), r.testid("flash-error").Length())
+	}
+	shown := r.testid("flash-error").Text()
+	if !strings.Contains(shown, "could not tell") || !strings.Contains(shown, "…") {
+		t.Errorf("the warnings are not the shortened overlap warnings: %.300s", shown)
+	}
+}

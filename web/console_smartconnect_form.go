@@ -93,14 +93,7 @@ func (h *smartConnect) create(c echo.Context) error {
 		}
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
-	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "task.created", "Name", info.Name)); err != nil {
-		return err
-	}
-	for _, w := range info.Warnings {
-		if err := h.s.AddFlash(c, views.FlashError, "Warning: "+w); err != nil {
-			return err
-		}
-	}
+	h.s.flash(c, createdBanners(c, info)...)
 	return Redirect(c, views.InstancePath(info.Current.Cluster, "smart-connect"))
 }
 

@@ -104,9 +104,7 @@ func (s *Server) taskAction(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
 	if err == nil && action == views.ActionDelete {
-		if err := s.AddFlash(c, views.FlashSuccess, done); err != nil {
-			return err
-		}
+		s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
 		return Redirect(c, "/dashboard")
 	}
 	if err != nil {
@@ -114,13 +112,9 @@ func (s *Server) taskAction(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound {
 			return err
 		}
-		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
-			return err
-		}
+		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
 		return Redirect(c, views.TaskPath(name, ""))
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, done); err != nil {
-		return err
-	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
 	return Redirect(c, views.TaskPath(name, ""))
 }
