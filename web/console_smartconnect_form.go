@@ -20,7 +20,10 @@ const touchedAll = "*"
 
 func (h *smartConnect) newForm(c echo.Context) error {
 	f := views.TaskForm{
-		Cluster: c.Param("name"), PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
+		// Pull preselected: the seed lists it first, and it copies into the
+		// instance whose page this is, where MirrorMaker 2 also runs best
+		// (consume remote, produce local).
+		Cluster: c.Param("name"), Direction: task.DirectionPull, PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
 		PeerSASLMechanism: cluster.MechanismSCRAMSHA512, TopicsMode: "list", Tasks: strconv.Itoa(task.DefaultTasks),
 		ReplicationFactor: "1", StartOffset: task.StartEarliest, Compression: "none",
 	}
