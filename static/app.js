@@ -48,9 +48,10 @@
     list.setAttribute("data-testid", "topic-chips");
     var input = document.createElement("input");
     input.type = "text";
-    input.placeholder = "topic name, then Enter";
+    // Labels come from the page, in its language.
+    input.placeholder = area.dataset.labelInput || "";
     input.setAttribute("data-testid", "topic-input");
-    input.setAttribute("aria-label", "topic name");
+    input.setAttribute("aria-label", area.dataset.labelName || "");
     // The source side's topics, from the last validation (datalist
     // #topic-choices); any other name can still be typed.
     input.setAttribute("list", "topic-choices");
@@ -78,7 +79,7 @@
         var x = document.createElement("button");
         x.type = "button";
         x.textContent = "×";
-        x.setAttribute("aria-label", "remove " + n);
+        x.setAttribute("aria-label", (area.dataset.labelRemove || "") + " " + n);
         x.addEventListener("click", function () {
           var ns = names();
           ns.splice(i, 1);

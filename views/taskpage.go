@@ -35,9 +35,22 @@ func TaskPath(name, sub string) string {
 	return p
 }
 
-// PasswordMask stands for a set password in exported JSON; the import
+// DirectionArrow points the way records go between the current cluster
+// (written first) and the peer.
+func DirectionArrow(direction string) string {
+	switch direction {
+	case task.DirectionPush:
+		return "→"
+	case task.DirectionPull:
+		return "←"
+	default:
+		return "↔"
+	}
+}
+
+// PasswordMask stands for a set password in exported JSON; the service
 // refuses it so a masked export is never created with "********".
-const PasswordMask = "********"
+const PasswordMask = task.PasswordMask
 
 // ExportTask is the task as the JSON API accepts it (POST /api/v1/tasks),
 // with the peer password masked.

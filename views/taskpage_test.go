@@ -123,3 +123,19 @@ func TestExportTaskMasksPassword(t *testing.T) {
 		t.Errorf("no password exported as %q", got)
 	}
 }
+
+// The task page's heading points the arrow the way records go.
+func TestTaskPageArrowFollowsTheDirection(t *testing.T) {
+	for _, c := range []struct{ direction, arrow string }{
+		{task.DirectionPush, "east (A) → west (B)"},
+		{task.DirectionPull, "east (A) ← west (B)"},
+		{task.DirectionBidirectional, "east (A) ↔ west (B)"},
+	} {
+		v := richTask()
+		v.Task.Rules.Direction = c.direction
+		doc := render(t, context.Background(), v)
+		if got := strings.Join(strings.Fields(doc.Find(`[data-testid="task-sides"]`).Text()), " "); !strings.HasSuffix(got, c.arrow) {
+			t.Errorf("%s task headed %q, want ...%q", c.direction, got, c.arrow)
+		}
+	}
+}

@@ -248,6 +248,12 @@ func TestAPITaskErrors(t *testing.T) {
 		{"replication factor above brokers", "POST", "/api/v1/tasks", taskJSON("task-x", func(m map[string]any) {
 			sub(m, "rules")["replication_factor"] = 4
 		}), 422, "invalid_task", []string{"rules.replication_factor"}},
+		// Only an omitted number takes its default; a sent one is checked.
+		{"explicit tasks 0", "POST", "/api/v1/tasks", taskJSON("task-x", func(m map[string]any) { sub(m, "rules")["tasks"] = 0 }), 422, "invalid_task", []string{"rules.tasks"}},
+		{"explicit replication factor 0", "POST", "/api/v1/tasks", taskJSON("task-x", func(m map[string]any) { sub(m, "rules")["replication_factor"] = 0 }), 422, "invalid_task", []string{"rules.replication_factor"}},
+		{"tasks too many", "POST", "/api/v1/tasks", taskJSON("task-x", func(m map[string]any) { sub(m, "rules")["tasks"] = 65 }), 422, "invalid_task", []string{"rules.tasks"}},
+		// A masked export imported again must get its password back.
+		{"masked password", "POST", "/api/v1/tasks", taskJSON("task-x", func(m map[string]any) { sub(m, "peer")["password"] = "********" }), 422, "invalid_task", []string{"peer.password"}},
 		{"unreachable target", "POST", "/api/v1/tasks", taskJSON("task-x", func(m map[string]any) {
 			sub(m, "peer")["address"] = []string{"10.0.0.1:9"}
 		}), 422, "invalid_task", []string{"peer.address"}},

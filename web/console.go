@@ -98,9 +98,7 @@ func (s *Server) addInstance(c echo.Context) error {
 		}
 		return s.renderInstances(c, http.StatusUnprocessableEntity, form)
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "instances.added", "Name", info.Name)); err != nil {
-		return err
-	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "instances.added", "Name", info.Name)})
 	return Redirect(c, "/instances")
 }
 
@@ -111,14 +109,10 @@ func (s *Server) removeInstance(c echo.Context) error {
 		if e.Code == service.CodeInternal {
 			return err
 		}
-		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
-			return err
-		}
+		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
 		return Redirect(c, "/instances")
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "instances.removed", "Name", name)); err != nil {
-		return err
-	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "instances.removed", "Name", name)})
 	return Redirect(c, "/instances")
 }
 

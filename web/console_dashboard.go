@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -85,14 +86,11 @@ func (s *Server) importTaskPage(c echo.Context) error {
 // as the API and the form; problems come back by field.
 func (s *Server) importTask(c echo.Context) error {
 	raw := c.FormValue("task_json")
-	form := views.ImportForm{JSON: raw}
 	var in task.Task
+	// A masked password is refused by the service, as for the API and CLI.
 	err := decodeTaskJSON([]byte(raw), &in)
-	if err == nil && in.Peer.Password == views.PasswordMask {
-		var p service.Problems
-		p.Add("peer.password", "%s", tr(c, "import.masked_password"))
-		err = &service.Error{Code: service.CodeInvalidTask, Message: "the task is not valid", Problems: p}
-	}
+	form := views.ImportForm{}
+	form.JSON, form.PasswordRemoved = withoutPassword(raw, in.Peer.Password)
 	var info service.TaskInfo
 	if err == nil {
 		info, err = s.svc.CreateTask(c.Request().Context(), in, CurrentUser(c))
@@ -111,15 +109,32 @@ func (s *Server) importTask(c echo.Context) error {
 		}
 		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "task.created", "Name", info.Name)); err != nil {
-		return err
-	}
-	for _, w := range info.Warnings {
-		if err := s.AddFlash(c, views.FlashError, w); err != nil {
-			return err
-		}
-	}
+	s.flash(c, createdBanners(c, info)...)
 	return Redirect(c, views.TaskPath(info.Name, ""))
+}
+
+// passwordValue is a JSON "password" member's string value. Keys match
+// case-insensitively, as encoding/json matches them.
+var passwordValue = regexp.MustCompile(`(?i)("password"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+
+// withoutPassword is the pasted JSON to show again after a refusal, with any
+// password blanked: a page never echoes a password back (it would sit in
+// the browser's history and caches). decoded is the password the JSON
+// decoded to; should it still appear (a key spelled with escapes), nothing
+// is echoed. removed says a password was taken out, so the form asks for it.
+func withoutPassword(raw, decoded string) (echo string, removed bool) {
+	out := passwordValue.ReplaceAllStringFunc(raw, func(m string) string {
+		sub := passwordValue.FindStringSubmatch(m)
+		if strings.HasSuffix(m, `""`) && len(m) == len(sub[1])+2 {
+			return m // already empty
+		}
+		removed = true
+		return sub[1] + `""`
+	})
+	if decoded != "" && decoded != task.PasswordMask && strings.Contains(out, decoded) {
+		return "", true
+	}
+	return out, removed
 }
 
 // decodeTaskJSON reads one task the way the API does: unknown fields and

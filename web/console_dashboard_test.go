@@ -108,14 +108,28 @@ func TestImportTaskFromJSON(t *testing.T) {
 	if r.status != http.StatusUnprocessableEntity || r.doc.Find(`[data-testid="import-problem"][data-field="peer.alias"]`).Length() == 0 {
 		t.Errorf("same aliases: %d, problems %q", r.status, r.testid("import-problems").Text())
 	}
-	if r.doc.Find("#task_json").Text() != bad {
-		t.Error("the pasted JSON was not kept")
+	// The JSON is kept, but never the password in it.
+	if want := strings.Replace(bad, `"password":"`+peerPassword+`"`, `"password":""`, 1); r.doc.Find("#task_json").Text() != want {
+		t.Errorf("the pasted JSON was not kept, password blanked:\n got %s\nwant %s", r.doc.Find("#task_json").Text(), want)
+	}
+	if strings.Contains(r.body, peerPassword) || r.testid("import-password-removed").Length() != 1 {
+		t.Error("the refused page echoes the pasted password, or does not ask for it again")
+	}
+	// Broken JSON with a password in it, any spelling of the key.
+	for _, raw := range []string{`{"peer": {"password": "` + peerPassword + `",`, `{"peer": {"PassWord" : "a\"` + peerPassword + `"}, "x"}`} {
+		r = e.post(p, "/dashboard/import", url.Values{"task_json": {raw}})
+		if r.status != http.StatusUnprocessableEntity || strings.Contains(r.body, peerPassword) {
+			t.Errorf("%s: %d, the page echoes the password", raw, r.status)
+		}
 	}
 	// An export pasted back as is: the masked password is refused.
 	masked := strings.Replace(taskJSON("orders-dr", nil), peerPassword, "********", 1)
 	r = e.post(p, "/dashboard/import", url.Values{"task_json": {masked}})
 	if r.doc.Find(`[data-testid="import-problem"][data-field="peer.password"]`).Length() != 1 {
 		t.Errorf("masked password accepted: %d %q", r.status, r.testid("import-problems").Text())
+	}
+	if cc := r.header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("a refused import page has Cache-Control %q, want no-store", cc)
 	}
 	// htmx gets the form alone.
 	r = e.postForm(e.client, "/dashboard/import", url.Values{"_csrf": {p.csrf(t)}, "task_json": {bad}}, http.Header{"Hx-Request": {"true"}})
@@ -179,5 +193,54 @@ func TestLanguageSwitch(t *testing.T) {
 	}
 	if p := e.get(c, "/lang?to=xx"); p.status != http.StatusBadRequest {
 		t.Errorf("unknown language: %d", p.status)
+	}
+}
+
+// TestPagesAreNeverCached: console pages hold a signed-in user's data, so
+// none may stay in a browser's cache after sign-out.
+func TestPagesAreNeverCached(t *testing.T) {
+	e := newConsoleEnv(t)
+	if r := e.post(e.get(e.client, "/dashboard/import"), "/dashboard/import", url.Values{"task_json": {taskJSON("orders-dr", nil)}}); r.url != "/tasks/orders-dr" {
+		t.Fatalf("import ended at %s", r.url)
+	}
+	for _, path := range []string{"/signin", "/dashboard", "/dashboard/import", "/instances", "/tasks/orders-dr", "/tasks/orders-dr/export", "/no-such-page"} {
+		if cc := e.get(e.client, path).header.Get("Cache-Control"); cc != "no-store" {
+			t.Errorf("GET %s: Cache-Control %q, want no-store", path, cc)
+		}
+	}
+}
+
+// TestLongWarningsDoNotFailACreatedTask: warnings too long for the session
+// cookie are shortened; the task is created and the user lands on its page,
+// never on an error page that would invite creating it again.
+func TestLongWarningsDoNotFailACreatedTask(t *testing.T) {
+	e := newConsoleEnv(t)
+	// Regexes of about 1000 characters whose overlap the search gives up
+	// on at once: every warning about them quotes two of them.
+	regex := func(end string) string {
+		return "(?:.?){1000}" + end + "|" + strings.Repeat(end, 980)
+	}
+	withRegex := func(name, end string) string {
+		return taskJSON(name, func(m map[string]any) {
+			delete(sub(m, "rules"), "topics")
+			sub(m, "rules")["topics_regex"] = regex(end)
+		})
+	}
+	for _, name := range []string{"first", "second"} {
+		if code, _, body := e.api(http.MethodPost, "/api/v1/tasks", apiToken, withRegex(name+"-task", name[:1])); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %v", name, code, body)
+		}
+	}
+	p := e.get(e.client, "/dashboard/import")
+	r := e.post(p, "/dashboard/import", url.Values{"task_json": {withRegex("third-task", "t")}})
+	if r.status != http.StatusOK || r.url != "/tasks/third-task" {
+		t.Fatalf("import answered %d at %s", r.status, r.url)
+	}
+	if r.testid("flash-success").Length() != 1 || r.testid("flash-error").Length() == 0 {
+		t.Fatalf("banners: %d success, %d warnings", r.testid("flash-success").Length(), r.testid("flash-error").Length())
+	}
+	shown := r.testid("flash-error").Text()
+	if !strings.Contains(shown, "could not tell") || !strings.Contains(shown, "…") {
+		t.Errorf("the warnings are not the shortened overlap warnings: %.300s", shown)
 	}
 }

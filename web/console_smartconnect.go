@@ -111,9 +111,7 @@ func (h *smartConnect) act(c echo.Context) error {
 		}
 		kind, msg = views.FlashError, e.Message
 	}
-	if err := h.s.AddFlash(c, kind, msg); err != nil {
-		return err
-	}
+	h.s.flash(c, views.Flash{Kind: kind, Message: msg})
 	return Redirect(c, views.InstancePath(name, "smart-connect"))
 }
 

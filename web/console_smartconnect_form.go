@@ -20,7 +20,10 @@ const touchedAll = "*"
 
 func (h *smartConnect) newForm(c echo.Context) error {
 	f := views.TaskForm{
-		Cluster: c.Param("name"), PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
+		// Pull preselected: the seed lists it first, and it copies into the
+		// instance whose page this is, where MirrorMaker 2 also runs best
+		// (consume remote, produce local).
+		Cluster: c.Param("name"), Direction: task.DirectionPull, PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
 		PeerSASLMechanism: cluster.MechanismSCRAMSHA512, TopicsMode: "list", Tasks: strconv.Itoa(task.DefaultTasks),
 		ReplicationFactor: "1", StartOffset: task.StartEarliest, Compression: "none",
 	}
@@ -93,14 +96,7 @@ func (h *smartConnect) create(c echo.Context) error {
 		}
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
-	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "task.created", "Name", info.Name)); err != nil {
-		return err
-	}
-	for _, w := range info.Warnings {
-		if err := h.s.AddFlash(c, views.FlashError, "Warning: "+w); err != nil {
-			return err
-		}
-	}
+	h.s.flash(c, createdBanners(c, info)...)
 	return Redirect(c, views.InstancePath(info.Current.Cluster, "smart-connect"))
 }
 
@@ -233,13 +229,16 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 	}
 
 	var local service.Problems
-	number := func(field, what, s string) int {
+	// An empty box takes the default; anything typed is the user's, 0
+	// included, and the service refuses what is out of range.
+	number := func(field, what, s string, def int) int {
 		if s == "" {
-			return 0 // the service's default
+			return def
 		}
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			local.Add(field, "%s must be a whole number, not %q", what, s)
+			return def // one message for the field, not a range error too
 		}
 		return n
 	}
@@ -248,9 +247,9 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		Current: task.Current{Cluster: f.Cluster, Alias: f.CurrentAlias},
 		Peer:    task.Peer{Alias: f.PeerAlias, ConfigType: f.PeerConfigType},
 		Rules: task.Rules{
-			Direction: f.Direction, Tasks: number("rules.tasks", "tasks", f.Tasks),
+			Direction: f.Direction, Tasks: number("rules.tasks", "tasks", f.Tasks, task.DefaultTasks),
 			RenameTopics: f.RenameTopics, AddSourceHeader: f.AddSourceHeader, SyncConsumerOffsets: f.SyncConsumerOffsets,
-			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor),
+			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor, task.DefaultReplicationFactor),
 			StartOffset:       f.StartOffset, Compression: f.Compression,
 		},
 	}

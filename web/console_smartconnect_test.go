@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -132,6 +133,9 @@ func TestTaskFormMappingMessagesOnTheirRow(t *testing.T) {
 
 // In Traditional Chinese the flow speaks the seed's words: 開始檢測,
 // 立即創建 and the banner 創建xxx任務成功.
+// asciiLetters finds an English word.
+var asciiLetters = regexp.MustCompile(`[a-z]{3,}`)
+
 func TestSmartConnectInTraditionalChinese(t *testing.T) {
 	e := newTaskEnv(t)
 	e.signIn(e.client, "admin", adminPassword)
@@ -142,6 +146,13 @@ func TestSmartConnectInTraditionalChinese(t *testing.T) {
 	}
 	if got := strings.TrimSpace(form.testid("create-now").Text()); got != "立即創建" {
 		t.Errorf("create button %q", got)
+	}
+	// The topic box's labels, which the script puts on the chip input.
+	topics := form.testid("field-rules.topics")
+	for _, attr := range []string{"placeholder", "data-label-input", "data-label-name", "data-label-remove"} {
+		if v := topics.AttrOr(attr, ""); v == "" || asciiLetters.MatchString(v) && !strings.Contains(v, "Topic") {
+			t.Errorf("topics %s %q is not Traditional Chinese", attr, v)
+		}
 	}
 	created := e.postForm(e.client, "/instances/east/smart-connect", taskFormValues(form.csrf(t), "orders-dr"), nil)
 	if got := created.testid("flash-success").Text(); got != "創建orders-dr任務成功" {
@@ -160,6 +171,10 @@ func TestTaskFormChoicesConstraintsAndEffectiveTasks(t *testing.T) {
 	items := form.testid("constraint")
 	if items.Length() != 4 || !strings.Contains(items.First().Text(), "18") || !strings.Contains(items.Last().Text(), "524288") {
 		t.Fatalf("constraints: %q", form.testid("constraints").Text())
+	}
+	// A direction is chosen already, so a first submit cannot fail on it.
+	if checked := form.doc.Find(`input[name="rules.direction"][checked]`); checked.Length() != 1 || checked.AttrOr("value", "") != "pull" {
+		t.Errorf("new form: %d directions checked (%q), want pull preselected", checked.Length(), checked.AttrOr("value", ""))
 	}
 	if form.testid("topic-choices").Length() != 1 || form.testid("topic-choices").Find("option").Length() != 0 {
 		t.Error("the page has no (empty) topic choices before the first validation")

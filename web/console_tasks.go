@@ -79,7 +79,7 @@ func (s *Server) taskSeries(c echo.Context) error {
 	if _, err := s.svc.Task(c.Request().Context(), name); err != nil {
 		return s.WriteError(c, err)
 	}
-	c.Response().Header().Set("Cache-Control", "no-store")
+	noStore(c)
 	return c.JSON(http.StatusOK, s.series(name).Columns())
 }
 
@@ -89,6 +89,7 @@ func (s *Server) taskExport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	noStore(c)
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+info.Name+`.json"`)
 	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, []byte(views.ExportJSON(info)+"\n"))
 }
@@ -103,9 +104,7 @@ func (s *Server) taskAction(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
 	if err == nil && action == views.ActionDelete {
-		if err := s.AddFlash(c, views.FlashSuccess, done); err != nil {
-			return err
-		}
+		s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
 		return Redirect(c, "/dashboard")
 	}
 	if err != nil {
@@ -113,13 +112,9 @@ func (s *Server) taskAction(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound {
 			return err
 		}
-		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
-			return err
-		}
+		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
 		return Redirect(c, views.TaskPath(name, ""))
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, done); err != nil {
-		return err
-	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
 	return Redirect(c, views.TaskPath(name, ""))
 }

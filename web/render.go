@@ -15,8 +15,16 @@ import (
 // Render writes a templ component as the response with the given status.
 func Render(c echo.Context, status int, comp templ.Component) error {
 	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	noStore(c)
 	c.Response().WriteHeader(status)
 	return comp.Render(c.Request().Context(), c.Response().Writer)
+}
+
+// noStore keeps a page out of every cache, the browser's back-forward and
+// disk caches included: console pages show a signed-in user's data, which
+// must not be readable from a shared machine after sign-out.
+func noStore(c echo.Context) {
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 }
 
 // IsHTMX reports whether the request was made by htmx.
@@ -26,6 +34,7 @@ func IsHTMX(c echo.Context) bool { return c.Request().Header.Get("HX-Request") =
 // HX-Redirect (it would otherwise swap the target page into the form),
 // plain browsers get a 303 so a reload does not repeat the POST.
 func Redirect(c echo.Context, url string) error {
+	noStore(c)
 	if IsHTMX(c) {
 		c.Response().Header().Set("HX-Redirect", url)
 		return c.NoContent(http.StatusNoContent)

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -26,23 +28,8 @@ func TestDemoCommandVerifiesTheCopy(t *testing.T) {
 
 // The README's main command: the console with the two demo instances.
 func TestServeDemoListsTheDemoInstances(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var stdout, stderr syncBuffer
-	env := map[string]string{"KMIRROR_ADMIN_PASSWORD": "demo-password-1", "KMIRROR_TOKEN": "tok"}
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--demo"},
-			func(k string) string { return env[k] }, &stdout, &stderr)
-	}()
-	defer func() { cancel(); <-done }()
-	var base string
-	checkFor(t, 20*time.Second, 20*time.Millisecond, func() error {
-		if base = regexp.MustCompile(`http://127\.0\.0\.1:\d+/`).FindString(stdout.String()); base == "" {
-			return errString("no URL printed yet")
-		}
-		return nil
-	})
+	base, _ := serveDemo(t)
+	base += "/"
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar}
 	page := get(t, client, base+"signin")
@@ -61,6 +48,62 @@ func TestServeDemoListsTheDemoInstances(t *testing.T) {
 			t.Fatalf("instances page does not list %s:\n%s", name, page)
 		}
 	}
+}
+
+// The first thing a newcomer does with the demo: check a task between its
+// two instances, the demo task itself running meanwhile. Every step of the
+// check passes on the embedded clusters.
+func TestServeDemoFlowOverTheAPI(t *testing.T) {
+	base, _ := serveDemo(t)
+	base += "/"
+	call := func(method, path string, body any) (int, map[string]any) {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, _ := http.NewRequest(method, base+"api/v1"+path, rd)
+		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	code, list := call(http.MethodGet, "/tasks", nil)
+	tasks, _ := list["tasks"].([]any)
+	if code != http.StatusOK || len(tasks) != 1 {
+		t.Fatalf("tasks: %d %v, want the demo task", code, list)
+	}
+	demoTask, _ := tasks[0].(map[string]any)
+	name, _ := demoTask["name"].(string)
+
+	// The check the create form's "Start check" runs, with the demo task's
+	// own clusters.
+	check := map[string]any{"name": "first-check", "current": demoTask["current"],
+		"peer":  map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
+		"rules": map[string]any{"direction": "push", "topics": []string{"orders"}}}
+	code, res := call(http.MethodPost, "/connectivity", check)
+	if code != http.StatusOK || res["ok"] != true {
+		t.Fatalf("connectivity check of the demo clusters: %d %v", code, res)
+	}
+	clusters, _ := res["clusters"].([]any)
+	if len(clusters) != 2 {
+		t.Fatalf("checked %d clusters, want east and west: %v", len(clusters), res)
+	}
+	checkFor(t, 30*time.Second, 100*time.Millisecond, func() error {
+		_, info := call(http.MethodGet, "/tasks/"+name, nil)
+		st, _ := info["status"].(map[string]any)
+		if st["state"] != "RUNNING" {
+			return errString(fmt.Sprintf("demo task %s is %v", name, st))
+		}
+		return nil
+	})
 }
 
 func get(t *testing.T, c *http.Client, u string) string {

@@ -50,7 +50,7 @@ func TestRunSpecStopsWithProgressSaved(t *testing.T) {
 	tk := task.Task{Name: "spec-task", Type: task.TypeKafkaReplication,
 		Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-		Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, RenameTopics: true}}
+		Rules:   task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"orders"}, RenameTopics: true}}
 	path := writeSpec(t, engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
 
 	runOnce := func(until int64) {

@@ -68,11 +68,30 @@ func (r Result) Failed() *Step {
 	return nil
 }
 
-// Timeouts of one network operation; the whole check also ends with ctx.
+// Timeouts of one network operation; the whole check also ends with ctx
+// and with Limits.Deadline.
 const (
 	dialTimeout = 5 * time.Second
 	ioTimeout   = 10 * time.Second
 )
+
+// Limits bound what one check may do, so that a check of a cluster with
+// hundreds of brokers, or of an address that accepts connections and then
+// says nothing, answers in bounded time without a burst of connections.
+type Limits struct {
+	// Deadline is the most the whole check takes; a step still running
+	// then fails as not finished.
+	Deadline time.Duration
+	// ParallelDials is the most connections opened at once.
+	ParallelDials int
+	// Brokers is the most bootstrap servers and advertised brokers
+	// contacted; the rest are named as not checked.
+	Brokers int
+}
+
+// DefaultLimits are Check's: a user waits for the answer, and a sample of
+// brokers shows a wrong advertised.listeners as well as all of them.
+var DefaultLimits = Limits{Deadline: 30 * time.Second, ParallelDials: 8, Brokers: 16}
 
 // Steps lists the steps Check runs for these settings, in order.
 func Steps(s cluster.Settings) []string {
@@ -86,11 +105,30 @@ func Steps(s cluster.Settings) []string {
 	return append(steps, StepMetadata, StepPermissions)
 }
 
-// Check runs the steps against the cluster. It never returns an error: a
-// failure is a failed step with its reason.
+// Check runs the steps against the cluster within DefaultLimits. It never
+// returns an error: a failure is a failed step with its reason.
 func Check(ctx context.Context, s cluster.Settings) Result {
-	c := &checker{s: s}
-	defer c.close()
+	return CheckWithin(ctx, s, DefaultLimits)
+}
+
+// CheckWithin is Check within other limits; a zero field takes the
+// default's.
+func CheckWithin(ctx context.Context, s cluster.Settings, lim Limits) Result {
+	if lim.Deadline <= 0 {
+		lim.Deadline = DefaultLimits.Deadline
+	}
+	if lim.ParallelDials <= 0 {
+		lim.ParallelDials = DefaultLimits.ParallelDials
+	}
+	if lim.Brokers <= 0 {
+		lim.Brokers = DefaultLimits.Brokers
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.Deadline)
+	defer cancel()
+	c := &checker{s: s, lim: lim}
+	// A step abandoned at the deadline still owns the client until it
+	// returns (its own timeouts end it); close after it.
+	defer func() { go func() { c.running.Wait(); c.close() }() }()
 	run := map[string]func(context.Context) (string, error){
 		StepTCP:         c.tcp,
 		StepTLS:         c.tls,
@@ -110,7 +148,7 @@ func Check(ctx context.Context, s cluster.Settings) Result {
 			r.Steps = append(r.Steps, Step{Name: name, Message: fmt.Sprintf("not finished: %v", err)})
 			continue
 		}
-		msg, err := run[name](ctx)
+		msg, err := c.step(ctx, run[name])
 		if err != nil {
 			failed = name
 			r.Steps = append(r.Steps, Step{Name: name, Message: err.Error()})
@@ -119,15 +157,58 @@ func Check(ctx context.Context, s cluster.Settings) Result {
 		r.Steps = append(r.Steps, Step{Name: name, OK: true, Message: msg})
 	}
 	r.OK = failed == ""
-	r.Metadata = c.meta
+	if !c.abandoned {
+		r.Metadata = c.meta
+	}
 	return r
 }
 
 type checker struct {
 	s         cluster.Settings
+	lim       Limits
 	reachable []string // bootstrap servers that accepted a TCP connection
 	client    sarama.Client
 	meta      *Metadata
+	running   sync.WaitGroup // the step in progress, abandoned or not
+	abandoned bool           // a step outlived the deadline and may still write
+}
+
+// step runs one step until it ends or ctx does. sarama takes no context, so
+// a step past the deadline is abandoned (it ends on its own timeouts), and
+// no later step runs: they would share its state.
+func (c *checker) step(ctx context.Context, run func(context.Context) (string, error)) (string, error) {
+	type outcome struct {
+		msg string
+		err error
+	}
+	done := make(chan outcome, 1)
+	c.running.Add(1)
+	go func() {
+		defer c.running.Done()
+		msg, err := run(ctx)
+		done <- outcome{msg, err}
+	}()
+	select {
+	case o := <-done:
+		return o.msg, o.err
+	case <-ctx.Done():
+		c.abandoned = true
+		return "", fmt.Errorf("not finished within the check's %s: the cluster answers too slowly or not at all — check the address, the listener's protocol and the network", c.lim.Deadline)
+	}
+}
+
+// eachLimited runs f for 0..n-1, at most limit at a time, and waits.
+func eachLimited(n, limit int, f func(i int)) {
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			f(i)
+		})
+	}
+	wg.Wait()
 }
 
 func (c *checker) close() {
@@ -159,24 +240,37 @@ func (c *checker) tcp(ctx context.Context) (string, error) {
 	if len(c.s.BootstrapServers) == 0 {
 		return "", errors.New("no bootstrap servers given — give at least one host:port")
 	}
-	var failures []string
-	var firstErr error
-	d := net.Dialer{Timeout: dialTimeout}
 	for _, addr := range c.s.BootstrapServers {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			return "", fmt.Errorf("bootstrap server %q is not host:port — write it like broker1.example.com:9092", addr)
 		}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+	}
+	addrs := c.s.BootstrapServers
+	var failures []string
+	if len(addrs) > c.lim.Brokers {
+		failures = append(failures, fmt.Sprintf("%d more bootstrap servers not tried (the check tries %d)", len(addrs)-c.lim.Brokers, c.lim.Brokers))
+		addrs = addrs[:c.lim.Brokers]
+	}
+	errs := make([]error, len(addrs))
+	d := net.Dialer{Timeout: dialTimeout}
+	eachLimited(len(addrs), c.lim.ParallelDials, func(i int) {
+		conn, err := d.DialContext(ctx, "tcp", addrs[i])
 		if err != nil {
-			e := Explain(c.s, addr, err)
-			failures = append(failures, e.Error())
-			if firstErr == nil {
-				firstErr = e
-			}
-			continue
+			errs[i] = Explain(c.s, addrs[i], err)
+			return
 		}
 		conn.Close()
-		c.reachable = append(c.reachable, addr)
+	})
+	var firstErr error
+	for i, err := range errs {
+		if err == nil {
+			c.reachable = append(c.reachable, addrs[i])
+			continue
+		}
+		failures = append(failures, err.Error())
+		if firstErr == nil {
+			firstErr = err
+		}
 	}
 	if len(c.reachable) == 0 {
 		if len(failures) == 1 {
@@ -262,17 +356,16 @@ func (c *checker) metadata(_ context.Context) (string, error) {
 
 	// Clients talk to the addresses brokers advertise, not the bootstrap
 	// ones: a wrong advertised.listeners is the classic "works in the check,
-	// fails later" mistake, so connect to every broker now.
-	errs := make([]error, len(brokers))
-	var wg sync.WaitGroup
-	for i, b := range brokers {
-		wg.Go(func() {
-			if err := openBroker(b, cfg, false); err != nil {
-				errs[i] = fmt.Errorf("broker %d advertises %s, which cannot be used: %v — fix the broker's advertised.listeners or the network", b.ID(), b.Addr(), Explain(c.s, b.Addr(), err))
-			}
-		})
-	}
-	wg.Wait()
+	// fails later" mistake, so connect to the brokers now (up to the limit:
+	// a misconfiguration is usually cluster-wide).
+	contacted := brokers[:min(len(brokers), c.lim.Brokers)]
+	errs := make([]error, len(contacted))
+	eachLimited(len(contacted), c.lim.ParallelDials, func(i int) {
+		b := contacted[i]
+		if err := openBroker(b, cfg, false); err != nil {
+			errs[i] = fmt.Errorf("broker %d advertises %s, which cannot be used: %v — fix the broker's advertised.listeners or the network", b.ID(), b.Addr(), Explain(c.s, b.Addr(), err))
+		}
+	})
 	if err := errors.Join(errs...); err != nil {
 		return "", err
 	}
@@ -292,6 +385,9 @@ func (c *checker) metadata(_ context.Context) (string, error) {
 		ids[i] = fmt.Sprint(b.ID())
 	}
 	msg := fmt.Sprintf("%d %s (ids %s), controller %d", len(brokers), plural(len(brokers), "broker"), strings.Join(ids, ", "), m.ControllerID)
+	if len(contacted) < len(brokers) {
+		msg += fmt.Sprintf("; advertised addresses of %d of them checked", len(contacted))
+	}
 	if m.KafkaVersion != "" {
 		msg += ", Kafka " + m.KafkaVersion
 	}
@@ -355,6 +451,11 @@ func (c *checker) permissions(ctx context.Context) (string, error) {
 	}
 	switch {
 	case err == nil:
+		ok = append(ok, "read consumer-group offsets: allowed")
+	case errors.Is(err, sarama.ErrGroupIDNotFound):
+		// Apache Kafka answers offsets of -1 for a group it does not know,
+		// other implementations (the embedded clusters) GROUP_ID_NOT_FOUND;
+		// either way the request was authorized, which is what is checked.
 		ok = append(ok, "read consumer-group offsets: allowed")
 	case errors.Is(err, sarama.ErrGroupAuthorizationFailed):
 		denied = append(denied, fmt.Sprintf("user %s may not read consumer-group offsets — grant it Describe and Read on the groups kmirror syncs (or turn off sync consumer offsets)", user))

@@ -37,10 +37,10 @@ func TestClusterHealthAndTasksOfCluster(t *testing.T) {
 	for _, tk := range []task.Task{
 		{Name: "east-to-west", Current: task.Current{Cluster: "east", Alias: "A"},
 			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-			Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{"t1"}, RenameTopics: true}},
+			Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"t1"}, RenameTopics: true}},
 		{Name: "west-to-east", Current: task.Current{Cluster: "west", Alias: "B"},
 			Peer:  task.Peer{Alias: "A", ConfigType: task.PeerByCluster, Cluster: "east"},
-			Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{"t2"}, RenameTopics: true}},
+			Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"t2"}, RenameTopics: true}},
 	} {
 		if _, err := svc.CreateTask(ctx, tk, "tester"); err != nil {
 			t.Fatal(err)

@@ -38,7 +38,7 @@ func dryRunService(t *testing.T, east, west servicetest.FakeCluster) *service.Se
 func dryRunTask(direction string, topics ...string) task.Task {
 	return task.Task{Name: "check-bytes", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-		Rules: task.Rules{Direction: direction, Topics: topics, AddSourceHeader: true}}
+		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: direction, Topics: topics, AddSourceHeader: true}}
 }
 
 func warningsAbout(res service.ValidationResult, topic string) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -165,19 +166,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (Task
 		}
 		rec.PeerPasswordCiphertext = sealed
 	}
-	var warnings []string
-	err = s.taskStore.CreateTask(ctx, rec, func(others []store.Task) error {
-		specs := make([]task.Task, len(others))
-		for i, o := range others {
-			specs[i] = o.Spec
-		}
-		var p Problems
-		p, warnings = CheckAgainstTasks(t, specs, addrs)
-		if len(p) > 0 {
-			return invalidTask(p)
-		}
-		return nil
-	})
+	warnings, err := s.insertChecked(ctx, t, rec, addrs)
 	switch {
 	case errors.Is(err, store.ErrExists):
 		var p Problems
@@ -195,6 +184,83 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (Task
 	info, err := s.Task(ctx, t.Name)
 	info.Warnings = warnings
 	return info, err
+}
+
+// errTasksChanged: another task was stored between the checks against the
+// other tasks and the insert.
+var errTasksChanged = errors.New("the stored tasks changed during the check")
+
+// checkRetries is how often insertChecked checks again when other tasks
+// were stored meanwhile, before it checks under the write lock.
+const checkRetries = 3
+
+// insertChecked stores rec once t passes the rules across tasks. The checks
+// (regex searches among them, bounded but not free) run on a snapshot of
+// the stored tasks before the store's write lock is taken; under the lock
+// only the snapshot's being current is verified, so slow checks never hold
+// up other writers. Should tasks have been stored meanwhile, it starts over,
+// and after checkRetries the checks run under the lock.
+func (s *Service) insertChecked(ctx context.Context, t task.Task, rec store.Task, addrs func(string) []string) ([]string, error) {
+	specsOf := func(recs []store.Task) []task.Task {
+		specs := make([]task.Task, len(recs))
+		for i, r := range recs {
+			specs[i] = r.Spec
+		}
+		return specs
+	}
+	for attempt := 0; ; attempt++ {
+		underLock := attempt >= checkRetries
+		var snapshot []task.Task
+		var warnings []string
+		if !underLock {
+			recs, err := s.taskStore.ListTasks(ctx)
+			if err != nil {
+				return nil, err
+			}
+			snapshot = specsOf(recs)
+			p, w := CheckAgainstTasks(t, snapshot, addrs)
+			if len(p) > 0 {
+				return nil, invalidTask(p)
+			}
+			warnings = w
+		}
+		err := s.taskStore.CreateTask(ctx, rec, func(others []store.Task) error {
+			specs := specsOf(others)
+			if !underLock {
+				// Fewer tasks only remove problems; any new or changed one
+				// needs the checks again.
+				if !subsetOf(specs, snapshot) {
+					return errTasksChanged
+				}
+				return nil
+			}
+			p, w := CheckAgainstTasks(t, specs, addrs)
+			if len(p) > 0 {
+				return invalidTask(p)
+			}
+			warnings = w
+			return nil
+		})
+		if errors.Is(err, errTasksChanged) {
+			continue
+		}
+		return warnings, err
+	}
+}
+
+// subsetOf reports whether every task of a is in b, configuration alike.
+func subsetOf(a, b []task.Task) bool {
+	byName := make(map[string]task.Task, len(b))
+	for _, x := range b {
+		byName[x.Name] = x
+	}
+	for _, x := range a {
+		y, ok := byName[x.Name]
+		if !ok || !reflect.DeepEqual(x, y) {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveTask finds the clusters of a normalized task. Unregistered

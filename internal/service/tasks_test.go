@@ -41,7 +41,7 @@ func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
 	mk := func(name, topic string, byAddress bool) task.Task {
 		tk := task.Task{Name: name, Current: task.Current{Cluster: "east", Alias: "A"},
 			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-			Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, RenameTopics: true}}
+			Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{topic}, RenameTopics: true}}
 		if byAddress {
 			tk.Peer = task.Peer{Alias: "C", ConfigType: task.PeerByAddress, Address: []string{"10.1.1.1:9092"},
 				SecurityProtocol: cluster.SASLPlaintext, SASLMechanism: cluster.MechanismPlain, Username: "u", Password: "pw-123"}
@@ -94,7 +94,7 @@ func TestTaskThatCannotStartShowsWhy(t *testing.T) {
 	}
 	info, err := svc.CreateTask(ctx, task.Task{Name: "fails", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-		Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{"x"}}}, "tester")
+		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"x"}}}, "tester")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,9 @@ var compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
 // NormalizeTask trims what users paste with stray spaces, drops empty list
 // entries and rows (the console sends blank ones), and fills the defaults the
-// console shows (type, tasks 2, replication factor 1, start offset earliest,
-// compression none, protocol PLAINTEXT for a peer by address). It never
+// console shows (type, start offset earliest, compression none, protocol
+// PLAINTEXT for a peer by address; tasks and replication factor take theirs
+// when decoded, so that an explicit 0 is refused, not replaced). It never
 // changes a password, and never turns add_source_header on: JSON cannot tell
 // an explicit false from a missing field, so the bidirectional default is the
 // console's to pre-check, and ValidateTask refuses a bidirectional task with
@@ -92,7 +93,19 @@ func NormalizeTask(t task.Task) task.Task {
 		}
 	}
 	r.TopicMappings = maps
-	return t.WithDefaults()
+	// Not WithDefaults: a 0 tasks or replication factor here was sent
+	// explicitly (decoding fills omitted numbers), and is the validator's to
+	// refuse, not to replace.
+	if t.Type == "" {
+		t.Type = task.TypeKafkaReplication
+	}
+	if r.StartOffset == "" {
+		r.StartOffset = task.StartEarliest
+	}
+	if r.Compression == "" {
+		r.Compression = "none"
+	}
+	return t
 }
 
 func trimList(in []string) []string {
@@ -172,6 +185,11 @@ func validatePeer(p *Problems, t task.Task) {
 		}
 		if peer.Cluster != "" {
 			p.Add("peer.cluster", "a peer given by address takes no cluster name: clear it, or choose config type cluster")
+		}
+		if peer.Password == task.PasswordMask {
+			// An exported task masks its password; imported again as it is,
+			// the mask would become the credential.
+			p.Add("peer.password", "the password is masked (%s) as exported: give the peer's real password", task.PasswordMask)
 		}
 		// The same rules as a registered cluster, so a peer that works by
 		// address also works once registered.
@@ -834,13 +852,19 @@ func regexWitness(regex string) (string, bool) {
 // examples read naturally.
 const topicAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
 
-// Search budgets bound the work (instructions visited) of one search and of
-// all searches of one CheckAgainstTasks, so hostile regexes cannot stall a
-// request: about 60 ms and 250 ms at worst.
+// Search budgets bound the work of one search and of all searches of one
+// CheckAgainstTasks, so hostile regexes cannot stall a request: a unit is
+// one instruction visited or one product state made (a state of every
+// pattern at once), whichever the search does. CreateTask runs the searches
+// before it takes the store's write lock.
 const (
 	searchBudget     = 1_000_000
 	crossCheckBudget = 4_000_000
 )
+
+// productStatesMade, when set (by tests), is told how many product states
+// each search step makes.
+var productStatesMade func(n int)
 
 // topicSearch looks, breadth first, for the shortest topic name that every
 // regex accepts (anchored, as the replicator matches) and want approves. It
@@ -894,19 +918,38 @@ func (ts topicSearch) find(regexes []string, want func(string) bool, shared *int
 			// follows every combination (states, not sets of states: a
 			// common string exists iff a path in the product does, and this
 			// keeps patterns like ".*a.{20}" from blowing up).
-			combos := [][]uint32{nil}
+			//
+			// The product is what costs: n states of one program and m of
+			// the other make n*m successors, each stored and searched on.
+			// It is charged before any is built, so two patterns that are
+			// small alone (".*a.{200}" against ".*b.{200}") cannot make
+			// millions of them on a budget meant for instructions.
+			nexts := make([][]uint32, len(progs))
+			product := 1
 			for i, pr := range progs {
-				next := pr.step(n.sets[i], n.prev, c, &budget)
-				var grown [][]uint32
+				nexts[i] = pr.step(n.sets[i], n.prev, c, &budget)
+				product *= len(nexts[i])
+				if product > budget { // also keeps the product from overflowing
+					budget = 0
+					return "", false
+				}
+			}
+			budget -= product
+			if productStatesMade != nil {
+				productStatesMade(product)
+			}
+			if budget <= 0 {
+				return "", false
+			}
+			combos := [][]uint32{nil}
+			for _, next := range nexts {
+				grown := make([][]uint32, 0, len(combos)*len(next))
 				for _, cmb := range combos {
 					for _, pc := range next {
 						grown = append(grown, append(slices.Clone(cmb), pc))
 					}
 				}
 				combos = grown
-			}
-			if budget <= 0 {
-				return "", false
 			}
 			prev := rune('.')
 			if syntax.IsWordChar(c) {

@@ -335,8 +335,10 @@ func TestNormalizeTask(t *testing.T) {
 		Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer: task.Peer{Alias: "B", ConfigType: "address", Address: []string{"k1:9092", "k2:9092"},
 			SecurityProtocol: "PLAINTEXT", Username: "alice", Password: "  pass word  "},
-		Rules: task.Rules{Direction: "push", Topics: []string{"orders", "payments"}, Tasks: 2,
-			ReplicationFactor: 1, StartOffset: "earliest", Compression: "none",
+		// Tasks and replication factor stay 0: decoding fills omitted
+		// ones, so a 0 here was sent and is the validator's to refuse.
+		Rules: task.Rules{Direction: "push", Topics: []string{"orders", "payments"},
+			StartOffset: "earliest", Compression: "none",
 			TopicMappings: []task.Mapping{{Source: "orders", Target: "copy"}}},
 	}
 	gj, _ := json.Marshal(got)

@@ -16,7 +16,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -42,8 +41,8 @@ type DB struct {
 // Open opens (creating if needed) <dataDir>/kmirror.db and applies pending
 // migrations.
 func Open(ctx context.Context, dataDir string) (*DB, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory %s: %w", dataDir, err)
+	if err := makePrivate(dataDir); err != nil {
+		return nil, err
 	}
 	return OpenFile(ctx, filepath.Join(dataDir, FileName))
 }

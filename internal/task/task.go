@@ -7,6 +7,8 @@
 package task
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/kmirror/kmirror/internal/cluster"
@@ -91,7 +93,50 @@ type Mapping struct {
 // DefaultTasks is the seed's default parallelism per flow.
 const DefaultTasks = 2
 
-// WithDefaults fills what the user may leave out, as the console does.
+// DefaultReplicationFactor is the replication factor of created topics when
+// the task does not say.
+const DefaultReplicationFactor = 1
+
+// PasswordMask stands for a set password in exported JSON. A task holding it
+// as its password is refused (the real password must be given again), so a
+// masked export is never created with "********" as a credential.
+const PasswordMask = "********"
+
+// UnmarshalJSON decodes a task strictly (an unknown field is an error).
+// Numbers the body omits take their defaults here, at decoding, because only
+// here is an omitted field distinguishable from an explicit 0: the validator
+// then refuses an explicit 0 instead of silently replacing it.
+func (t *Task) UnmarshalJSON(b []byte) error {
+	type plain Task // no methods: no recursion
+	p := plain{Rules: Rules{Tasks: DefaultTasks, ReplicationFactor: DefaultReplicationFactor}}
+	if err := decodeStrict(b, &p); err != nil {
+		return err
+	}
+	*t = Task(p)
+	return nil
+}
+
+// UnmarshalJSON decodes rules strictly, omitted numbers taking their
+// defaults (see Task.UnmarshalJSON).
+func (r *Rules) UnmarshalJSON(b []byte) error {
+	type plain Rules
+	p := plain{Tasks: DefaultTasks, ReplicationFactor: DefaultReplicationFactor}
+	if err := decodeStrict(b, &p); err != nil {
+		return err
+	}
+	*r = Rules(p)
+	return nil
+}
+
+func decodeStrict(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// WithDefaults fills what the user may leave out, as the console does. It
+// is for tasks built in code (the engine, tests); requests are decoded with
+// their defaults instead (UnmarshalJSON), so an explicit 0 stays an error.
 func (t Task) WithDefaults() Task {
 	if t.Type == "" {
 		t.Type = TypeKafkaReplication
@@ -106,7 +151,7 @@ func (t Task) WithDefaults() Task {
 		t.Rules.Compression = "none"
 	}
 	if t.Rules.ReplicationFactor == 0 {
-		t.Rules.ReplicationFactor = 1
+		t.Rules.ReplicationFactor = DefaultReplicationFactor
 	}
 	return t
 }

@@ -1,6 +1,7 @@
 package task
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -54,5 +55,35 @@ func TestDefaultsAndTopicNames(t *testing.T) {
 	}
 	if OffsetSyncsTopic(got.Peer.Alias) != "mm2-offset-syncs.B.internal" || CheckpointsTopic("A") != "A.checkpoints.internal" {
 		t.Fatal("internal topic names are MM2's")
+	}
+}
+
+// TestDecodeTellsOmittedFromZero: only an omitted number takes its default;
+// a sent 0 stays 0 for the validator to refuse.
+func TestDecodeTellsOmittedFromZero(t *testing.T) {
+	cases := []struct {
+		name, body        string
+		wantTasks, wantRF int
+		wantErr           bool
+	}{
+		{"omitted", `{"rules":{"direction":"push"}}`, DefaultTasks, DefaultReplicationFactor, false},
+		{"no rules at all", `{"name":"x"}`, DefaultTasks, DefaultReplicationFactor, false},
+		{"explicit zero", `{"rules":{"tasks":0,"replication_factor":0}}`, 0, 0, false},
+		{"explicit negative", `{"rules":{"tasks":-3}}`, -3, DefaultReplicationFactor, false},
+		{"explicit values", `{"rules":{"tasks":7,"replication_factor":3}}`, 7, 3, false},
+		{"unknown rules field", `{"rules":{"taks":1}}`, 0, 0, true},
+		{"unknown task field", `{"nmae":"x"}`, 0, 0, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got Task
+			err := json.Unmarshal([]byte(c.body), &got)
+			if (err != nil) != c.wantErr {
+				t.Fatalf("err %v, want error %v", err, c.wantErr)
+			}
+			if err == nil && (got.Rules.Tasks != c.wantTasks || got.Rules.ReplicationFactor != c.wantRF) {
+				t.Fatalf("tasks %d replication factor %d, want %d %d", got.Rules.Tasks, got.Rules.ReplicationFactor, c.wantTasks, c.wantRF)
+			}
+		})
 	}
 }

@@ -1,0 +1,7 @@
+package service
+
+// Hooks and limits for the external tests.
+var (
+	ProductStatesMade = &productStatesMade
+	CrossCheckBudget  = crossCheckBudget
+)
