@@ -220,6 +220,15 @@ func tpMappings(ms []task.Mapping) string {
 	return strings.Join(parts, ", ")
 }
 
+// tpReplicationFactor shows a task's replication factor, or that the
+// target's default applies.
+func tpReplicationFactor(ctx context.Context, rf int) string {
+	if rf == task.DefaultReplicationFactor {
+		return i18n.T(ctx, "task.value.replication_factor_default")
+	}
+	return strconv.Itoa(rf)
+}
+
 func tpSide(ctx context.Context, side task.Side) string {
 	if side == task.SidePeer {
 		return i18n.T(ctx, "task.section.peer")

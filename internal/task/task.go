@@ -93,9 +93,10 @@ type Mapping struct {
 // DefaultTasks is the seed's default parallelism per flow.
 const DefaultTasks = 2
 
-// DefaultReplicationFactor is the replication factor of created topics when
-// the task does not say.
-const DefaultReplicationFactor = 1
+// DefaultReplicationFactor stands for a task that does not set one: topics
+// created on the target get the target's default.replication.factor (-1 is
+// Kafka's own way to ask for the broker's default when creating a topic).
+const DefaultReplicationFactor = -1
 
 // PasswordMask stands for a set password in exported JSON. A task holding it
 // as its password is refused (the real password must be given again), so a

@@ -50,7 +50,7 @@ func TestResolve(t *testing.T) {
 func TestDefaultsAndTopicNames(t *testing.T) {
 	got := Task{Current: Current{Alias: "A"}, Peer: Peer{Alias: "B"}}.WithDefaults()
 	if got.Type != TypeKafkaReplication || got.Rules.Tasks != DefaultTasks || got.Rules.StartOffset != StartEarliest ||
-		got.Rules.Compression != "none" || got.Rules.ReplicationFactor != 1 {
+		got.Rules.Compression != "none" || got.Rules.ReplicationFactor != DefaultReplicationFactor {
 		t.Fatalf("defaults %+v", got.Rules)
 	}
 	if OffsetSyncsTopic(got.Peer.Alias) != "mm2-offset-syncs.B.internal" || CheckpointsTopic("A") != "A.checkpoints.internal" {
