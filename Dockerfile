@@ -30,11 +30,14 @@ WORKDIR /data
 VOLUME ["/data"]
 EXPOSE 8080
 # The console listens on loopback unless told otherwise; in a container it
-# must listen on all interfaces. Without TLS files, plain HTTP beyond
-# loopback is for a TLS-terminating proxy in front (see README, Deploy).
+# must listen on all interfaces. By default it serves plain HTTP there
+# (--allow-insecure-http), for a TLS-terminating proxy or ingress in front;
+# to serve HTTPS itself, run it with `serve --listen 0.0.0.0:8080 --data-dir
+# /data --tls-cert FILE --tls-key FILE` and the files mounted (see README,
+# Deploy).
 # No secret is baked in: pass KMIRROR_ADMIN_PASSWORD and KMIRROR_TOKEN at run
 # time, or let the first start generate them into /data.
 ENTRYPOINT ["/usr/local/bin/kmirror"]
-CMD ["serve", "--listen", "0.0.0.0:8080", "--data-dir", "/data"]
+CMD ["serve", "--listen", "0.0.0.0:8080", "--data-dir", "/data", "--allow-insecure-http"]
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["/usr/local/bin/kmirror", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]
