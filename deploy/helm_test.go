@@ -2,8 +2,8 @@ package deploy
 
 import (
 	"bytes"
-	"encoding/base64"
 	"context"
+	"encoding/base64"
 	"errors"
 	"io"
 	"slices"
