@@ -20,9 +20,6 @@ import (
 // serves from it until its own HEALTHCHECK command passes.
 func TestImageBuildsAndRunsTheDemo(t *testing.T) {
 	tool(t, "buildah", ".ci/run installs it with apt")
-	if testing.Short() {
-		t.Skip("builds a static binary and an image: not in -short")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// A storage of the test's own: nothing left behind, nothing shared with

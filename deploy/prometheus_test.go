@@ -152,9 +152,6 @@ func grafanaVars(expr string) string {
 func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	promBin := tool(t, "prometheus", ".ci/run installs Debian's prometheus package")
 	promtool := tool(t, "promtool", ".ci/run installs Debian's prometheus package")
-	if testing.Short() {
-		t.Skip("starts kmirror with embedded clusters and Prometheus: not in -short")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
