@@ -39,5 +39,8 @@ EXPOSE 8080
 # time, or let the first start generate them into /data.
 ENTRYPOINT ["/usr/local/bin/kmirror"]
 CMD ["serve", "--listen", "0.0.0.0:8080", "--data-dir", "/data", "--allow-insecure-http"]
+# Serving HTTPS itself, override it: `kmirror healthcheck --url
+# https://127.0.0.1:8080/healthz --insecure` (loopback, so the certificate's
+# name cannot match).
 HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["/usr/local/bin/kmirror", "healthcheck", "--url", "http://127.0.0.1:8080/healthz"]
