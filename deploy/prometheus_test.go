@@ -359,20 +359,11 @@ func poll(t *testing.T, ctx context.Context, total time.Duration, f func() error
 
 func httpGet(t *testing.T, ctx context.Context, u string) string {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		t.Fatal(err)
+	body, status := httpGetAny(t, ctx, u)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, status, body)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s: %s %v", u, resp.Status, err)
-	}
-	return string(b)
+	return body
 }
 
 // promAPI calls Prometheus's HTTP API and decodes its data into v, failing
@@ -387,7 +378,7 @@ func promAPI(t *testing.T, ctx context.Context, prom, path string, params url.Va
 		Status, Error string
 		Data          json.RawMessage
 	}
-	body := httpGetAny(t, ctx, u)
+	body, _ := httpGetAny(t, ctx, u)
 	if err := json.Unmarshal([]byte(body), &env); err != nil {
 		t.Fatalf("%s: %v: %s", u, err, body)
 	}
@@ -401,7 +392,7 @@ func promAPI(t *testing.T, ctx context.Context, prom, path string, params url.Va
 
 // httpGetAny is httpGet that returns error answers too (Prometheus explains
 // a bad query in the body of a 400).
-func httpGetAny(t *testing.T, ctx context.Context, u string) string {
+func httpGetAny(t *testing.T, ctx context.Context, u string) (string, int) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -416,7 +407,7 @@ func httpGetAny(t *testing.T, ctx context.Context, u string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return string(b), resp.StatusCode
 }
 
 // instantQuery evaluates expr now and returns each series' labels.
