@@ -11,6 +11,10 @@ type Partition struct {
 	// MaxBytes is the largest record batch the target topic accepts
 	// (its max.message.bytes).
 	MaxBytes int
+	// TopicID is the source topic's id ("" when the cluster does not say):
+	// a topic deleted and created again under the same name has a new one,
+	// and progress stored for the old topic does not apply to it.
+	TopicID string
 }
 
 // Assignment is the share of a flow's partitions one worker runs.

@@ -276,7 +276,9 @@ func (c *checkpointer) replicated() []*partState {
 }
 
 // translate uses the flow's live progress when this process copied the
-// partition, so the newest run of syncs translates exactly.
+// partition, so the newest run of syncs translates exactly; before its
+// first copy, the progress it resumed from stands for it (committed only
+// once every distance change before it was in the sync history).
 func (c *checkpointer) translate(ps *partState, g int64) (int64, bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -284,6 +286,8 @@ func (c *checkpointer) translate(ps *partState, g int64) (int64, bool) {
 	if up, down := ps.lastUp.Load(), ps.lastDown.Load(); up >= 0 && down >= 0 {
 		next := ps.next.Load()
 		live = &checkpoint.Live{NextUpstream: max(next, up+1), NextDownstream: down + 1}
+	} else if next := ps.next.Load(); ps.resumed && next >= 0 && ps.progDown >= 0 {
+		live = &checkpoint.Live{NextUpstream: next, NextDownstream: ps.progDown}
 	}
 	return ps.hist.Translate(g, live)
 }

@@ -17,9 +17,12 @@
 //     counted exactly at restart (the commit carries the target position);
 //   - a retried produce request is not written twice: batches carry an
 //     idempotent producer id and per-partition sequence (idempotence.go);
-//   - progress is never committed past a distance-change offset sync the
-//     offset-syncs topic has not acknowledged, so translation after a
-//     restart is never ahead of the copy;
+//   - progress is never committed past a distance-change offset sync whose
+//     sync history record (checkpoint/record.go) is not acknowledged, so
+//     translation after a restart is never ahead of the copy;
+//   - progress is stored where it does not expire: the flow's group on the
+//     source, re-committed while idle, and a compacted topic on the target
+//     (progresslog.go); a start takes the further of the two;
 //   - a partition has one produce request in flight at a time (copy.go), so
 //     a failed request stops its partition's progress there: nothing behind
 //     a failed record is ever skipped, nothing after it overtakes it;

@@ -50,10 +50,43 @@ func newProgress(client sarama.Client, group string, log *progressLog) (*progres
 // metadata), -1 where unknown.
 type storedProgress struct {
 	offset, down int64
+	topicID      string // the source topic's id when stored; "" unknown
 }
 
-// metadataPrefix marks kmirror's commit metadata: "kmirror:d=<downstream>".
+// noProgress is a partition with nothing stored.
+var noProgress = storedProgress{offset: -1, down: -1}
+
+// metadataPrefix marks kmirror's commit metadata:
+// "kmirror:d=<downstream>[;id=<source topic id>]".
 const metadataPrefix = "kmirror:d="
+
+// commitMetadata is what a commit of sp says besides the offset.
+func commitMetadata(sp storedProgress) string {
+	if sp.down < 0 {
+		return ""
+	}
+	meta := metadataPrefix + strconv.FormatInt(sp.down, 10)
+	if sp.topicID != "" {
+		meta += ";id=" + sp.topicID
+	}
+	return meta
+}
+
+// parseCommitMetadata reads commitMetadata back into sp (down -1 when the
+// metadata is not kmirror's).
+func parseCommitMetadata(meta string, sp storedProgress) storedProgress {
+	sp.down = -1
+	rest, ok := strings.CutPrefix(meta, metadataPrefix)
+	if !ok {
+		return sp
+	}
+	down, id, _ := strings.Cut(rest, ";")
+	if d, err := strconv.ParseInt(down, 10, 64); err == nil {
+		sp.down = d
+	}
+	sp.topicID, _ = strings.CutPrefix(id, "id=")
+	return sp
+}
 
 // load returns the stored progress per partition, offset -1 where none is
 // stored: the further of the group's and the progress log's.
@@ -81,7 +114,7 @@ func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, e
 	}
 	out := make(map[Partition]storedProgress, len(parts))
 	for _, pt := range parts {
-		out[pt] = storedProgress{-1, -1}
+		out[pt] = noProgress
 	}
 	resp, err := p.admin.ListConsumerGroupOffsets(p.group, req)
 	if errors.Is(err, sarama.ErrGroupIDNotFound) {
@@ -98,10 +131,7 @@ func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, e
 		if !errors.Is(b.Err, sarama.ErrNoError) {
 			return nil, fmt.Errorf("read progress of %s-%d: %w", pt.Source, pt.Partition, b.Err)
 		}
-		sp := storedProgress{offset: b.Offset, down: -1}
-		if d, err := strconv.ParseInt(strings.TrimPrefix(b.Metadata, metadataPrefix), 10, 64); err == nil && strings.HasPrefix(b.Metadata, metadataPrefix) {
-			sp.down = d
-		}
+		sp := parseCommitMetadata(b.Metadata, storedProgress{offset: b.Offset})
 		out[pt] = sp
 	}
 	return out, nil
@@ -123,15 +153,12 @@ func (p *progress) commitGroup(states []*partState) error {
 	}
 	for _, ps := range states {
 		next, down := ps.committable()
-		if last, ok := p.last[ps]; next < 0 || (ok && !all && last == storedProgress{next, down}) {
+		sp := storedProgress{next, down, ps.TopicID}
+		if last, ok := p.last[ps]; next < 0 || (ok && !all && last == sp) {
 			continue
 		}
-		meta := ""
-		if down >= 0 {
-			meta = metadataPrefix + strconv.FormatInt(down, 10)
-		}
-		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, meta)
-		commits[ps] = storedProgress{next, down}
+		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, commitMetadata(sp))
+		commits[ps] = sp
 		pending = append(pending, ps)
 	}
 	if len(pending) == 0 {

@@ -46,9 +46,17 @@ type progressKey struct {
 }
 
 type progressValue struct {
-	Next int64 `json:"next"`
-	Down int64 `json:"down"`
+	Next    int64  `json:"next"`
+	Down    int64  `json:"down"`
+	TopicID string `json:"topic_id,omitempty"`
+	// Started, on the flow's start record (topic "", partition -1), is when
+	// the flow first ran (Unix ms): partitions found after it start at
+	// their first record, whatever the task's start offset.
+	Started int64 `json:"started,omitempty"`
 }
+
+// startKey is the key of the flow's start record.
+func (l *progressLog) startKey() progressKey { return progressKey{l.task, l.flow, "", -1} }
 
 // newProgressLog writes through target, a client whose producer settings are
 // acks=all with successes returned (worker.targetConfig).
@@ -69,7 +77,7 @@ func (l *progressLog) read(parts []Partition) (map[Partition]storedProgress, err
 	out := make(map[Partition]storedProgress, len(parts))
 	want := make(map[progressKey]Partition, len(parts))
 	for _, p := range parts {
-		out[p] = storedProgress{-1, -1}
+		out[p] = noProgress
 		want[progressKey{l.task, l.flow, p.Source, p.Partition}] = p
 	}
 	err := readTopic(l.client, l.topic, func(m *sarama.ConsumerMessage) {
@@ -83,10 +91,10 @@ func (l *progressLog) read(parts []Partition) (map[Partition]storedProgress, err
 		}
 		var v progressValue
 		if m.Value == nil || json.Unmarshal(m.Value, &v) != nil {
-			out[p] = storedProgress{-1, -1} // a tombstone or a record we cannot read
+			out[p] = noProgress // a tombstone or a record we cannot read
 			return
 		}
-		out[p] = storedProgress{v.Next, v.Down}
+		out[p] = storedProgress{v.Next, v.Down, v.TopicID}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read progress from %s on the target: %w", l.topic, err)
@@ -105,14 +113,15 @@ func (l *progressLog) write(states []*partState, final bool) error {
 	wrote := map[*partState]storedProgress{}
 	for _, ps := range states {
 		next, down := ps.committable()
-		if last, ok := l.last[ps]; next < 0 || (ok && last == storedProgress{next, down}) {
+		sp := storedProgress{next, down, ps.TopicID}
+		if last, ok := l.last[ps]; next < 0 || (ok && last == sp) {
 			continue
 		}
 		k, _ := json.Marshal(progressKey{l.task, l.flow, ps.Source, ps.Partition.Partition})
-		v, _ := json.Marshal(progressValue{next, down})
+		v, _ := json.Marshal(progressValue{Next: next, Down: down, TopicID: ps.TopicID})
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: l.topic, Partition: 0,
 			Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)})
-		wrote[ps] = storedProgress{next, down}
+		wrote[ps] = sp
 	}
 	l.lastAt = now
 	if len(msgs) == 0 {
@@ -125,6 +134,35 @@ func (l *progressLog) write(states []*partState, final bool) error {
 		l.last[ps] = sp
 	}
 	return nil
+}
+
+// started says whether the flow ran before, and if not, records that it
+// starts now. Only a flow's very first start applies the task's start
+// offset ("latest") to partitions without progress; a partition found
+// later — a new topic, more partitions, a topic created again — was
+// written after the task began, so its records are copied from the first.
+func (l *progressLog) started() (bool, error) {
+	key := l.startKey()
+	found := false
+	err := readTopic(l.client, l.topic, func(m *sarama.ConsumerMessage) {
+		var k progressKey
+		if json.Unmarshal(m.Key, &k) == nil && k == key {
+			found = m.Value != nil
+		}
+	})
+	if err != nil {
+		return false, fmt.Errorf("read progress from %s on the target: %w", l.topic, err)
+	}
+	if found {
+		return true, nil
+	}
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(progressValue{Next: -1, Down: -1, Started: time.Now().UnixMilli()})
+	if _, _, err := l.prod.SendMessage(&sarama.ProducerMessage{Topic: l.topic, Partition: 0,
+		Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)}); err != nil {
+		return false, fmt.Errorf("write the flow's start to %s on the target: %w", l.topic, err)
+	}
+	return false, nil
 }
 
 // readTopic hands every record of partition 0 of topic, from its start to

@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -87,5 +88,95 @@ func TestProgressOutlivesAnExpiredGroup(t *testing.T) {
 	}
 	if st := r.Status(); st.Recopied != 0 {
 		t.Fatalf("restart reports %d records copied again", st.Recopied)
+	}
+}
+
+// With start offset latest, only the partitions there at the flow's first
+// start begin at their end: a topic found later was written after the task
+// began, so it is copied from its first record.
+func TestLatestAppliesOnlyToPartitionsThereAtTheFirstStart(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "early", 1)
+	produceKeys(t, a, "early", 1, 0, 10) // before the task: not copied
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, TopicsRegex: "early|late", Tasks: 1,
+		ReplicationFactor: 1, StartOffset: task.StartLatest})
+	r := New(f, Options{RefreshInterval: 2 * time.Second, CommitInterval: 100 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	waitFor(t, func() error {
+		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 10 {
+			return fmt.Errorf("not started at the end of early yet: %+v", st.Partitions)
+		}
+		return nil
+	})
+	produceKeys(t, a, "early", 1, 10, 5)
+	// Created and written between two planning rounds.
+	createTopic(t, a, "late", 1)
+	produceKeys(t, a, "late", 1, 0, 20)
+	waitFor(t, func() error {
+		var next int64
+		for _, p := range r.Status().Partitions {
+			next += p.NextOffset
+		}
+		if next != 15+20 {
+			return fmt.Errorf("progress %d, want 35", next)
+		}
+		return nil
+	})
+	if got := targetTotal(t, b, "early", 1); got != 5 {
+		t.Fatalf("early: %d records copied, want the 5 written after the start", got)
+	}
+	if got := targetTotal(t, b, "late", 1); got != 20 {
+		t.Fatalf("late: %d records copied, want all 20 (written after the task began)", got)
+	}
+}
+
+// A source topic deleted and created again under the same name has a new
+// topic id: progress stored for the old one does not apply, the new topic is
+// copied from its first record and the status says so.
+func TestRecreatedSourceTopicIsCopiedFromItsStart(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 1)
+	produceKeys(t, a, "orders", 1, 0, 30)
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		ReplicationFactor: 1, StartOffset: task.StartEarliest})
+	run := func() (*Replicator, func()) {
+		r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { r.Run(ctx) })
+		return r, func() { cancel(); wg.Wait() }
+	}
+	r, stop := run()
+	waitFor(t, func() error {
+		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 30 {
+			return fmt.Errorf("not caught up: %+v", st.Partitions)
+		}
+		return nil
+	})
+	stop()
+	_, srcAdmin := admin(t, a)
+	if err := srcAdmin.DeleteTopic("orders"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() error { // deletion is asynchronous
+		return srcAdmin.CreateTopic("orders", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
+	})
+	produceKeys(t, a, "orders", 1, 100, 40) // more than the stored 30: resuming there would skip 30
+	r, stop = run()
+	defer stop()
+	waitFor(t, func() error {
+		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 40 {
+			return fmt.Errorf("not caught up with the new topic: %+v", st.Partitions)
+		}
+		return nil
+	})
+	if got := targetTotal(t, b, "orders", 1); got != 30+40 {
+		t.Fatalf("target holds %d records, want 70 (30 of the old topic, all 40 of the new)", got)
+	}
+	if st := r.Status(); !strings.Contains(st.LastError, "deleted and created again") {
+		t.Fatalf("status does not report the recreated topic: %q", st.LastError)
 	}
 }

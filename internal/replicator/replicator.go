@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/mm2"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // Replicator runs one flow. Run blocks until ctx ends; errors are retried
@@ -108,7 +109,7 @@ func adminClient(s cluster.Settings, id string) (sarama.Client, sarama.ClusterAd
 	}
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
 	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = false
+	cfg.Producer.Return.Successes = true // the flow's start record (progresslog.go)
 	cfg.Producer.Return.Errors = true
 	client, err := sarama.NewClient(s.BootstrapServers, cfg)
 	if err != nil {
@@ -136,6 +137,23 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	defer dstAdmin.Close()
 	if _, err := ensureInternalTopic(dst, dstAdmin, r.flow.ProgressTopic, r.flow.ReplicationFactor, progressTopicConfig); err != nil {
 		return err
+	}
+	waitLeader(ctx, dst, r.flow.ProgressTopic, 10*time.Second)
+	startLog, err := newProgressLog(dst, r.flow.ProgressTopic, r.flow, r.opts.ProgressLogInterval)
+	if err != nil {
+		return err
+	}
+	ranBefore, err := startLog.started()
+	startLog.close()
+	if err != nil {
+		return err
+	}
+	// Partitions without progress start at the task's start offset only in
+	// the flow's first planning round ever; any found later start at their
+	// first record (progressLog.started).
+	unstoredFrom := task.StartEarliest
+	if !ranBefore {
+		unstoredFrom = r.flow.StartOffset
 	}
 	syncClient, syncAdmin, err := adminClient(r.flow.OffsetSyncs, id+"-offset-syncs")
 	if err != nil {
@@ -225,7 +243,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			wctx, cancel := context.WithCancel(ctx)
 			ws.cancel = cancel
 			for _, a := range Assign(current, r.flow.Workers) {
-				w := &worker{flow: r.flow, asg: a, opts: r.opts, state: r.state, syncs: syncs,
+				w := &worker{flow: r.flow, asg: a, opts: r.opts, state: r.state, syncs: syncs, unstoredFrom: unstoredFrom,
 					log: r.log.With("assignment", a.ID), header: []byte(r.flow.Source.Alias)}
 				ws.wg.Add(1)
 				go func() {
@@ -236,6 +254,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 				}()
 			}
 			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
+			unstoredFrom = task.StartEarliest // later rounds find partitions written after the start
 		}
 		r.checkInternal(dst, dstAdmin, r.flow.ProgressTopic, progressTopicConfig,
 			"until the next progress write, the flow's progress is kept only in its consumer group on the source, which Kafka expires after offsets.retention.minutes")
@@ -278,7 +297,7 @@ func samePartitions(a, b []Partition) bool {
 		return false
 	}
 	key := func(p Partition) string {
-		return fmt.Sprintf("%s/%d/%s/%d", p.Source, p.Partition, p.Target, p.MaxBytes)
+		return fmt.Sprintf("%s/%d/%s/%d/%s", p.Source, p.Partition, p.Target, p.MaxBytes, p.TopicID)
 	}
 	ka, kb := make([]string, len(a)), make([]string, len(b))
 	for i := range a {

@@ -95,6 +95,7 @@ type partState struct {
 
 	mu       sync.Mutex
 	progDown int64 // downstream position after the last record in progress (next's copy); -1 unknown
+	resumed  bool  // next and progDown came from stored progress (not a fresh start)
 	failed   bool  // a permanent failure: the partition stops until the task restarts
 	reason   string
 	sync     syncState           // last offset sync emitted; only the ack goroutine touches it

@@ -106,6 +106,10 @@ func (p *planner) run() (plan, error) {
 	if err != nil {
 		return plan{}, fmt.Errorf("describe target topic configs: %w", err)
 	}
+	ids, err := topicIDs(p.src, sources(pairs))
+	if err != nil {
+		return plan{}, fmt.Errorf("read source topic ids: %w", err)
+	}
 	for _, pair := range pairs {
 		p.syncConfigs(pair, srcConfigs[pair.Source], dstConfigs[pair.Target])
 		maxBytes := defaultMaxMessageBytes
@@ -117,7 +121,7 @@ func (p *planner) run() (plan, error) {
 			return plan{}, fmt.Errorf("partitions of source topic %s: %w", pair.Source, err)
 		}
 		for _, id := range parts {
-			out.Partitions = append(out.Partitions, Partition{Source: pair.Source, Target: pair.Target, Partition: id, MaxBytes: maxBytes})
+			out.Partitions = append(out.Partitions, Partition{Source: pair.Source, Target: pair.Target, Partition: id, MaxBytes: maxBytes, TopicID: ids[pair.Source]})
 		}
 	}
 	return out, nil
@@ -229,4 +233,28 @@ func keys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// topicIDs asks the cluster for the ids of topics (sarama's client keeps
+// them to itself). A topic without one (an old cluster, or none known) is
+// left out.
+func topicIDs(client sarama.Client, topics []string) (map[string]string, error) {
+	b := client.LeastLoadedBroker()
+	if b == nil {
+		return nil, sarama.ErrOutOfBrokers
+	}
+	if err := b.Open(client.Config()); err != nil && !errors.Is(err, sarama.ErrAlreadyConnected) {
+		return nil, err
+	}
+	resp, err := b.GetMetadata(sarama.NewMetadataRequest(client.Config().Version, topics))
+	if err != nil {
+		return nil, err
+	}
+	ids := make(map[string]string, len(topics))
+	for _, t := range resp.Topics {
+		if errors.Is(t.Err, sarama.ErrNoError) && t.Uuid != (sarama.Uuid{}) {
+			ids[t.Name] = t.Uuid.String()
+		}
+	}
+	return ids, nil
 }

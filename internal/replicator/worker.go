@@ -17,6 +17,9 @@ import (
 // to the target, committing progress for acknowledged records only.
 type worker struct {
 	flow   Flow
+	// unstoredFrom is where a partition without stored progress starts:
+	// the task's start offset in the flow's first round, else earliest.
+	unstoredFrom string
 	asg    Assignment
 	opts   Options
 	state  *flowState
@@ -160,6 +163,12 @@ func (w *worker) run(ctx context.Context) error {
 		// so syncs still pending from before no longer hold progress back.
 		ps.syncPending = nil
 		ps.mu.Unlock()
+		if st := stored[p]; st.offset >= 0 && st.topicID != "" && p.TopicID != "" && st.topicID != p.TopicID {
+			msg := fmt.Sprintf("%s-%d: source topic %s was deleted and created again (topic id %s, progress stored for %s): copying it from its first record", p.Source, p.Partition, p.Source, p.TopicID, st.topicID)
+			w.log.Warn(msg)
+			w.state.setError(msg)
+			stored[p] = noProgress
+		}
 		offset, err := w.startOffset(src, p, stored[p].offset)
 		if err != nil {
 			cleanup()
@@ -205,6 +214,7 @@ func (w *worker) run(ctx context.Context) error {
 		ps.mu.Lock()
 		ps.next.Store(offset)
 		ps.progDown = down
+		ps.resumed = stored[p].offset == offset && down >= 0
 		ps.mu.Unlock()
 		states = append(states, ps)
 		runs = append(runs, started{ps: ps, pc: pc})
@@ -295,19 +305,19 @@ func (w *worker) reportRecopy(dst sarama.Client, ps *partState, from, progDown i
 		"topic", ps.Source, "partition", ps.Partition.Partition, "from", from, "records", n)
 }
 
-// startOffset resolves where a partition starts: stored progress, else the
-// task's start offset.
+// startOffset resolves where a partition starts: stored progress, else
+// w.unstoredFrom.
 func (w *worker) startOffset(src sarama.Client, p Partition, stored int64) (int64, error) {
 	if stored >= 0 {
 		return stored, nil
 	}
 	which := sarama.OffsetOldest
-	if w.flow.StartOffset == task.StartLatest {
+	if w.unstoredFrom == task.StartLatest {
 		which = sarama.OffsetNewest
 	}
 	off, err := src.GetOffset(p.Source, p.Partition, which)
 	if err != nil {
-		return 0, fmt.Errorf("find %s offset of %s-%d: %w", w.flow.StartOffset, p.Source, p.Partition, err)
+		return 0, fmt.Errorf("find %s offset of %s-%d: %w", w.unstoredFrom, p.Source, p.Partition, err)
 	}
 	return off, nil
 }

@@ -1,0 +1,333 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+	"github.com/kmirror/kmirror/internal/mm2"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Production conditions, compressed: a 3-broker cluster with
+// min.insync.replicas=2, where a consumer group's offsets expire a minute
+// after its last commit (offsets.retention.minutes is 7 days by default)
+// and the log cleaner looks for work every second. These tests run in
+// parallel with each other, after the package's sequential tests, because
+// most of their time is waiting for the broker's clock.
+func rf3(t *testing.T) *kafkatest.Cluster {
+	t.Helper()
+	return kafkatest.Lazy(t, "rf3", kafkatest.Brokers(3), kafkatest.MinInsyncReplicas(2),
+		kafkatest.BrokerProps(map[string]string{
+			"offsets.retention.minutes":           "1",
+			"offsets.retention.check.interval.ms": "5000",
+			"log.cleaner.backoff.ms":              "1000",
+		}))
+}
+
+// rf3Task is a push task from the rf3 cluster to itself (renamed, so source
+// and target topics differ), with aliases of its own so its internal topics
+// are not another test's.
+func rf3Task(name, current, peer, topic string) task.Task {
+	tk := newTask(name, task.DirectionPush, []string{topic})
+	tk.Current.Alias, tk.Peer.Alias = current, peer
+	tk.Rules.RenameTopics = true
+	tk.Rules.ReplicationFactor = task.DefaultReplicationFactor
+	return tk
+}
+
+// runUntilStopped runs every flow of a task until the returned stop is
+// called (the stop is graceful: progress committed).
+func runUntilStopped(t *testing.T, tk task.Task, s cluster.Settings) ([]*Replicator, func()) {
+	t.Helper()
+	flows, err := FlowsOf(tk, s, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, len(flows))
+	var reps []*Replicator
+	for _, f := range flows {
+		r := New(f, testOpts, nil)
+		reps = append(reps, r)
+		go func() { r.Run(ctx); done <- struct{}{} }()
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		for range flows {
+			<-done
+		}
+	}
+	t.Cleanup(stop)
+	return reps, stop
+}
+
+// groupGone polls until the broker has expired the group's offsets.
+func groupGone(t *testing.T, c *kafkatest.Cluster, group, topic string, partitions int32, timeout time.Duration) {
+	t.Helper()
+	admin := mustAdmin(t, c)
+	var parts []int32
+	for p := range partitions {
+		parts = append(parts, p)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{topic: parts})
+		if errors.Is(err, sarama.ErrGroupIDNotFound) {
+			return
+		}
+		if err == nil {
+			left := 0
+			for _, p := range parts {
+				if b := resp.GetBlock(topic, p); b != nil && b.Offset >= 0 {
+					left++
+				}
+			}
+			if left == 0 {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s still has its offsets after %s (%v): is offsets.retention.minutes set?", group, timeout, err)
+		}
+		time.Sleep(time.Second) // the broker checks every 5 s
+	}
+}
+
+// Behaviour: an omitted replication factor is the target's
+// default.replication.factor (3 here), and kmirror's own topics get
+// min(3, brokers).
+func TestOmittedReplicationFactorIsTheTargetsDefault(t *testing.T) {
+	t.Parallel()
+	k := rf3(t)
+	s := k.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopicRF(t, k, 3, 3, nil)
+	produceN(t, s, topic, 3, 300, 100)
+	tk := rf3Task("rf-default", "RA", "RB", topic)
+	reps, _ := runUntilStopped(t, tk, s)
+	waitCaughtUp(t, reps[0], s, topic, 2*time.Minute)
+	verifyCopy(t, s, topic, s, "RA."+topic, 300, e2e.VerifyOptions{})
+
+	fs := tk.Flows()[0]
+	want := []string{"RA." + topic, fs.OffsetSyncsTopic, fs.SyncHistoryTopic, fs.ProgressTopic}
+	metas, err := mustAdmin(t, k).DescribeTopics(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range metas {
+		if !errors.Is(m.Err, sarama.ErrNoError) || len(m.Partitions) == 0 {
+			t.Fatalf("topic %s: %v", m.Name, m.Err)
+		}
+		if rf := len(m.Partitions[0].Replicas); rf != 3 {
+			t.Errorf("topic %s has replication factor %d, want 3 (the target's default.replication.factor / min(3, brokers))", m.Name, rf)
+		}
+	}
+}
+
+// Behaviour: progress never expires. The task is stopped for longer than
+// offsets.retention.minutes, so the broker drops its group; the restart
+// continues from the progress topic and copies nothing twice.
+func TestStoppedPastOffsetRetentionCopiesNothingTwice(t *testing.T) {
+	t.Parallel()
+	k := rf3(t)
+	s := k.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 3, nil)
+	produceN(t, s, topic, 3, 1000, 100)
+	tk := rf3Task("stopped-long", "SA", "SB", topic)
+	reps, stop := runUntilStopped(t, tk, s)
+	waitCaughtUp(t, reps[0], s, topic, 2*time.Minute)
+	stop()
+
+	began := time.Now()
+	groupGone(t, k, tk.Flows()[0].Group, topic, 3, 4*time.Minute)
+	t.Logf("the broker expired the stopped task's group %s after %s", tk.Flows()[0].Group, time.Since(began).Round(time.Second))
+
+	produceN(t, s, topic, 3, 500, 100)
+	reps, _ = runUntilStopped(t, tk, s)
+	want := waitCaughtUp(t, reps[0], s, topic, 2*time.Minute)
+	rep := verifyCopy(t, s, topic, s, "SA."+topic, want, e2e.VerifyOptions{})
+	t.Logf("after the restart: %s", rep.String())
+}
+
+// Behaviour: an idle partition of a running task keeps its progress. The
+// task copies, then sits idle past offsets.retention.minutes, then its
+// process is killed (no final commit): the restart copies nothing twice.
+func TestIdlePastOffsetRetentionThenKilledCopiesNothingTwice(t *testing.T) {
+	t.Parallel()
+	k := rf3(t)
+	s := k.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 3, nil)
+	produceN(t, s, topic, 3, 1000, 100)
+	tk := rf3Task("idle-long", "IA", "IB", topic)
+	child := startChild(t, childSpec{Task: tk, Current: s, Peer: s})
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	if _, err := e2e.WaitFor(ctx, s, "IA."+topic, 1000, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Idle for longer than the retention plus a check interval.
+	time.Sleep(80 * time.Second) // the broker's clock: offsets.retention.minutes=1
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+
+	produceN(t, s, topic, 3, 500, 100)
+	reps, _ := runUntilStopped(t, tk, s)
+	want := waitCaughtUp(t, reps[0], s, topic, 2*time.Minute)
+	rep := verifyCopy(t, s, topic, s, "IA."+topic, want, e2e.VerifyOptions{})
+	t.Logf("after idling %s past the retention and a kill: %s; recopied %d", 80*time.Second, rep.String(), reps[0].Status().Recopied)
+}
+
+// Behaviour: translation is never ahead, whatever the history holds. The
+// copy has distance changes both ways (records that came from the target
+// are not copied back: upstream gaps; foreign records written to the
+// target), MM2's offset-syncs topic is compacted down to one sync per
+// partition, the flow restarts, and groups lagging at every position fail
+// over: each is translated, to the copy of the very record it reads next.
+func TestLaggingGroupsTranslateAfterCompactionAndRestart(t *testing.T) {
+	t.Parallel()
+	k := rf3(t)
+	s := k.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 1, nil)
+	tk := rf3Task("compacted", "CA", "CB", topic)
+	tk.Rules.SyncConsumerOffsets = true
+	fs := tk.Flows()[0]
+	target := "CA." + topic
+
+	reps, stop := runUntilStopped(t, tk, s)
+	var src []*sarama.ProducerMessage
+	const rounds, per, foreign = 6, 40, 7
+	for r := range rounds {
+		var msgs []*sarama.ProducerMessage
+		for i := range per {
+			m := &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(fmt.Sprintf("k%d-%d", r, i)), Value: sarama.StringEncoder("v")}
+			if i%9 == 4 { // came from the target: never copied back, an upstream gap
+				m.Headers = []sarama.RecordHeader{{Key: []byte(task.SourceHeader), Value: []byte("CB")}}
+			}
+			msgs = append(msgs, m)
+		}
+		produce(t, s, msgs...)
+		src = append(src, msgs...)
+		waitCaughtUp(t, reps[0], s, topic, time.Minute)
+		var other []*sarama.ProducerMessage
+		for i := range foreign { // another writer on the target: the distance jumps
+			other = append(other, &sarama.ProducerMessage{Topic: target, Partition: 0, Key: sarama.StringEncoder(fmt.Sprintf("foreign%d-%d", r, i)), Value: sarama.StringEncoder("x")})
+		}
+		produce(t, s, other...)
+	}
+	stop()
+
+	compactOffsetSyncs(t, k, fs.OffsetSyncsTopic)
+
+	// Groups lagging at every position, failed over after the restart.
+	copied := 0
+	for _, m := range src {
+		if len(m.Headers) == 0 {
+			copied++
+		}
+	}
+	dstOffsets := keyOffsets(t, s, target, 0, copied+rounds*foreign)
+	srcKeys := map[int64]string{}
+	for _, m := range readAll(t, s, topic, 0, len(src)) {
+		srcKeys[m.Offset] = string(m.Key)
+	}
+	flows, err := FlowsOf(tk, s, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	admin := mustAdmin(t, k)
+	for g := int64(0); g < int64(len(src)); g += 5 {
+		group := fmt.Sprintf("lagging-%s-%d", topic, g)
+		commitOnSource(t, k, group, topic, map[int32]int64{0: g})
+		want := int64(-1) // the copy of the first copied record at or after g
+		for off := g; off < int64(len(src)); off++ {
+			if d, ok := dstOffsets[srcKeys[off]]; ok {
+				want = d
+				break
+			}
+		}
+		waitFor(t, func() error {
+			res, err := r.SyncGroup(ctx, group)
+			if err != nil || len(res) != 1 || len(res[0].Checkpoints) != 1 {
+				return fmt.Errorf("group at %d: sync %+v, %v (status %+v)", g, res, err, r.Status().Checkpoints)
+			}
+			resp, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{target: {0}})
+			if err != nil {
+				return err
+			}
+			b := resp.GetBlock(target, 0)
+			if b == nil || b.Offset < 0 {
+				return fmt.Errorf("group at %d not committed on the target yet: %v", g, res[0].Skipped)
+			}
+			if b.Offset != want {
+				t.Fatalf("group at %d translated to %d on the target, want %d (the copy of the record it reads next)", g, b.Offset, want)
+			}
+			return nil
+		})
+	}
+}
+
+// compactOffsetSyncs makes the broker compact an offset-syncs topic now, as
+// it would over weeks, and waits until each partition's syncs are down to
+// the last one.
+func compactOffsetSyncs(t *testing.T, k *kafkatest.Cluster, topic string) {
+	t.Helper()
+	admin := mustAdmin(t, k)
+	for key, value := range map[string]string{"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"} {
+		if err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{key: &value}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := k.Settings(cluster.Plaintext, "")
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		// A record after segment.ms rolls the segment the syncs are in, so
+		// the cleaner may take it; its key is no partition's.
+		roll := mm2.OffsetSync{Topic: "zz-roll", Partition: 0, UpstreamOffset: 0, DownstreamOffset: 0}
+		time.Sleep(200 * time.Millisecond)
+		produce(t, s, &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.ByteEncoder(roll.Key()), Value: sarama.ByteEncoder(roll.Value())})
+		perKey := map[string]int{}
+		if err := readTopicForTest(t, s, topic, func(m *sarama.ConsumerMessage) { perKey[string(m.Key)]++ }); err != nil {
+			t.Fatal(err)
+		}
+		most := 0
+		for key, n := range perKey {
+			if key != string(roll.Key()) {
+				most = max(most, n)
+			}
+		}
+		if most == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not compacted after 3 minutes: up to %d syncs per partition", topic, most)
+		}
+		time.Sleep(2 * time.Second) // log.cleaner.backoff.ms is 1 s
+	}
+}
+
+func readTopicForTest(t *testing.T, s cluster.Settings, topic string, fn func(*sarama.ConsumerMessage)) error {
+	t.Helper()
+	c, _ := admin(t, s)
+	return readTopic(c, topic, fn)
+}
