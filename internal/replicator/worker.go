@@ -16,19 +16,19 @@ import (
 // worker runs one assignment: it consumes its source partitions and produces
 // to the target, committing progress for acknowledged records only.
 type worker struct {
-	flow Flow
+	flow   Flow
+	asg    Assignment
+	opts   Options
+	state  *flowState
+	syncs  *syncWriter
+	log    *slog.Logger
+	header []byte        // source alias, for the kmirror.source header
+	src    sarama.Client // source client: the consumer's, and tail checks (tail.go)
+	dst    sarama.Client // target client: metadata, partition leaders, offset lookups
+	ident  *producerIdentity
 	// unstoredFrom is where a partition without stored progress starts:
-	// the task's start offset in the flow's first round, else earliest.
+	// the task\'s start offset in the flow\'s first round, else earliest.
 	unstoredFrom string
-	asg          Assignment
-	opts         Options
-	state        *flowState
-	syncs        *syncWriter
-	log          *slog.Logger
-	header       []byte        // source alias, for the kmirror.source header
-	src          sarama.Client // source client: the consumer's, and tail checks (tail.go)
-	dst          sarama.Client // target client: metadata, partition leaders, offset lookups
-	ident        *producerIdentity
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
