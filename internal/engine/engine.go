@@ -24,10 +24,11 @@ import (
 
 // Task states reported beside the flows' own.
 const (
-	StateRunning = replicator.StateRunning
-	StateFailed  = replicator.StateFailed
-	StatePaused  = "PAUSED"
-	StateStopped = replicator.StateStopped
+	StateRunning  = replicator.StateRunning
+	StateDegraded = replicator.StateDegraded
+	StateFailed   = replicator.StateFailed
+	StatePaused   = "PAUSED"
+	StateStopped  = replicator.StateStopped
 )
 
 // Engine runs tasks. The zero value is not usable; call New.
@@ -124,6 +125,8 @@ func (e *Engine) Status(name string) (TaskStatus, bool) {
 		switch {
 		case fs.State == replicator.StateFailed && st.State != StateFailed:
 			st.State, st.Reason = StateFailed, fs.Flow+": "+fs.Reason
+		case fs.State == replicator.StateDegraded && (st.State == StateRunning || st.State == replicator.StateStarting):
+			st.State, st.Reason = StateDegraded, fs.Flow+": "+fs.Reason
 		case fs.State == replicator.StateStarting && st.State == StateRunning:
 			st.State = replicator.StateStarting
 		}

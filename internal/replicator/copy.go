@@ -519,7 +519,7 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 		if changed {
 			p := checkpoint.SyncPoint{Upstream: up, Downstream: down, Prev: ps.hist.PrevFor(up)}
 			ps.hist.Add(p)
-			ps.syncPending = append(ps.syncPending, p)
+			ps.syncPending = append(ps.syncPending, heldSync{p, now})
 			point = &p
 		}
 		ps.sync = syncState{have: true, up: up, down: down, at: now}

@@ -293,10 +293,13 @@ func TestLaggingGroupsTranslateAfterCompactionAndRestart(t *testing.T) {
 func compactOffsetSyncs(t *testing.T, k *kafkatest.Cluster, topic string) {
 	t.Helper()
 	admin := mustAdmin(t, k)
+	set := map[string]sarama.IncrementalAlterConfigsEntry{}
 	for key, value := range map[string]string{"segment.ms": "100", "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"} {
-		if err := admin.AlterConfig(sarama.TopicResource, topic, map[string]*string{key: &value}, false); err != nil {
-			t.Fatal(err)
-		}
+		set[key] = sarama.IncrementalAlterConfigsEntry{Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &value}
+	}
+	// Incremental: a plain AlterConfigs would reset cleanup.policy=compact.
+	if err := admin.IncrementalAlterConfig(sarama.TopicResource, topic, set, false); err != nil {
+		t.Fatal(err)
 	}
 	s := k.Settings(cluster.Plaintext, "")
 	deadline := time.Now().Add(3 * time.Minute)

@@ -172,7 +172,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	waitLeader(ctx, syncClient, r.flow.OffsetSyncsTopic, 10*time.Second)
 	waitLeader(ctx, syncClient, r.flow.SyncHistoryTopic, 10*time.Second)
 	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, r.flow.SyncHistoryTopic, func(err error) {
-		r.state.setError("write offset sync (progress is held back until it is written again): " + err.Error())
+		r.state.setSyncError("write offset sync (progress is held back until it is written again): " + err.Error())
 	})
 	if err != nil {
 		return fmt.Errorf("offset syncs producer: %w", err)

@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -15,9 +16,16 @@ import (
 const (
 	StateStarting = "STARTING"
 	StateRunning  = "RUNNING"
+	// StateDegraded: copying goes on, but something holds part of it back
+	// (the reason says what and since when); kmirror keeps retrying.
+	StateDegraded = "DEGRADED"
 	StateFailed   = "FAILED"
 	StateStopped  = "STOPPED"
 )
+
+// heldAfter is how long a distance-change sync may wait for its write
+// before the flow shows as degraded: normally milliseconds.
+const heldAfter = 30 * time.Second
 
 // FlowStatus is a snapshot of a flow for the console, API and metrics.
 type FlowStatus struct {
@@ -101,8 +109,8 @@ type partState struct {
 	sync     syncState           // last offset sync emitted; only the ack goroutine touches it
 	hist     *checkpoint.History // syncs where the upstream/downstream distance changed
 	// syncPending are distance-change syncs not yet acknowledged by the
-	// offset-syncs topic, oldest first: progress is not committed past them.
-	syncPending []checkpoint.SyncPoint
+	// sync history topic, oldest first: progress is not committed past them.
+	syncPending []heldSync
 }
 
 // fail marks the partition stopped for good (its copy stops at the failed
@@ -116,6 +124,12 @@ func (p *partState) fail(reason string) {
 }
 
 // syncDurable drops an acknowledged sync from the pending list.
+// heldSync is a pending distance-change sync and when it was queued.
+type heldSync struct {
+	checkpoint.SyncPoint
+	at time.Time
+}
+
 func (p *partState) syncDurable(upstream int64) {
 	p.mu.Lock()
 	for i, s := range p.syncPending {
@@ -140,6 +154,17 @@ func (p *partState) committable() (next, down int64) {
 	return next, down
 }
 
+// heldBack is the offset progress is held at by a distance-change sync
+// waiting longer than heldAfter for its write, and how long; -1 if none.
+func (p *partState) heldBack(now time.Time) (int64, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.syncPending) == 0 || now.Sub(p.syncPending[0].at) < heldAfter {
+		return -1, 0
+	}
+	return p.syncPending[0].Upstream, now.Sub(p.syncPending[0].at)
+}
+
 func (p *partState) failure() (bool, string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -155,6 +180,7 @@ type flowState struct {
 	state     string
 	reason    string
 	lastError string
+	syncError string // the last offset-sync write failure, for a degraded reason
 	topics    []policy.Pair
 	conflicts []string
 	parts     map[string]*partState
@@ -171,6 +197,12 @@ func (s *flowState) set(state, reason string) {
 	if reason != "" {
 		s.lastError = reason
 	}
+	s.mu.Unlock()
+}
+
+func (s *flowState) setSyncError(msg string) {
+	s.mu.Lock()
+	s.lastError, s.syncError = msg, msg
 	s.mu.Unlock()
 }
 
@@ -210,6 +242,7 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		c := *s.ckpt
 		st.Checkpoints = &c
 	}
+	syncErr := s.syncError
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()
 	var oldest int64
@@ -230,8 +263,16 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.SkippedLoops += p.skipped.Load()
 		st.Recopied += ps.Recopied
 		st.LagRecords += ps.Lag
-		if failed && st.State == StateRunning {
+		if failed && (st.State == StateRunning || st.State == StateDegraded) {
 			st.State, st.Reason = StateFailed, reason
+		}
+		if held, since := p.heldBack(now); held >= 0 && st.State == StateRunning {
+			st.State = StateDegraded
+			st.Reason = fmt.Sprintf("progress of %s-%d held at offset %d: its offset sync has not been written for %s",
+				p.Source, p.Partition.Partition, held, since.Round(time.Second))
+			if syncErr != "" {
+				st.Reason += " (" + syncErr + ")"
+			}
 		}
 		st.Partitions = append(st.Partitions, ps)
 	}

@@ -25,11 +25,13 @@ type Runner interface {
 }
 
 // Task states the API and console show (TaskStatus.State). RUNNING,
-// STARTING and FAILED come from the engine while a task runs; PAUSED is an
+// STARTING, DEGRADED (copying, with part of it held back: the reason says
+// what) and FAILED come from the engine while a task runs; PAUSED is an
 // operator's choice; FAILED with a reason also covers a task that should run
 // but could not be started.
 const (
 	StateRunning  = engine.StateRunning
+	StateDegraded = engine.StateDegraded
 	StateStarting = replicator.StateStarting
 	StatePaused   = engine.StatePaused
 	StateFailed   = engine.StateFailed
