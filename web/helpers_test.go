@@ -31,9 +31,13 @@ type env struct {
 	srv     *httptest.Server
 	dataDir string
 	client  *http.Client // with a cookie jar: one browser
+	svc     *service.Service
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the server's Deps adjusted by set first.
+func newEnvWith(t *testing.T, set func(*web.Deps)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir, db, box := servicetest.OpenStore(t, "")
@@ -44,14 +48,18 @@ func newEnv(t *testing.T) *env {
 	if _, err := account.EnsureAdmin(ctx, db, adminPassword); err != nil {
 		t.Fatal(err)
 	}
-	s, err := web.New(web.Deps{Service: svc, DataDir: dir, APIToken: apiToken,
-		Logger: slog.New(slog.DiscardHandler), Ping: db.Ping})
+	d := web.Deps{Service: svc, DataDir: dir, APIToken: apiToken,
+		Logger: slog.New(slog.DiscardHandler), Ping: db.Ping}
+	if set != nil {
+		set(&d)
+	}
+	s, err := web.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	e := &env{t: t, srv: ts, dataDir: dir}
+	e := &env{t: t, srv: ts, dataDir: dir, svc: svc}
 	e.client = e.newBrowser()
 	return e
 }

@@ -3,12 +3,10 @@ package web
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/kmirror/kmirror/internal/service"
 )
@@ -19,9 +17,12 @@ import (
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'self'"
 
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
+		if s.secure {
+			h.Set("Strict-Transport-Security", hstsHeader)
+		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
@@ -45,39 +46,26 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// csrf protects console forms: a token in the _csrf cookie must come back in
-// the _csrf form field or the X-CSRF-Token header (app.js sets it on htmx
-// requests). Browsers that send Sec-Fetch-Site: same-origin pass without a
-// token (echo >= 4.15). The API is exempt: it uses a bearer token, never
-// cookies.
-func (s *Server) csrf() echo.MiddlewareFunc {
-	return middleware.CSRFWithConfig(middleware.CSRFConfig{
-		Skipper: func(c echo.Context) bool {
-			p := c.Request().URL.Path
-			return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/static/") || p == "/healthz"
-		},
-		TokenLookup:    "header:" + echo.HeaderXCSRFToken + ",form:_csrf",
-		ContextKey:     "csrf",
-		CookieName:     "_csrf",
-		CookiePath:     "/",
-		CookieHTTPOnly: true,
-		CookieSecure:   s.secure,
-		CookieSameSite: http.SameSiteLaxMode,
-		ErrorHandler: func(err error, c echo.Context) error {
-			return echo.NewHTTPError(http.StatusForbidden, "This form has expired or did not come from this console: reload the page and try again.").SetInternal(err)
-		},
-	})
-}
-
 // requireUser lets signed-in users through and sends everyone else to the
-// sign-in page.
+// sign-in page. A session past its idle or absolute limit, or revoked
+// (signed out everywhere, password changed), is signed out here.
 func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		user, _ := s.session(c).Values[keyUser].(string)
-		if user == "" {
+		sess := s.session(c)
+		p, ok, err := s.signedIn(c, sess)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if _, had := sess.Values[keyUser]; had {
+				if err := s.endSession(c, sess); err != nil {
+					return err
+				}
+			}
 			return Redirect(c, "/signin")
 		}
-		c.Set(keyUser, user)
+		c.Set(keyUser, p.Name)
+		c.Set(keyRole, p.Role)
 		return next(c)
 	}
 }

@@ -15,7 +15,7 @@ func serveDemo(t *testing.T) (base string, stderr *syncBuffer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout syncBuffer
 	stderr = &syncBuffer{}
-	env := map[string]string{"KMIRROR_ADMIN_PASSWORD": "demo-password-1", "KMIRROR_TOKEN": "tok"}
+	env := map[string]string{"KMIRROR_ADMIN_PASSWORD": "demo-password-1", "KMIRROR_TOKEN": testToken}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--demo"},
@@ -53,7 +53,7 @@ func cli(t *testing.T, base string, args ...string) (string, error) {
 	args = append(args, "--server", base)
 	err := run(context.Background(), args, func(k string) string {
 		if k == "KMIRROR_TOKEN" {
-			return "tok"
+			return testToken
 		}
 		return ""
 	}, &out, &errOut)

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestPlainHTTPBeyondLoopbackNeedsTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		listen   string
+		allow    bool
+		wantErr  bool
+		wantWarn bool
+	}{
+		{"127.0.0.1:8080", false, false, false},
+		{"localhost:8080", false, false, false},
+		{"[::1]:8080", false, false, false},
+		{"0.0.0.0:8080", false, true, false},
+		{":8080", false, true, false},
+		{"10.1.2.3:8080", false, true, false},
+		{"0.0.0.0:8080", true, false, true},
+		{"127.0.0.1:8080", true, false, false},
+	} {
+		var stderr bytes.Buffer
+		args := []string{"--listen", tc.listen}
+		if tc.allow {
+			args = append(args, "--allow-insecure-http")
+		}
+		cfg, err := parseServe(args, func(string) string { return "" }, &stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = accessDeps(cfg, &stderr)
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%v: err = %v, want error %v", args, err, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--allow-insecure-http") {
+			t.Errorf("%v: the refusal does not name the way out: %v", args, err)
+		}
+		if warned := strings.Contains(stderr.String(), "readable by anyone"); warned != tc.wantWarn {
+			t.Errorf("%v: warned = %v, want %v (%q)", args, warned, tc.wantWarn, stderr.String())
+		}
+	}
+}
+
+func TestServeFlagsAreChecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"--tls-cert", "cert.pem"},
+		{"--tls-key", "key.pem"},
+	} {
+		if _, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+	for _, args := range [][]string{
+		{"--tls-cert", "/nonexistent/cert.pem", "--tls-key", "/nonexistent/key.pem"},
+		{"--trusted-proxies", "10.0.0.0/33"},
+		{"--trusted-proxies", "proxy.example"},
+		{"--public-url", "kmirror.example.com"},
+		{"--trusted-origins", "not a url"},
+		{"--metrics-token-file", "/nonexistent/token"},
+	} {
+		cfg, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := accessDeps(cfg, &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}
+
+func TestShortAPITokenRefused(t *testing.T) {
+	cfg := serveConfig{APIToken: "tok", DataDir: t.TempDir()}
+	if _, _, err := apiToken(cfg); err == nil || !strings.Contains(err.Error(), "32") {
+		t.Fatalf("a 3-character KMIRROR_TOKEN: err = %v", err)
+	}
+	cfg.APIToken = testToken
+	if tok, _, err := apiToken(cfg); err != nil || tok != testToken {
+		t.Fatalf("a long KMIRROR_TOKEN: %q, %v", tok, err)
+	}
+}
