@@ -70,7 +70,8 @@ func newTaskEnv(t *testing.T) *taskEnv {
 		"127.0.0.1:9192": {Brokers: 3, Topics: []string{"A.orders", "audit"}},
 		"10.9.9.9:9093":  {Brokers: 3, Topics: []string{"orders"}, Password: peerPassword},
 	}}
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: runner, Kafka: kafka, Logger: log})
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: runner, Kafka: kafka, Logger: log,
+		Tokens: db, Audit: db})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,6 @@
 package web
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"strconv"
 	"strings"
@@ -37,7 +35,7 @@ func (s *Server) signIn(c echo.Context) error {
 		}
 		// The name as typed is the attacker's text: only a fingerprint of it
 		// goes to the log.
-		s.log.Info("console sign-in refused", "user_fingerprint", nameFingerprint(user), "user_len", len(user),
+		s.log.Info("console sign-in refused", "user_fingerprint", service.Fingerprint(user), "user_len", len(user),
 			"client", c.RealIP(), "code", e.Code)
 		if len(user) > service.MaxUserNameLength {
 			user = "" // not worth echoing back
@@ -49,13 +47,6 @@ func (s *Server) signIn(c echo.Context) error {
 	}
 	s.log.Info("console sign-in", "user", p.Name, "role", p.Role, "client", c.RealIP())
 	return Redirect(c, "/instances")
-}
-
-// nameFingerprint identifies a refused user name in the log without
-// writing it: the same name gives the same fingerprint.
-func nameFingerprint(name string) string {
-	sum := sha256.Sum256([]byte(name))
-	return hex.EncodeToString(sum[:6])
 }
 
 func (s *Server) signOut(c echo.Context) error {

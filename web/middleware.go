@@ -66,23 +66,44 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		c.Set(keyUser, p.Name)
 		c.Set(keyRole, p.Role)
+		r := c.Request()
+		c.SetRequest(r.WithContext(service.WithActor(r.Context(), service.Actor{Name: p.Name, Role: p.Role, Address: c.RealIP()})))
 		return next(c)
 	}
 }
 
-// requireToken checks the API's bearer token. Both sides are hashed before
-// the constant-time compare so neither the content nor the length leaks.
+// requireToken checks the API's bearer token: KMIRROR_TOKEN (or the
+// generated api.token) acts as an admin; a token made with POST
+// /api/v1/tokens acts with its role. KMIRROR_TOKEN is compared with both
+// sides hashed, constant-time, so neither content nor length leaks; other
+// tokens are found by their SHA-256, which is all the store keeps.
 func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 	want := sha256.Sum256([]byte(s.token))
 	return func(c echo.Context) error {
-		auth := c.Request().Header.Get(echo.HeaderAuthorization)
-		given, ok := strings.CutPrefix(auth, "Bearer ")
-		got := sha256.Sum256([]byte(strings.TrimSpace(given)))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		r := c.Request()
+		given, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
+		given = strings.TrimSpace(given)
+		got := sha256.Sum256([]byte(given))
+		var actor service.Actor
+		switch {
+		case ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1:
+			actor = service.Actor{Name: "KMIRROR_TOKEN", Role: service.RoleAdmin}
+		case ok && given != "" && len(given) <= 256:
+			a, found, err := s.svc.TokenActor(r.Context(), given)
+			if err != nil {
+				return err
+			}
+			ok, actor = found, a
+		default:
+			ok = false
+		}
+		if !ok {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="kmirror"`)
 			return &service.Error{Code: service.CodeUnauthorized,
-				Message: "missing or wrong API token: send Authorization: Bearer <token> (KMIRROR_TOKEN, or api.token in the data directory)"}
+				Message: "missing or wrong API token: send Authorization: Bearer <token> (KMIRROR_TOKEN, api.token in the data directory, or one made with POST /api/v1/tokens)"}
 		}
+		actor.Address = c.RealIP()
+		c.SetRequest(r.WithContext(service.WithActor(r.Context(), actor)))
 		return next(c)
 	}
 }

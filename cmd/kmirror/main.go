@@ -6,6 +6,7 @@
 //	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
 //	kmirror instance add|list|remove             (admin over the JSON API)
 //	kmirror task create|list|show|delete|pause|resume|restart|check|validate
+//	kmirror admin set-password NAME   (on the server, password from stdin)
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -33,6 +34,8 @@ Usage:
                              move consumer group G to the target now (translated offsets committed)
   kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
+  kmirror admin set-password NAME
+                             reset a console user's password (from standard input) on the server
 
 Run 'kmirror <command> -h' for a command's flags.
 `
@@ -76,6 +79,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return taskCommand(ctx, rest, getenv, stdout, stderr)
 	case "failover":
 		return failoverCommand(ctx, rest, getenv, stdout, stderr)
+	case "admin":
+		return accountAdminCommand(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -65,6 +65,11 @@ type Deps struct {
 	// costly on purpose); past it a sign-in is told to retry. Optional
 	// (twice the CPUs).
 	MaxConcurrentSignIns int
+	// Tokens keeps API tokens; optional (without it there are none but
+	// KMIRROR_TOKEN).
+	Tokens store.Tokens
+	// Audit keeps the audit log; optional (without it nothing is recorded).
+	Audit store.Audit
 }
 
 // Service is the use-case layer. It is safe for concurrent use.
@@ -76,6 +81,8 @@ type Service struct {
 	throttle *account.Throttle
 	addrThr  *account.Throttle
 	hashing  chan struct{} // one token per password check in progress
+	tokens   store.Tokens
+	auditLog store.Audit
 
 	taskStore store.Tasks
 	runner    Runner
@@ -111,7 +118,7 @@ func New(d Deps) (*Service, error) {
 		d.Logger = slog.Default()
 	}
 	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
-		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns),
+		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
 		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger}, nil
 }
 
@@ -193,7 +200,11 @@ func (s *Service) ClusterSettings(ctx context.Context, name string) (cluster.Set
 
 // AddCluster validates and registers a cluster. Every broken rule comes back
 // at once in an invalid_cluster Error; a taken name is one of them.
-func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterInfo, error) {
+func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (_ ClusterInfo, err error) {
+	defer s.audit(ctx, "cluster.add", in.Name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return ClusterInfo{}, err
+	}
 	in = NormalizeCluster(in)
 	if p := ValidateCluster(in); len(p) > 0 {
 		return ClusterInfo{}, &Error{Code: CodeInvalidCluster, Message: "the cluster settings are not valid", Problems: p}
@@ -224,7 +235,11 @@ func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterI
 
 // RemoveCluster unregisters a cluster that no task uses, as its current
 // cluster or as its peer.
-func (s *Service) RemoveCluster(ctx context.Context, name string) error {
+func (s *Service) RemoveCluster(ctx context.Context, name string) (err error) {
+	defer s.audit(ctx, "cluster.remove", name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return err
+	}
 	if _, err := s.clusters.Cluster(ctx, name); errors.Is(err, store.ErrNotFound) {
 		return notFound("no cluster named %q", name)
 	} else if err != nil {

@@ -2,6 +2,8 @@ package service
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -66,18 +68,30 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 		account.VerifyNobody(password)
 		s.throttle.Fail(key)
 		s.addrThr.Fail(addrKey)
+		// Not the name as typed: it is the caller's text, maybe a password.
+		s.appendAudit(WithActor(ctx, Actor{Name: "unknown user " + Fingerprint(name), Address: client}), "signin", "", "failed: "+string(CodeBadCredentials))
 		return Principal{}, errWrongCredentials
 	}
 	if err != nil {
 		return Principal{}, err
 	}
+	actx := WithActor(ctx, Actor{Name: u.Name, Role: roleOf(u), Address: client})
 	if !account.Verify(u.PasswordHash, password) {
 		s.throttle.Fail(key)
 		s.addrThr.Fail(addrKey)
+		s.appendAudit(actx, "signin", u.Name, "failed: "+string(CodeBadCredentials))
 		return Principal{}, errWrongCredentials
 	}
 	s.throttle.Succeed(key)
+	s.appendAudit(actx, "signin", u.Name, "ok")
 	return Principal{Name: u.Name, Role: roleOf(u), SessionEpoch: u.SessionEpoch}, nil
+}
+
+// Fingerprint identifies a refused user name in logs without writing it:
+// the same name gives the same fingerprint.
+func Fingerprint(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:6])
 }
 
 func throttled(wait time.Duration) *Error {
@@ -123,7 +137,13 @@ func (s *Service) SessionUser(ctx context.Context, p Principal) (Principal, erro
 
 // RevokeSessions signs the account out everywhere: every existing session
 // of name ends at its next request.
-func (s *Service) RevokeSessions(ctx context.Context, name string) error {
+func (s *Service) RevokeSessions(ctx context.Context, name string) (err error) {
+	defer s.audit(ctx, "user.signout_everywhere", name, &err)
+	if a, ok := ActorFrom(ctx); ok && a.Name != name {
+		if err := s.allow(ctx, RoleAdmin); err != nil {
+			return err
+		}
+	}
 	if err := s.users.RevokeSessions(ctx, name); errors.Is(err, store.ErrNotFound) {
 		return notFound("no user named %q", name)
 	} else if err != nil {
@@ -134,7 +154,11 @@ func (s *Service) RevokeSessions(ctx context.Context, name string) error {
 
 // ChangeOwnPassword replaces name's password after checking the current
 // one; every session of the account ends, the caller's too.
-func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next string) error {
+func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next string) (err error) {
+	defer s.audit(ctx, "user.change_password", name, &err)
+	if a, ok := ActorFrom(ctx); ok && a.Name != name {
+		return &Error{Code: CodeForbidden, Message: "you can change only your own password this way"}
+	}
 	u, err := s.users.User(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("no user named %q", name)
@@ -147,12 +171,20 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next str
 		p.Add("current_password", "this is not your current password")
 		return &Error{Code: CodeInvalidUser, Message: "the password was not changed", Problems: p}
 	}
-	return s.SetPassword(ctx, name, next)
+	return s.setPassword(ctx, name, next)
 }
 
 // SetPassword replaces name's password (an admin's reset, or
 // `kmirror admin set-password`); every session of the account ends.
-func (s *Service) SetPassword(ctx context.Context, name, password string) error {
+func (s *Service) SetPassword(ctx context.Context, name, password string) (err error) {
+	defer s.audit(ctx, "user.set_password", name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return err
+	}
+	return s.setPassword(ctx, name, password)
+}
+
+func (s *Service) setPassword(ctx context.Context, name, password string) error {
 	if p := validatePassword(password); len(p) > 0 {
 		return &Error{Code: CodeInvalidUser, Message: "the password was not changed", Problems: p}
 	}
