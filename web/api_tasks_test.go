@@ -85,7 +85,7 @@ func newTaskEnv(t *testing.T) *taskEnv {
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	e := &taskEnv{env: &env{t: t, srv: ts, dataDir: dir}, server: s, runner: runner, logs: logs}
+	e := &taskEnv{env: &env{t: t, srv: ts, dataDir: dir, svc: svc}, server: s, runner: runner, logs: logs}
 	e.client = e.newBrowser()
 	for _, c := range []string{
 		`{"name":"east","bootstrap_servers":["127.0.0.1:9092"]}`,

@@ -27,7 +27,7 @@ func (s *Server) signIn(c echo.Context) error {
 	p, err := s.svc.SignIn(c.Request().Context(), user, c.FormValue("password"), c.RealIP())
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		if e.RetryAfter > 0 {
@@ -91,7 +91,7 @@ func (s *Server) addInstance(c echo.Context) error {
 	info, err := s.svc.AddCluster(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		form := views.ClusterForm{
@@ -121,7 +121,7 @@ func (s *Server) removeInstance(c echo.Context) error {
 	name := c.Param("name")
 	if err := s.svc.RemoveCluster(c.Request().Context(), name); err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {

@@ -106,7 +106,7 @@ func (h *smartConnect) act(c echo.Context) error {
 	kind, msg := views.FlashSuccess, done
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		kind, msg = views.FlashError, e.Message

@@ -110,7 +110,7 @@ func (s *Server) taskAction(c echo.Context) error {
 	}
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound {
+		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound || e.Code == service.CodeForbidden {
 			return err
 		}
 		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {

@@ -166,6 +166,7 @@ func New(d Deps) (*Server, error) {
 	s.registerTaskPages()
 	s.registerInstancePages()
 	s.registerSmartConnect()
+	s.registerAccessPages()
 
 	s.api = e.Group("/api/v1", s.requireToken)
 	s.api.GET("/clusters", s.apiListClusters)
