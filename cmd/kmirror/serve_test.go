@@ -2,8 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestPlainHTTPBeyondLoopbackNeedsTheFlag(t *testing.T) {
@@ -79,5 +83,53 @@ func TestShortAPITokenRefused(t *testing.T) {
 	cfg.APIToken = testToken
 	if tok, _, err := apiToken(cfg); err != nil || tok != testToken {
 		t.Fatalf("a long KMIRROR_TOKEN: %q, %v", tok, err)
+	}
+}
+
+// startServe runs `kmirror serve` on dir until the returned stop is called,
+// and returns what it printed on stdout and stderr by then.
+func startServe(t *testing.T, dir string, env map[string]string) (stdout, stderr *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stdout, stderr = &syncBuffer{}, &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir}, func(k string) string { return env[k] }, stdout, stderr)
+	}()
+	checkFor(t, 30*time.Second, 20*time.Millisecond, func() error {
+		select {
+		case err := <-done:
+			t.Fatalf("serve ended early: %v\n%s", err, stderr.String())
+		default:
+		}
+		if !strings.Contains(stdout.String(), "kmirror console: http://") {
+			return errString("no URL printed yet")
+		}
+		return nil
+	})
+	return stdout, stderr, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	}
+}
+
+func TestIgnoredAdminPasswordIsWarned(t *testing.T) {
+	dir := t.TempDir()
+	env := map[string]string{"KMIRROR_TOKEN": testToken, "KMIRROR_ADMIN_PASSWORD": "first-password"}
+	_, stderr, stop := startServe(t, dir, env)
+	stop()
+	if strings.Contains(stderr.String(), "KMIRROR_ADMIN_PASSWORD is ignored") {
+		t.Fatal("warned on the first start, where the password is used")
+	}
+	if _, err := os.Stat(filepath.Join(dir, adminPasswordFile)); !os.IsNotExist(err) {
+		t.Fatalf("a password file was written although KMIRROR_ADMIN_PASSWORD was set: %v", err)
+	}
+	env["KMIRROR_ADMIN_PASSWORD"] = "second-password"
+	_, stderr, stop = startServe(t, dir, env)
+	stop()
+	if !strings.Contains(stderr.String(), "KMIRROR_ADMIN_PASSWORD is ignored") {
+		t.Fatalf("no warning that KMIRROR_ADMIN_PASSWORD is ignored:\n%s", stderr.String())
 	}
 }
