@@ -138,7 +138,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 		// Into a file only its owner reads, not the terminal: stdout ends
 		// up in scroll-back, CI logs and container log collectors.
 		passwordFile = filepath.Join(cfg.DataDir, adminPasswordFile)
-		if err := os.WriteFile(passwordFile, []byte(generated+"\n"), 0o600); err != nil {
+		if err := writePrivateFile(passwordFile, generated+"\n"); err != nil {
 			return fmt.Errorf("write the generated admin password to %s: %w", passwordFile, err)
 		}
 	}
@@ -254,6 +254,23 @@ func accessDeps(cfg serveConfig, stderr io.Writer) (web.Deps, error) {
 			"are readable by anyone on the path to this port; only a TLS proxy on a trusted network should reach it\n", cfg.Listen)
 	}
 	return d, nil
+}
+
+// writePrivateFile writes content to a new file only its owner can read; a
+// file left at path (with whatever mode it had) is replaced, not reused.
+func writePrivateFile(path, content string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // loopbackListen reports whether a listen address stays on this machine.

@@ -133,3 +133,24 @@ func TestIgnoredAdminPasswordIsWarned(t *testing.T) {
 		t.Fatalf("no warning that KMIRROR_ADMIN_PASSWORD is ignored:\n%s", stderr.String())
 	}
 }
+
+func TestGeneratedPasswordFileIsPrivateEvenOverAnOldOne(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, adminPasswordFile)
+	if err := os.WriteFile(old, []byte("stale\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, _, stop := startServe(t, dir, map[string]string{"KMIRROR_TOKEN": testToken})
+	stop()
+	st, err := os.Stat(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := os.ReadFile(old)
+	if st.Mode().Perm() != 0o600 || strings.TrimSpace(string(raw)) == "stale" {
+		t.Fatalf("password file mode %v, content replaced = %v", st.Mode().Perm(), strings.TrimSpace(string(raw)) != "stale")
+	}
+	if !strings.Contains(stdout.String(), old) {
+		t.Fatalf("welcome does not point to %s:\n%s", old, stdout.String())
+	}
+}
