@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -99,6 +101,34 @@ func TestAdminCommandsOnTheDemoTask(t *testing.T) {
 	err = run(context.Background(), []string{"task", "list", "--server", base}, func(string) string { return "" }, &noToken, &noToken)
 	if err == nil || !strings.Contains(err.Error(), "KMIRROR_TOKEN") {
 		t.Fatalf("without a token: %v", err)
+	}
+	// A viewer's token reads but cannot steer: the CLI hears the API's 403.
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/tokens", strings.NewReader(`{"name":"dash","role":"viewer"}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create a viewer token: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	asViewer := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), append(args, "--server", base), func(k string) string {
+			if k == "KMIRROR_TOKEN" {
+				return created.Token
+			}
+			return ""
+		}, &out, &out)
+		return out.String(), err
+	}
+	if out, err := asViewer("task", "list"); err != nil || !strings.Contains(out, "demo-orders") {
+		t.Fatalf("viewer task list: %v\n%s", err, out)
+	}
+	if out, err := asViewer("task", "pause", "demo-orders"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("viewer pause: %v\n%s", err, out)
 	}
 	if out, err := cli(t, base, "task", "delete", "demo-orders"); err != nil || !strings.Contains(out, "deleted") {
 		t.Fatalf("delete: %v\n%s", err, out)
