@@ -6,9 +6,12 @@
 // can be added by other files or packages without touching the wiring here.
 //
 // Invariants: every console route except sign-in, health and static assets
-// requires a signed-in session; every API route requires the bearer token;
-// bad input is a 4xx with the service's error code, never a 500; a Kafka
-// password is never rendered or returned.
+// requires a signed-in session (timed and revocable on the server); every API
+// route requires a bearer token; both put the caller (service.Actor) in the
+// request context, so the service checks its role; a request for a host name
+// that is not this console's is refused; bad input is a 4xx with the
+// service's error code, never a 500; a Kafka password is never rendered or
+// returned. docs/DESIGN.md ("Access control") has the whole picture.
 package web
 
 import (

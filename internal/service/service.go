@@ -6,7 +6,9 @@
 // write, and every broken rule is reported at once as Problems); a Kafka
 // password (a cluster's, or a task's peer by address) is sealed before it is
 // stored and opened only to connect (ClusterSettings, and a task handed to
-// the Runner), never for display or logs.
+// the Runner), never for display or logs. Every use case that changes
+// something checks the caller's role (Actor in the context; none means
+// kmirror itself) before any work and appends its outcome to the audit log.
 package service
 
 import (
