@@ -214,3 +214,23 @@ func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
 		})
 	}
 }
+
+func TestLanguageSwitchStaysOnSite(t *testing.T) {
+	e := newEnv(t)
+	c := e.newBrowser()
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	for _, tc := range []struct{ rawNext, want string }{
+		{"/instances", "/instances"},
+		{"/%09/evil.example", "/"},  // a tab browsers drop: //evil.example
+		{"/%0A/evil.example", "/"},  // a new line, likewise
+		{"%2F%2Fevil.example", "/"}, // scheme-relative
+		{"/%5Cevil.example", "/"},   // a backslash browsers read as /
+		{"https://evil.example", "/"},
+		{"/%00x", "/"},
+	} {
+		p := e.get(c, "/lang?to=en&next="+tc.rawNext)
+		if p.status != http.StatusSeeOther || p.header.Get("Location") != tc.want {
+			t.Errorf("next=%s: %d to %q, want %q", tc.rawNext, p.status, p.header.Get("Location"), tc.want)
+		}
+	}
+}
