@@ -26,6 +26,21 @@ func (s *Server) registerAccessPages() {
 	s.console.GET("/audit/export", s.auditExport)
 }
 
+// requireRole answers 403 to a signed-in user whose role falls short of
+// need, for pages that only lead to what the service would refuse (a form
+// whose submit needs the role).
+func (s *Server) requireRole(need string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !service.Allows(CurrentRole(c), need) {
+				return &service.Error{Code: service.CodeForbidden,
+					Message: "your role (" + CurrentRole(c) + ") does not allow this; it needs " + need + ": ask an admin"}
+			}
+			return next(c)
+		}
+	}
+}
+
 // CurrentRole is the signed-in user's role, or "".
 func CurrentRole(c echo.Context) string {
 	r, _ := c.Get(keyRole).(string)

@@ -79,6 +79,16 @@ func TestConsoleShowsAndAllowsByRole(t *testing.T) {
 			if p := e.get(b, "/users"); p.status != tc.users {
 				t.Errorf("users page: %d, want %d", p.status, tc.users)
 			}
+			// Pages that only lead to a refused change are refused too.
+			for _, path := range []string{"/instances/east/smart-connect/new", "/instances/east/smart-connect/orders-dr/restart", "/dashboard/import"} {
+				want := http.StatusOK
+				if !tc.taskForms {
+					want = http.StatusForbidden
+				}
+				if p := e.get(b, path); p.status != want {
+					t.Errorf("GET %s: %d, want %d", path, p.status, want)
+				}
+			}
 		})
 	}
 }

@@ -17,7 +17,7 @@ func (s *Server) registerTaskPages() {
 	g := s.console
 	g.GET("/dashboard", s.dashboardPage)
 	// Under /dashboard, not /tasks: "import" is a valid task name.
-	g.GET("/dashboard/import", s.importTaskPage)
+	g.GET("/dashboard/import", s.importTaskPage, s.requireRole(service.RoleOperator))
 	g.POST("/dashboard/import", s.importTask)
 	g.GET("/tasks/:name", s.taskPage)
 	g.GET("/tasks/:name/status", s.taskFragment(views.TaskStatusView))
