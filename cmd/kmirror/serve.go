@@ -75,7 +75,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "address users reach the console at, e.g. https://kmirror.example.com (a proxy's); https makes cookies secure")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated networks (CIDR) whose X-Forwarded-For is believed")
 	fs.StringVar(&cfg.TrustedOrigins, "trusted-origins", "", "comma-separated origins (https://host[:port]) besides the console's own allowed to post its forms")
-	fs.StringVar(&cfg.MetricsTokenFile, "metrics-token-file", "", "file holding a token /metrics then requires as Authorization: Bearer")
+	fs.StringVar(&cfg.MetricsTokenFile, "metrics-token-file", "", "file holding a token (32+ characters) that /metrics then requires as Authorization: Bearer")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
