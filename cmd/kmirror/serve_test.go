@@ -49,6 +49,23 @@ func TestPlainHTTPBeyondLoopbackNeedsTheFlag(t *testing.T) {
 }
 
 func TestServeFlagsAreChecked(t *testing.T) {
+	short := filepath.Join(t.TempDir(), "short-token")
+	if err := os.WriteFile(short, []byte("abc\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(good, []byte(testToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseServe([]string{"--metrics-token-file", good, "--trusted-proxies", "10.0.0.0/8, 192.168.1.7", "--public-url", "https://kmirror.example.com",
+		"--trusted-origins", "https://other.example.com"}, func(string) string { return "" }, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := accessDeps(cfg, &bytes.Buffer{})
+	if err != nil || d.MetricsToken != testToken || len(d.TrustedProxies) != 2 || d.PublicURL.Host != "kmirror.example.com" || len(d.TrustedOrigins) != 1 {
+		t.Fatalf("good flags: %+v, %v", d, err)
+	}
 	for _, args := range [][]string{
 		{"--tls-cert", "cert.pem"},
 		{"--tls-key", "key.pem"},
@@ -64,6 +81,7 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{"--public-url", "kmirror.example.com"},
 		{"--trusted-origins", "not a url"},
 		{"--metrics-token-file", "/nonexistent/token"},
+		{"--metrics-token-file", short},
 	} {
 		cfg, err := parseServe(args, func(string) string { return "" }, &bytes.Buffer{})
 		if err != nil {
