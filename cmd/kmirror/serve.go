@@ -102,6 +102,12 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
 
+	// First, so a refused configuration leaves nothing behind (no account,
+	// no generated password).
+	access, err := accessDeps(cfg, stderr)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
@@ -133,11 +139,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	passwordFile := ""
-	if generated != "" {
+	passwordFile, fresh := filepath.Join(cfg.DataDir, adminPasswordFile), generated != ""
+	if !fresh {
+		if _, err := os.Stat(passwordFile); err != nil {
+			passwordFile = "" // changed and deleted, or never generated
+		}
+	}
+	if fresh {
 		// Into a file only its owner reads, not the terminal: stdout ends
 		// up in scroll-back, CI logs and container log collectors.
-		passwordFile = filepath.Join(cfg.DataDir, adminPasswordFile)
 		if err := writePrivateFile(passwordFile, generated+"\n"); err != nil {
 			return fmt.Errorf("write the generated admin password to %s: %w", passwordFile, err)
 		}
@@ -150,10 +160,6 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// The task page's charts and recent errors: the engine sampled every 5s,
 	// kept 15 minutes, in memory.
 	hist := history.New(eng, history.DefaultEvery, history.DefaultKeep)
-	access, err := accessDeps(cfg, stderr)
-	if err != nil {
-		return err
-	}
 	access.Service, access.DataDir, access.APIToken, access.Logger, access.Ping, access.Metrics, access.History =
 		svc, cfg.DataDir, token, log, db.Ping, metricsHandler, hist
 	srv, err := web.New(access)
@@ -186,7 +192,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if access.TLS != nil {
 		scheme = "https"
 	}
-	printWelcome(stdout, scheme+"://"+ln.Addr().String()+"/", passwordFile, tokenSource)
+	printWelcome(stdout, scheme+"://"+ln.Addr().String()+"/", passwordFile, fresh, tokenSource)
 	log.Info("kmirror serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -348,13 +354,17 @@ func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *
 	return bg, nil
 }
 
-func printWelcome(w io.Writer, url, passwordFile, tokenSource string) {
+func printWelcome(w io.Writer, url, passwordFile string, fresh bool, tokenSource string) {
 	fmt.Fprintf(w, "kmirror console: %s\n", url)
-	if passwordFile != "" {
+	switch {
+	case passwordFile != "" && fresh:
 		fmt.Fprintf(w, "  sign in as %q with the password in %s\n", account.AdminName, passwordFile)
 		fmt.Fprintln(w, "  (generated on this first start, readable only by you: change it in the console, then delete the file)")
-	} else {
-		fmt.Fprintf(w, "  sign in as %q with the password set on the first start (KMIRROR_ADMIN_PASSWORD, or the one printed then)\n", account.AdminName)
+	case passwordFile != "":
+		fmt.Fprintf(w, "  sign in as %q with the password generated on the first start into %s (unless changed since)\n", account.AdminName, passwordFile)
+	default:
+		fmt.Fprintf(w, "  sign in as %q with your password (KMIRROR_ADMIN_PASSWORD on the first start, or as changed since;\n", account.AdminName)
+		fmt.Fprintln(w, "  `kmirror admin set-password admin` on this machine resets it)")
 	}
 	if tokenSource == "KMIRROR_TOKEN" {
 		fmt.Fprintln(w, "  API: Authorization: Bearer $KMIRROR_TOKEN")

@@ -171,4 +171,23 @@ func TestGeneratedPasswordFileIsPrivateEvenOverAnOldOne(t *testing.T) {
 	if !strings.Contains(stdout.String(), old) {
 		t.Fatalf("welcome does not point to %s:\n%s", old, stdout.String())
 	}
+	// A later start still says where the password is while the file exists.
+	stdout, _, stop = startServe(t, dir, map[string]string{"KMIRROR_TOKEN": testToken})
+	stop()
+	if !strings.Contains(stdout.String(), "generated on the first start into "+old) {
+		t.Fatalf("second welcome:\n%s", stdout.String())
+	}
+}
+
+func TestRefusedStartLeavesNothingBehind(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"serve", "--listen", "0.0.0.0:0", "--data-dir", dir},
+		func(k string) string { return map[string]string{"KMIRROR_TOKEN": testToken}[k] }, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--allow-insecure-http") {
+		t.Fatalf("plain HTTP on all interfaces: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a refused start created %s: %v", dir, err)
+	}
 }
