@@ -134,3 +134,34 @@ func TestAdminCommandsOnTheDemoTask(t *testing.T) {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
 }
+
+func TestUserAndTokenCommands(t *testing.T) {
+	base, _ := serveDemo(t)
+	old := stdin
+	t.Cleanup(func() { stdin = old })
+	stdin = strings.NewReader("olga-password-1\n")
+	if out, err := cli(t, base, "user", "add", "--name", "olga", "--role", "operator"); err != nil || !strings.Contains(out, "olga added as operator") {
+		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "user", "list"); err != nil || !regexp.MustCompile(`olga\s+operator`).MatchString(out) {
+		t.Fatalf("user list: %v\n%s", err, out)
+	}
+	stdin = strings.NewReader("short\n")
+	if out, err := cli(t, base, "user", "add", "--name", "ines"); err == nil || !strings.Contains(err.Error(), "password") {
+		t.Fatalf("short password: %v\n%s", err, out)
+	}
+	out, err := cli(t, base, "token", "create", "--name", "ci", "--role", "viewer")
+	tok := strings.TrimSpace(out)
+	if err != nil || !strings.HasPrefix(tok, "kmirror_") || strings.Contains(tok, "\n") {
+		t.Fatalf("token create: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "token", "list"); err != nil || !regexp.MustCompile(`ci\s+viewer`).MatchString(out) || strings.Contains(out, tok) {
+		t.Fatalf("token list: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "token", "revoke", "ci"); err != nil || !strings.Contains(out, "revoked") {
+		t.Fatalf("token revoke: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "user", "remove", "olga"); err != nil || !strings.Contains(out, "removed") {
+		t.Fatalf("user remove: %v\n%s", err, out)
+	}
+}

@@ -6,6 +6,7 @@
 //	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
 //	kmirror instance add|list|remove             (admin over the JSON API)
 //	kmirror task create|list|show|delete|pause|resume|restart|check|validate
+//	kmirror user list|add|remove, kmirror token list|create|revoke   (over the JSON API)
 //	kmirror admin set-password NAME   (on the server, password from stdin)
 //
 // This file only dispatches; each subcommand lives in its own file.
@@ -34,6 +35,8 @@ Usage:
                              move consumer group G to the target now (translated offsets committed)
   kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
+  kmirror user ...           list, add, remove console users (JSON API; admin token)
+  kmirror token ...          list, create, revoke API tokens (JSON API; admin token)
   kmirror admin set-password NAME
                              reset a console user's password (from standard input) on the server
 
@@ -81,6 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return failoverCommand(ctx, rest, getenv, stdout, stderr)
 	case "admin":
 		return accountAdminCommand(ctx, rest, stdout, stderr)
+	case "user":
+		return userCommand(ctx, rest, getenv, stdout, stderr)
+	case "token":
+		return tokenCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
