@@ -85,7 +85,8 @@ func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 		if r.URL.Path == "/healthz" || (r.URL.Path == "/metrics" && s.metricsToken) || hostAllowed(r.Host, s.allowedHosts) {
 			return next(c)
 		}
-		s.log.Info("request for another host name refused", "client", c.RealIP(), "host_len", len(r.Host))
+		// Debug: a scan must not flood the log.
+		s.log.Debug("request for another host name refused", "client", c.RealIP(), "host_len", len(r.Host))
 		return c.String(http.StatusMisdirectedRequest,
 			"This server does not answer for this host name. Reach it by its address, a loopback name, or the name given with --public-url.\n")
 	}
