@@ -2,10 +2,15 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"io/fs"
+	"path/filepath"
 	"testing"
+	"testing/fstest"
 
 	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/migrations"
 )
 
 func TestAuditLogIsAppendOnly(t *testing.T) {
@@ -95,5 +100,40 @@ func TestTokensAndUsers(t *testing.T) {
 	}
 	if err := db.SetPassword(ctx, "olga", "h3"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("password of a deleted user: %v", err)
+	}
+}
+
+// A database made before roles and audit (migrations 0001-0002) keeps its
+// accounts as admins with sessions intact when upgraded.
+func TestUpgradeKeepsAccountsAsAdmins(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sqldb, err := sql.Open("sqlite3", "file:"+filepath.Join(dir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	for _, name := range []string{"0001_init.up.sql", "0002_tasks.up.sql"} {
+		body, err := fs.ReadFile(migrations.FS, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		old[name] = &fstest.MapFile{Data: body}
+	}
+	if err := store.Migrate(ctx, sqldb, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqldb.ExecContext(ctx, `INSERT INTO users (name, password_hash, created_at) VALUES ('admin', 'h', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	sqldb.Close()
+
+	db := open(t, dir)
+	u, err := db.User(ctx, "admin")
+	if err != nil || u.Role != "admin" || u.SessionEpoch != 0 || u.PasswordHash != "h" {
+		t.Fatalf("after the upgrade: %+v, %v", u, err)
+	}
+	if v, err := db.SchemaVersion(ctx); err != nil || v < 4 {
+		t.Fatalf("schema version %d, %v", v, err)
 	}
 }
