@@ -29,6 +29,7 @@ type auditList struct {
 func (s *Server) registerAccessAPI() {
 	s.api.GET("/users", s.apiListUsers)
 	s.api.POST("/users", s.apiCreateUser)
+	s.api.PATCH("/users/:name", s.apiChangeUser)
 	s.api.DELETE("/users/:name", s.apiDeleteUser)
 	s.api.GET("/tokens", s.apiListTokens)
 	s.api.POST("/tokens", s.apiCreateToken)
@@ -56,6 +57,18 @@ func (s *Server) apiCreateUser(c echo.Context) error {
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/users/"+url.PathEscape(u.Name))
 	return c.JSON(http.StatusCreated, u)
+}
+
+func (s *Server) apiChangeUser(c echo.Context) error {
+	var ch service.UserChange
+	if err := DecodeJSON(c, &ch); err != nil {
+		return s.WriteError(c, err)
+	}
+	u, err := s.svc.ChangeUser(c.Request().Context(), c.Param("name"), ch)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, u)
 }
 
 func (s *Server) apiDeleteUser(c echo.Context) error {

@@ -172,3 +172,45 @@ func TestAuditLogRecordsChangesAndSignIns(t *testing.T) {
 		t.Fatalf("export has %d lines, the log %d", lines, len(got))
 	}
 }
+
+func TestChangeUserRoleAndPassword(t *testing.T) {
+	e := newTaskEnv(t)
+	e.addUser("olga", "viewer")
+	b := e.newBrowser()
+	e.signIn(b, "olga", "olga-password")
+	if p := e.get(b, "/instances/east/smart-connect/new"); p.status != http.StatusForbidden {
+		t.Fatalf("viewer opens the create form: %d", p.status)
+	}
+	// A new role applies to the session at its next request.
+	if code, _, body := e.call(http.MethodPatch, "/api/v1/users/olga", `{"role":"operator"}`); code != http.StatusOK || body["role"] != "operator" {
+		t.Fatalf("promote: %d %v", code, body)
+	}
+	if p := e.get(b, "/instances/east/smart-connect/new"); p.status != http.StatusOK {
+		t.Fatalf("operator opens the create form: %d", p.status)
+	}
+	// A reset password ends the session.
+	if code, _, body := e.call(http.MethodPatch, "/api/v1/users/olga", `{"password":"olga-new-password"}`); code != http.StatusOK {
+		t.Fatalf("reset: %d %v", code, body)
+	}
+	if p := e.get(b, "/instances"); p.url != "/signin" {
+		t.Fatal("the session outlived a password reset")
+	}
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/api/v1/users/olga", `{}`, http.StatusUnprocessableEntity},
+		{"/api/v1/users/olga", `{"role":"root"}`, http.StatusUnprocessableEntity},
+		{"/api/v1/users/olga", `{"password":"short"}`, http.StatusUnprocessableEntity},
+		{"/api/v1/users/nobody", `{"role":"viewer"}`, http.StatusNotFound},
+		{"/api/v1/users/admin", `{"role":"viewer"}`, http.StatusBadRequest}, // the last admin
+	} {
+		if code, _, body := e.call(http.MethodPatch, tc.path, tc.body); code != tc.want {
+			t.Errorf("PATCH %s %s: %d, want %d (%v)", tc.path, tc.body, code, tc.want, body)
+		}
+	}
+	viewer := e.token("dash", "viewer")
+	if code, _, _ := e.api(http.MethodPatch, "/api/v1/users/olga", viewer, `{"role":"admin"}`); code != http.StatusForbidden {
+		t.Fatalf("a viewer promotes: %d", code)
+	}
+}

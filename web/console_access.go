@@ -19,6 +19,7 @@ func (s *Server) registerAccessPages() {
 	s.console.GET("/users", s.usersPage)
 	s.console.POST("/users", s.addUser)
 	s.console.POST("/users/:name/delete", s.deleteUser)
+	s.console.POST("/users/:name/role", s.changeUserRole)
 	s.console.GET("/tokens", s.tokensPage)
 	s.console.POST("/tokens", s.addToken)
 	s.console.POST("/tokens/:name/revoke", s.revokeToken)
@@ -108,6 +109,28 @@ func (s *Server) deleteUser(c echo.Context) error {
 		return Redirect(c, "/users")
 	}
 	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "users.removed", "Name", name)); err != nil {
+		return err
+	}
+	return Redirect(c, "/users")
+}
+
+func (s *Server) changeUserRole(c echo.Context) error {
+	name, role := c.Param("name"), c.FormValue("role")
+	if _, err := s.svc.ChangeUser(c.Request().Context(), name, service.UserChange{Role: &role}); err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
+			return err
+		}
+		msg := e.Message
+		if len(e.Problems) > 0 {
+			msg = e.Problems[0].Message
+		}
+		if err := s.AddFlash(c, views.FlashError, msg); err != nil {
+			return err
+		}
+		return Redirect(c, "/users")
+	}
+	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "users.role_changed", "Name", name, "Role", views.RoleLabel(c.Request().Context(), role))); err != nil {
 		return err
 	}
 	return Redirect(c, "/users")

@@ -169,3 +169,21 @@ func TestChangeOwnPasswordInTheConsole(t *testing.T) {
 		t.Fatal("the new password does not sign in")
 	}
 }
+
+func TestConsoleChangesARole(t *testing.T) {
+	e := newTaskEnv(t)
+	e.addUser("olga", service.RoleViewer)
+	p := e.signIn(e.client, "admin", adminPassword)
+	p = e.get(e.client, "/users")
+	if p.doc.Find(`[data-testid="user-row"][data-user="admin"] [data-testid="user-role-select"]`).Length() != 0 {
+		t.Error("the admin is offered to change their own role")
+	}
+	p = e.postForm(e.client, "/users/olga/role", url.Values{"_csrf": {p.csrf(t)}, "role": {"operator"}}, nil)
+	if got := p.doc.Find(`[data-testid="user-row"][data-user="olga"] [data-testid="user-role"]`).Text(); got != "operator" {
+		t.Fatalf("olga's role after the change: %q (%s)", got, p.testid("flash-success").Text())
+	}
+	p = e.postForm(e.client, "/users/olga/role", url.Values{"_csrf": {p.csrf(t)}, "role": {"root"}}, nil)
+	if p.testid("flash-error").Length() == 0 {
+		t.Fatal("an unknown role was not refused with a message")
+	}
+}

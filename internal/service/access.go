@@ -186,6 +186,85 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (_ UserInfo, err e
 	return UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}, nil
 }
 
+// UserChange is the body of PATCH /api/v1/users/{name}: what to change;
+// omitted fields stay.
+type UserChange struct {
+	Role     *string `json:"role,omitempty"`
+	Password *string `json:"password,omitempty"`
+}
+
+// ChangeUser changes an account's role and/or resets its password (admin
+// only). A password reset ends every session of the account; the last admin
+// cannot be demoted.
+func (s *Service) ChangeUser(ctx context.Context, name string, ch UserChange) (_ UserInfo, err error) {
+	what := "user.change"
+	if ch.Role != nil {
+		what += " role=" + *ch.Role
+	}
+	if ch.Password != nil {
+		what += " password"
+	}
+	defer s.audit(ctx, what, name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return UserInfo{}, err
+	}
+	u, err := s.users.User(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return UserInfo{}, notFound("no user named %q", name)
+	} else if err != nil {
+		return UserInfo{}, err
+	}
+	var p Problems
+	if ch.Role == nil && ch.Password == nil {
+		p.Add("role", "give a role, a password, or both")
+	}
+	if ch.Role != nil && !ValidRole(*ch.Role) {
+		p.Add("role", "role must be viewer, operator or admin")
+	}
+	if ch.Password != nil {
+		p = append(p, validatePassword(*ch.Password)...)
+	}
+	if len(p) > 0 {
+		return UserInfo{}, &Error{Code: CodeInvalidUser, Message: "the user settings are not valid", Problems: p}
+	}
+	if ch.Role != nil && *ch.Role != RoleAdmin && roleOf(u) == RoleAdmin {
+		if err := s.keepAnAdmin(ctx, name); err != nil {
+			return UserInfo{}, err
+		}
+	}
+	if ch.Password != nil {
+		if err := s.setPassword(ctx, name, *ch.Password); err != nil {
+			return UserInfo{}, err
+		}
+	}
+	if ch.Role != nil {
+		if err := s.users.SetRole(ctx, name, *ch.Role); err != nil {
+			return UserInfo{}, err
+		}
+		u.Role = *ch.Role
+	}
+	return UserInfo{Name: u.Name, Role: roleOf(u), CreatedAt: u.CreatedAt}, nil
+}
+
+// keepAnAdmin refuses to remove or demote name when it is the last admin,
+// so someone can always manage users.
+func (s *Service) keepAnAdmin(ctx context.Context, name string) error {
+	us, err := s.users.ListUsers(ctx)
+	if err != nil {
+		return err
+	}
+	admins := 0
+	for _, o := range us {
+		if roleOf(o) == RoleAdmin {
+			admins++
+		}
+	}
+	if admins <= 1 {
+		return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("%q is the last admin: make another admin first", name)}
+	}
+	return nil
+}
+
 // DeleteUser removes an account (admin only); its sessions end with it.
 // The last admin cannot be removed, so someone can always manage users.
 func (s *Service) DeleteUser(ctx context.Context, name string) (err error) {
@@ -200,18 +279,8 @@ func (s *Service) DeleteUser(ctx context.Context, name string) (err error) {
 		return err
 	}
 	if roleOf(u) == RoleAdmin {
-		us, err := s.users.ListUsers(ctx)
-		if err != nil {
+		if err := s.keepAnAdmin(ctx, name); err != nil {
 			return err
-		}
-		admins := 0
-		for _, o := range us {
-			if roleOf(o) == RoleAdmin {
-				admins++
-			}
-		}
-		if admins <= 1 {
-			return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("%q is the last admin: make another admin first", name)}
 		}
 	}
 	if err := s.users.DeleteUser(ctx, name); errors.Is(err, store.ErrNotFound) {

@@ -37,6 +37,9 @@ type Users interface {
 	// RevokeSessions raises the session epoch; ErrNotFound for an unknown
 	// name.
 	RevokeSessions(ctx context.Context, name string) error
+	// SetRole changes the account's role (its sessions read it on their
+	// next request); ErrNotFound for an unknown name.
+	SetRole(ctx context.Context, name, role string) error
 }
 
 var _ Users = (*DB)(nil)
@@ -121,6 +124,11 @@ func (d *DB) SetPassword(ctx context.Context, name, hash string) error {
 // RevokeSessions implements Users.
 func (d *DB) RevokeSessions(ctx context.Context, name string) error {
 	return d.updateUser(ctx, name, `UPDATE users SET session_epoch = session_epoch + 1 WHERE name = ?`, name)
+}
+
+// SetRole implements Users.
+func (d *DB) SetRole(ctx context.Context, name, role string) error {
+	return d.updateUser(ctx, name, `UPDATE users SET role = ? WHERE name = ?`, role, name)
 }
 
 func (d *DB) updateUser(ctx context.Context, name, query string, args ...any) error {
