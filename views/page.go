@@ -8,6 +8,7 @@
 package views
 
 import (
+	"context"
 	"encoding/json"
 	"net/url"
 
@@ -31,6 +32,15 @@ type Page struct {
 	Flashes []Flash
 	// Charts loads the chart library (uPlot) on pages that plot.
 	Charts bool
+}
+
+// Can reports whether the signed-in caller's role allows what needs the
+// role need (service.RoleOperator, service.RoleAdmin), so pages hide what
+// it cannot do. The service refuses it anyway; without a caller (a page
+// rendered outside a request) everything shows.
+func Can(ctx context.Context, need string) bool {
+	a, ok := service.ActorFrom(ctx)
+	return !ok || service.Allows(a.Role, need)
 }
 
 // NavItem is one entry of the left navigation.

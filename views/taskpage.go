@@ -80,6 +80,15 @@ const (
 	ActionDelete  = "delete"
 )
 
+// TaskActionsFor is TaskActions for the request's caller: none for a role
+// that cannot act on tasks.
+func TaskActionsFor(ctx context.Context, info service.TaskInfo) []string {
+	if !Can(ctx, service.RoleOperator) {
+		return nil
+	}
+	return TaskActions(info)
+}
+
 // TaskActions are the actions that apply to a task now: pause a task that
 // should run, resume a paused one, restart one that should run (it clears
 // failed partitions), delete any.

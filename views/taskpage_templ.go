@@ -585,7 +585,7 @@ func TaskStatusView(csrf string, v TaskView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, a := range TaskActions(v.Task) {
+		for _, a := range TaskActionsFor(ctx, v.Task) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

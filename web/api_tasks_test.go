@@ -70,7 +70,8 @@ func newTaskEnv(t *testing.T) *taskEnv {
 		"127.0.0.1:9192": {Brokers: 3, Topics: []string{"A.orders", "audit"}},
 		"10.9.9.9:9093":  {Brokers: 3, Topics: []string{"orders"}, Password: peerPassword},
 	}}
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: runner, Kafka: kafka, Logger: log})
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: runner, Kafka: kafka, Logger: log,
+		Tokens: db, Audit: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func newTaskEnv(t *testing.T) *taskEnv {
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	e := &taskEnv{env: &env{t: t, srv: ts, dataDir: dir}, server: s, runner: runner, logs: logs}
+	e := &taskEnv{env: &env{t: t, srv: ts, dataDir: dir, svc: svc}, server: s, runner: runner, logs: logs}
 	e.client = e.newBrowser()
 	for _, c := range []string{
 		`{"name":"east","bootstrap_servers":["127.0.0.1:9092"]}`,

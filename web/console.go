@@ -14,7 +14,9 @@ import (
 )
 
 func (s *Server) signInPage(c echo.Context) error {
-	if user, _ := s.session(c).Values[keyUser].(string); user != "" {
+	if _, ok, err := s.signedIn(c, s.session(c)); err != nil {
+		return err
+	} else if ok {
 		return c.Redirect(http.StatusSeeOther, "/instances")
 	}
 	return Render(c, http.StatusOK, views.SignIn(s.PageData(c, tr(c, "signin.title"), ""), views.SignInForm{}))
@@ -22,35 +24,46 @@ func (s *Server) signInPage(c echo.Context) error {
 
 func (s *Server) signIn(c echo.Context) error {
 	user := strings.TrimSpace(c.FormValue("user"))
-	err := s.svc.SignIn(c.Request().Context(), user, c.FormValue("password"), c.RealIP())
+	p, err := s.svc.SignIn(c.Request().Context(), user, c.FormValue("password"), c.RealIP())
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		if e.RetryAfter > 0 {
 			c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
 		}
-		s.log.Info("console sign-in refused", "user", user, "client", c.RealIP(), "code", e.Code)
+		// The name as typed is the attacker's text: only a fingerprint of it
+		// goes to the log.
+		s.log.Info("console sign-in refused", "user_fingerprint", service.Fingerprint(user), "user_len", len(user),
+			"client", c.RealIP(), "code", e.Code)
+		if len(user) > service.MaxUserNameLength {
+			user = "" // not worth echoing back
+		}
 		return Render(c, e.Code.HTTPStatus(), views.SignIn(s.PageData(c, tr(c, "signin.title"), ""), views.SignInForm{User: user, Error: e.Message}))
 	}
-	sess := s.session(c)
-	sess.Values[keyUser] = user
-	if err := s.saveSession(c, sess); err != nil {
+	if err := s.startSession(c, s.session(c), p); err != nil {
 		return err
 	}
-	s.log.Info("console sign-in", "user", user, "client", c.RealIP())
+	s.log.Info("console sign-in", "user", p.Name, "role", p.Role, "client", c.RealIP())
 	return Redirect(c, "/instances")
 }
 
 func (s *Server) signOut(c echo.Context) error {
-	sess := s.session(c)
-	delete(sess.Values, keyUser)
-	sess.Options.MaxAge = -1 // drop the cookie
-	if err := s.saveSession(c, sess); err != nil {
+	if err := s.endSession(c, s.session(c)); err != nil {
 		return err
 	}
 	return Redirect(c, "/signin")
+}
+
+// signOutEverywhere ends every session of the signed-in account, on every
+// browser, this one included.
+func (s *Server) signOutEverywhere(c echo.Context) error {
+	if err := s.svc.RevokeSessions(c.Request().Context(), CurrentUser(c)); err != nil {
+		return err
+	}
+	s.log.Info("console sign-out everywhere", "user", CurrentUser(c), "client", c.RealIP())
+	return s.signOut(c)
 }
 
 func (s *Server) instancesPage(c echo.Context) error {
@@ -78,7 +91,7 @@ func (s *Server) addInstance(c echo.Context) error {
 	info, err := s.svc.AddCluster(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		form := views.ClusterForm{
@@ -106,7 +119,7 @@ func (s *Server) removeInstance(c echo.Context) error {
 	name := c.Param("name")
 	if err := s.svc.RemoveCluster(c.Request().Context(), name); err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})

@@ -97,7 +97,7 @@ func (s *Server) importTask(c echo.Context) error {
 	}
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		form.Problems = e.Problems

@@ -26,11 +26,11 @@ func (s *Server) registerSmartConnect() {
 	const base = "/instances/:name/smart-connect"
 	g.GET(base, h.list)
 	g.GET(base+"/rows", h.rows)
-	g.GET(base+"/new", h.newForm)
+	g.GET(base+"/new", h.newForm, s.requireRole(service.RoleOperator))
 	g.POST(base, h.create)
 	g.POST(base+"/validate", h.validate)
 	g.POST(base+"/check", h.check)
-	g.GET(base+"/:task/:action", h.confirm)
+	g.GET(base+"/:task/:action", h.confirm, s.requireRole(service.RoleOperator))
 	g.POST(base+"/:task/:action", h.act)
 }
 
@@ -106,7 +106,7 @@ func (h *smartConnect) act(c echo.Context) error {
 	kind, msg := views.FlashSuccess, done
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		kind, msg = views.FlashError, e.Message

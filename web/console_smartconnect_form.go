@@ -83,7 +83,7 @@ func (h *smartConnect) create(c echo.Context) error {
 	info, err := h.s.svc.CreateTask(c.Request().Context(), t, CurrentUser(c))
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		f.Problems = onForm(e.Problems)
@@ -125,7 +125,7 @@ func (h *smartConnect) check(c echo.Context) error {
 	res, err := h.s.svc.Connectivity(c.Request().Context(), t)
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal {
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		f.CheckProblems = e.Problems

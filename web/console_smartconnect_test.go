@@ -92,6 +92,11 @@ func TestSmartConnectFlow(t *testing.T) {
 		t.Errorf("last action %q", row.Find(`[data-testid="task-last-action"]`).Text())
 	}
 
+	// The no-JavaScript action forms are GETs: the token must not ride in
+	// their URL.
+	if n := created.doc.Find(`form[method="get"] input[name="_csrf"]`).Length(); n != 0 {
+		t.Errorf("%d GET forms carry the CSRF token into a URL", n)
+	}
 	// Without JavaScript an action is confirmed on its own page first.
 	conf := e.get(e.client, "/instances/east/smart-connect/orders-dr/pause")
 	if conf.testid("confirm-form").Length() != 1 {

@@ -17,7 +17,7 @@ func (s *Server) registerTaskPages() {
 	g := s.console
 	g.GET("/dashboard", s.dashboardPage)
 	// Under /dashboard, not /tasks: "import" is a valid task name.
-	g.GET("/dashboard/import", s.importTaskPage)
+	g.GET("/dashboard/import", s.importTaskPage, s.requireRole(service.RoleOperator))
 	g.POST("/dashboard/import", s.importTask)
 	g.GET("/tasks/:name", s.taskPage)
 	g.GET("/tasks/:name/status", s.taskFragment(views.TaskStatusView))
@@ -109,7 +109,7 @@ func (s *Server) taskAction(c echo.Context) error {
 	}
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound {
+		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound || e.Code == service.CodeForbidden {
 			return err
 		}
 		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})

@@ -31,27 +31,35 @@ type env struct {
 	srv     *httptest.Server
 	dataDir string
 	client  *http.Client // with a cookie jar: one browser
+	svc     *service.Service
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the server's Deps adjusted by set first.
+func newEnvWith(t *testing.T, set func(*web.Deps)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir, db, box := servicetest.OpenStore(t, "")
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box})
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := account.EnsureAdmin(ctx, db, adminPassword); err != nil {
 		t.Fatal(err)
 	}
-	s, err := web.New(web.Deps{Service: svc, DataDir: dir, APIToken: apiToken,
-		Logger: slog.New(slog.DiscardHandler), Ping: db.Ping})
+	d := web.Deps{Service: svc, DataDir: dir, APIToken: apiToken,
+		Logger: slog.New(slog.DiscardHandler), Ping: db.Ping}
+	if set != nil {
+		set(&d)
+	}
+	s, err := web.New(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(s.Handler())
 	t.Cleanup(ts.Close)
-	e := &env{t: t, srv: ts, dataDir: dir}
+	e := &env{t: t, srv: ts, dataDir: dir, svc: svc}
 	e.client = e.newBrowser()
 	return e
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -19,7 +20,7 @@ func (s *Server) localize(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		choice := ""
-		if ck, err := r.Cookie(langCookie); err == nil {
+		if ck, err := r.Cookie(s.langCookie); err == nil {
 			choice = ck.Value
 		}
 		loc := s.i18n.Localizer(choice, r.Header.Get("Accept-Language"))
@@ -38,15 +39,29 @@ func (s *Server) setLanguage(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusBadRequest, "unknown language")
 	}
-	c.SetCookie(&http.Cookie{Name: langCookie, Value: l.Tag, Path: "/", MaxAge: 365 * 24 * 60 * 60,
+	c.SetCookie(&http.Cookie{Name: s.langCookie, Value: l.Tag, Path: "/", MaxAge: 365 * 24 * 60 * 60,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteLaxMode})
 	return c.Redirect(http.StatusSeeOther, localPath(c.QueryParam("next")))
 }
 
 // localPath keeps a redirect target on this site: "/x" stays, anything
-// that could leave ("//evil", "https://…", "/\evil") becomes "/".
+// that could leave becomes "/": "//evil", "https://…", "/\evil", and any
+// control byte, since browsers drop tabs and new lines from a Location
+// ("/\t/evil" is "//evil" to them).
 func localPath(p string) string {
-	if !strings.HasPrefix(p, "/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	if !strings.HasPrefix(p, "/") {
+		return "/"
+	}
+	for i := 0; i < len(p); i++ {
+		if b := p[i]; b < 0x20 || b == 0x7f || b == '\\' {
+			return "/"
+		}
+	}
+	if strings.HasPrefix(p, "//") {
+		return "/"
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
 		return "/"
 	}
 	return p

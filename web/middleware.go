@@ -3,11 +3,9 @@ package web
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/kmirror/kmirror/internal/service"
 )
@@ -18,9 +16,12 @@ import (
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'self'"
 
-func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		h := c.Response().Header()
+		if s.secure {
+			h.Set("Strict-Transport-Security", hstsHeader)
+		}
 		h.Set("Content-Security-Policy", contentSecurityPolicy)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
@@ -29,57 +30,65 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// csrf protects console forms: a token in the _csrf cookie must come back in
-// the _csrf form field or the X-CSRF-Token header (app.js sets it on htmx
-// requests). Browsers that send Sec-Fetch-Site: same-origin pass without a
-// token (echo >= 4.15). The API is exempt: it uses a bearer token, never
-// cookies.
-func (s *Server) csrf() echo.MiddlewareFunc {
-	return middleware.CSRFWithConfig(middleware.CSRFConfig{
-		Skipper: func(c echo.Context) bool {
-			p := c.Request().URL.Path
-			return strings.HasPrefix(p, "/api/") || strings.HasPrefix(p, "/static/") || p == "/healthz"
-		},
-		TokenLookup:    "header:" + echo.HeaderXCSRFToken + ",form:_csrf",
-		ContextKey:     "csrf",
-		CookieName:     "_csrf",
-		CookiePath:     "/",
-		CookieHTTPOnly: true,
-		CookieSecure:   s.secure,
-		CookieSameSite: http.SameSiteLaxMode,
-		ErrorHandler: func(err error, c echo.Context) error {
-			return echo.NewHTTPError(http.StatusForbidden, "This form has expired or did not come from this console: reload the page and try again.").SetInternal(err)
-		},
-	})
-}
-
 // requireUser lets signed-in users through and sends everyone else to the
-// sign-in page.
+// sign-in page. A session past its idle or absolute limit, or revoked
+// (signed out everywhere, password changed), is signed out here.
 func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		user, _ := s.session(c).Values[keyUser].(string)
-		if user == "" {
+		sess := s.session(c)
+		p, ok, err := s.signedIn(c, sess)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			if _, had := sess.Values[keyUser]; had {
+				if err := s.endSession(c, sess); err != nil {
+					return err
+				}
+			}
 			return Redirect(c, "/signin")
 		}
-		c.Set(keyUser, user)
+		c.Set(keyUser, p.Name)
+		c.Set(keyRole, p.Role)
+		r := c.Request()
+		c.SetRequest(r.WithContext(service.WithActor(r.Context(), service.Actor{Name: p.Name, Role: p.Role, Address: c.RealIP()})))
 		return next(c)
 	}
 }
 
-// requireToken checks the API's bearer token. Both sides are hashed before
-// the constant-time compare so neither the content nor the length leaks.
+// requireToken checks the API's bearer token: KMIRROR_TOKEN (or the
+// generated api.token) acts as an admin; a token made with POST
+// /api/v1/tokens acts with its role. KMIRROR_TOKEN is compared with both
+// sides hashed, constant-time, so neither content nor length leaks; other
+// tokens are found by their SHA-256, which is all the store keeps.
 func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 	want := sha256.Sum256([]byte(s.token))
 	return func(c echo.Context) error {
-		auth := c.Request().Header.Get(echo.HeaderAuthorization)
-		given, ok := strings.CutPrefix(auth, "Bearer ")
-		got := sha256.Sum256([]byte(strings.TrimSpace(given)))
-		if !ok || subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+		r := c.Request()
+		given, ok := strings.CutPrefix(r.Header.Get(echo.HeaderAuthorization), "Bearer ")
+		given = strings.TrimSpace(given)
+		got := sha256.Sum256([]byte(given))
+		var actor service.Actor
+		switch {
+		case ok && subtle.ConstantTimeCompare(got[:], want[:]) == 1:
+			actor = service.Actor{Name: "KMIRROR_TOKEN", Role: service.RoleAdmin}
+		case ok && given != "" && len(given) <= 256:
+			a, found, err := s.svc.TokenActor(r.Context(), given)
+			if err != nil {
+				return err
+			}
+			ok, actor = found, a
+		default:
+			ok = false
+		}
+		if !ok {
 			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="kmirror"`)
 			return &service.Error{Code: service.CodeUnauthorized,
-				Message: "missing or wrong API token: send Authorization: Bearer <token> (KMIRROR_TOKEN, or api.token in the data directory)"}
+				Message: "missing or wrong API token: send Authorization: Bearer <token> (KMIRROR_TOKEN, api.token in the data directory, or one made with POST /api/v1/tokens)"}
 		}
-		c.Set(keyActor, apiActor)
+		actor.Address = c.RealIP()
+		c.SetRequest(r.WithContext(service.WithActor(r.Context(), actor)))
+		c.Set(keyActor, actor.Name) // for the request log
 		return next(c)
 	}
 }

@@ -76,6 +76,13 @@ func mainNav(c echo.Context, active string) []views.NavItem {
 		{Label: tr(c, "nav.instances"), Href: "/instances", TestID: "nav-instances"},
 		{Label: tr(c, "nav.dashboard"), Href: "/dashboard", TestID: "nav-dashboard"},
 	}
+	if service.Allows(CurrentRole(c), service.RoleAdmin) {
+		items = append(items,
+			views.NavItem{Label: tr(c, "nav.users"), Href: "/users", TestID: "nav-users"},
+			views.NavItem{Label: tr(c, "nav.tokens"), Href: "/tokens", TestID: "nav-tokens"},
+			views.NavItem{Label: tr(c, "nav.audit"), Href: "/audit", TestID: "nav-audit"})
+	}
+	items = append(items, views.NavItem{Label: tr(c, "nav.account"), Href: "/account", TestID: "nav-account"})
 	for i := range items {
 		items[i].Active = items[i].Href == active
 	}

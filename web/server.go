@@ -6,18 +6,24 @@
 // can be added by other files or packages without touching the wiring here.
 //
 // Invariants: every console route except sign-in, health and static assets
-// requires a signed-in session; every API route requires the bearer token;
-// bad input is a 4xx with the service's error code, never a 500; a Kafka
-// password is never rendered or returned.
+// requires a signed-in session (timed and revocable on the server); every API
+// route requires a bearer token; both put the caller (service.Actor) in the
+// request context, so the service checks its role; a request for a host name
+// that is not this console's is refused; bad input is a 4xx with the
+// service's error code, never a 500; a Kafka password is never rendered or
+// returned. docs/DESIGN.md ("Access control") has the whole picture.
 package web
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gorilla/sessions"
@@ -39,13 +45,31 @@ type Deps struct {
 	// APIToken is the bearer token of the JSON API.
 	APIToken string
 	Logger   *slog.Logger
-	// SecureCookies marks cookies Secure; set it when a TLS proxy fronts
-	// kmirror. Plain http on 127.0.0.1 needs it off.
+	// SecureCookies marks cookies Secure with __Host- names and sends HSTS;
+	// it is implied by TLS and by an https PublicURL (a TLS proxy in front).
+	// Plain http on 127.0.0.1 needs it off.
 	SecureCookies bool
+	// TLS, when set (with its certificates), makes Serve answer HTTPS only.
+	TLS *tls.Config
+	// PublicURL is where users reach the console, for example through a
+	// proxy; optional. Its host joins the Host allow-list and its origin
+	// may post forms.
+	PublicURL *url.URL
+	// TrustedProxies are the networks whose X-Forwarded-For is believed;
+	// from anyone else the connection's address is the client's.
+	TrustedProxies []*net.IPNet
+	// TrustedOrigins (scheme://host[:port]) may post console forms besides
+	// the console's own origin; same-site origins are not trusted otherwise.
+	TrustedOrigins []string
+	// MetricsToken, when set, is the bearer token /metrics requires.
+	MetricsToken string
 	// Ping reports whether storage answers, for /healthz; optional.
 	Ping func(context.Context) error
 	// Metrics serves GET /metrics (Prometheus); optional.
 	Metrics http.Handler
+	// Now is the clock sessions are timed by; optional (time.Now), tests
+	// set it.
+	Now func() time.Time
 	// History feeds the task page's charts and recent errors; optional
 	// (without it they stay empty).
 	History *history.Sampler
@@ -61,6 +85,14 @@ type Server struct {
 	secure   bool
 	i18n     *i18n.Catalog
 	history  *history.Sampler
+	tls      *tls.Config
+
+	allowedHosts map[string]bool
+	metricsToken bool // /metrics needs its own token
+	sessionName  string
+	langCookie   string
+	now          func() time.Time
+	crossOrigin  *http.CrossOriginProtection
 
 	e       *echo.Echo
 	console *echo.Group
@@ -78,18 +110,36 @@ func New(d Deps) (*Server, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
-	store, err := newSessionStore(d.DataDir, d.SecureCookies)
+	secure := d.SecureCookies || d.TLS != nil || (d.PublicURL != nil && d.PublicURL.Scheme == "https")
+	store, err := newSessionStore(d.DataDir, secure)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{svc: d.Service, log: d.Logger, sessions: store, token: d.APIToken, ping: d.Ping, secure: d.SecureCookies,
-		i18n: i18n.Default(), history: d.History}
+	s := &Server{svc: d.Service, log: d.Logger, sessions: store, token: d.APIToken, ping: d.Ping, secure: secure,
+		i18n: i18n.Default(), history: d.History, tls: d.TLS, allowedHosts: map[string]bool{},
+		sessionName: cookieName(sessionName, secure), langCookie: cookieName(langCookie, secure), now: d.Now}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if d.PublicURL != nil {
+		s.allowedHosts[strings.ToLower(d.PublicURL.Hostname())] = true
+	}
+	if s.crossOrigin, err = newCrossOrigin(d.PublicURL, d.TrustedOrigins); err != nil {
+		return nil, err
+	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
-	// Never trust X-Forwarded-For: the sign-in throttle keys on the address,
-	// and a forged header would reset it.
+	// X-Forwarded-For only from the configured proxies: the sign-in throttle
+	// keys on the address, and a forged header would reset it.
 	e.IPExtractor = echo.ExtractIPDirect()
+	if len(d.TrustedProxies) > 0 {
+		opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+		for _, n := range d.TrustedProxies {
+			opts = append(opts, echo.TrustIPRange(n))
+		}
+		e.IPExtractor = echo.ExtractIPFromXFFHeader(opts...)
+	}
 	e.HTTPErrorHandler = s.handleError
 	// The request id and log wrap everything else, Recover included, so a
 	// recovered panic is logged as the 500 it became (web/requestid.go).
@@ -97,10 +147,11 @@ func New(d Deps) (*Server, error) {
 	e.Use(
 		s.logRequests(),
 		middleware.Recover(),
+		s.checkHost,
 		middleware.BodyLimit("1M"),
-		securityHeaders,
+		s.securityHeaders,
 		s.localize,
-		s.csrf(),
+		s.csrf,
 	)
 	e.StaticFS("/static", static.FS)
 	e.GET("/healthz", s.healthz)
@@ -114,12 +165,14 @@ func New(d Deps) (*Server, error) {
 	s.console = e.Group("", s.requireUser)
 	s.console.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/instances") })
 	s.console.POST("/signout", s.signOut)
+	s.console.POST("/signout/everywhere", s.signOutEverywhere)
 	s.console.GET("/instances", s.instancesPage)
 	s.console.POST("/instances", s.addInstance)
 	s.console.POST("/instances/:name/delete", s.removeInstance)
 	s.registerTaskPages()
 	s.registerInstancePages()
 	s.registerSmartConnect()
+	s.registerAccessPages()
 
 	s.api = e.Group("/api/v1", s.requireToken)
 	s.api.GET("/clusters", s.apiListClusters)
@@ -127,13 +180,20 @@ func New(d Deps) (*Server, error) {
 	s.api.GET("/clusters/:name", s.apiGetCluster)
 	s.api.DELETE("/clusters/:name", s.apiRemoveCluster)
 	s.registerTaskAPI()
+	s.registerAccessAPI()
 	// Public like /healthz: it describes the API, holds no data, and tools
 	// fetch it before they have a token.
 	e.GET("/api/v1/openapi.json", s.openAPI)
 	if d.Metrics != nil {
-		// Prometheus scrapes without the API token; bind the console to
-		// loopback or a private network (the default listen is 127.0.0.1).
-		e.GET("/metrics", echo.WrapHandler(d.Metrics))
+		// Prometheus scrapes without the API token: with no metrics token,
+		// bind the console to loopback or a private network (the default
+		// listen is 127.0.0.1); the Host check keeps rebound names out.
+		m := d.Metrics
+		if d.MetricsToken != "" {
+			m = requireMetricsToken(d.MetricsToken, m)
+			s.metricsToken = true
+		}
+		e.GET("/metrics", echo.WrapHandler(m))
 	}
 
 	s.e = e
@@ -146,10 +206,10 @@ func (s *Server) Handler() http.Handler { return s.e }
 // Serve answers on ln until ctx is done, then shuts down gracefully, letting
 // requests in flight finish for up to 10 seconds.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if host, _, err := net.SplitHostPort(ln.Addr().String()); err == nil {
-		if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
-			s.log.Warn("console listens beyond this machine; put it behind TLS and set secure cookies", "addr", ln.Addr().String())
-		}
+	if s.tls != nil {
+		cfg := s.tls.Clone()
+		cfg.MinVersion = max(cfg.MinVersion, tls.VersionTLS12)
+		ln = tls.NewListener(ln, cfg)
 	}
 	hs := &http.Server{
 		Handler:           s.e,

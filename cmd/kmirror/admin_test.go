@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,7 +17,7 @@ func serveDemo(t *testing.T) (base string, stderr *syncBuffer) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout syncBuffer
 	stderr = &syncBuffer{}
-	env := map[string]string{"KMIRROR_ADMIN_PASSWORD": "demo-password-1", "KMIRROR_TOKEN": "tok"}
+	env := map[string]string{"KMIRROR_ADMIN_PASSWORD": "demo-password-1", "KMIRROR_TOKEN": testToken}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--demo"},
@@ -53,7 +55,7 @@ func cli(t *testing.T, base string, args ...string) (string, error) {
 	args = append(args, "--server", base)
 	err := run(context.Background(), args, func(k string) string {
 		if k == "KMIRROR_TOKEN" {
-			return "tok"
+			return testToken
 		}
 		return ""
 	}, &out, &errOut)
@@ -100,7 +102,66 @@ func TestAdminCommandsOnTheDemoTask(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "KMIRROR_TOKEN") {
 		t.Fatalf("without a token: %v", err)
 	}
+	// A viewer's token reads but cannot steer: the CLI hears the API's 403.
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/tokens", strings.NewReader(`{"name":"dash","role":"viewer"}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ Token string }
+	if err := json.NewDecoder(resp.Body).Decode(&created); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create a viewer token: %d %v", resp.StatusCode, err)
+	}
+	resp.Body.Close()
+	asViewer := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), append(args, "--server", base), func(k string) string {
+			if k == "KMIRROR_TOKEN" {
+				return created.Token
+			}
+			return ""
+		}, &out, &out)
+		return out.String(), err
+	}
+	if out, err := asViewer("task", "list"); err != nil || !strings.Contains(out, "demo-orders") {
+		t.Fatalf("viewer task list: %v\n%s", err, out)
+	}
+	if out, err := asViewer("task", "pause", "demo-orders"); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("viewer pause: %v\n%s", err, out)
+	}
 	if out, err := cli(t, base, "task", "delete", "demo-orders"); err != nil || !strings.Contains(out, "deleted") {
 		t.Fatalf("delete: %v\n%s", err, out)
+	}
+}
+
+func TestUserAndTokenCommands(t *testing.T) {
+	base, _ := serveDemo(t)
+	old := stdin
+	t.Cleanup(func() { stdin = old })
+	stdin = strings.NewReader("olga-password-1\n")
+	if out, err := cli(t, base, "user", "add", "--name", "olga", "--role", "operator"); err != nil || !strings.Contains(out, "olga added as operator") {
+		t.Fatalf("user add: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "user", "list"); err != nil || !regexp.MustCompile(`olga\s+operator`).MatchString(out) {
+		t.Fatalf("user list: %v\n%s", err, out)
+	}
+	stdin = strings.NewReader("short\n")
+	if out, err := cli(t, base, "user", "add", "--name", "ines"); err == nil || !strings.Contains(err.Error(), "password") {
+		t.Fatalf("short password: %v\n%s", err, out)
+	}
+	out, err := cli(t, base, "token", "create", "--name", "ci", "--role", "viewer")
+	tok := strings.TrimSpace(out)
+	if err != nil || !strings.HasPrefix(tok, "kmirror_") || strings.Contains(tok, "\n") {
+		t.Fatalf("token create: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "token", "list"); err != nil || !regexp.MustCompile(`ci\s+viewer`).MatchString(out) || strings.Contains(out, tok) {
+		t.Fatalf("token list: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "token", "revoke", "ci"); err != nil || !strings.Contains(out, "revoked") {
+		t.Fatalf("token revoke: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "user", "remove", "olga"); err != nil || !strings.Contains(out, "removed") {
+		t.Fatalf("user remove: %v\n%s", err, out)
 	}
 }

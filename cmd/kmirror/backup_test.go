@@ -17,8 +17,6 @@ import (
 	"github.com/kmirror/kmirror/internal/store"
 )
 
-const testToken = "backup-test-token"
-
 // servingProcess is `kmirror serve` running in this process.
 type servingProcess struct {
 	base   string

@@ -8,6 +8,8 @@
 //	kmirror instance add|list|remove             (admin over the JSON API)
 //	kmirror task create|list|show|delete|pause|resume|restart|check|validate
 //	kmirror backup FILE | restore FILE   (the database of --data-dir)
+//	kmirror user list|add|remove, kmirror token list|create|revoke   (over the JSON API)
+//	kmirror admin set-password NAME   (on the server, password from stdin)
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -39,6 +41,10 @@ Usage:
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
   kmirror backup FILE        copy the database to FILE (safe while serve runs)
   kmirror restore FILE       replace the database with FILE (serve must be stopped)
+  kmirror user ...           list, add, remove console users (JSON API; admin token)
+  kmirror token ...          list, create, revoke API tokens (JSON API; admin token)
+  kmirror admin set-password NAME
+                             reset a console user's password (from standard input) on the server
 
 Run 'kmirror <command> -h' for a command's flags.
 `
@@ -88,6 +94,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return restoreCommand(ctx, rest, stdout, stderr)
 	case "healthcheck":
 		return healthcheckCommand(ctx, rest, getenv, stdout, stderr)
+	case "admin":
+		return accountAdminCommand(ctx, rest, stdout, stderr)
+	case "user":
+		return userCommand(ctx, rest, getenv, stdout, stderr)
+	case "token":
+		return tokenCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

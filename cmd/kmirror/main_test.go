@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -46,6 +48,9 @@ func checkFor(t *testing.T, total, every time.Duration, f func() error) {
 	}
 }
 
+// testToken is a KMIRROR_TOKEN long enough to be accepted.
+const testToken = "test-token-0123456789abcdef0123456789"
+
 type errString string
 
 func (e errString) Error() string { return string(e) }
@@ -55,7 +60,7 @@ func TestServeStartsPrintsHowToSignInAndStops(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr syncBuffer
-	env := map[string]string{"KMIRROR_TOKEN": "tok"}
+	env := map[string]string{"KMIRROR_TOKEN": testToken}
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--data-dir", dir, "--demo"},
@@ -75,8 +80,24 @@ func TestServeStartsPrintsHowToSignInAndStops(t *testing.T) {
 		return nil
 	})
 	out := stdout.String()
-	if !strings.Contains(out, `sign in as "admin" with password `) || !strings.Contains(out, "KMIRROR_TOKEN") {
+	pwFile := filepath.Join(dir, "admin.password")
+	if !strings.Contains(out, `sign in as "admin" with the password in `+pwFile) || !strings.Contains(out, "KMIRROR_TOKEN") {
 		t.Fatalf("welcome does not say how to sign in:\n%s", out)
+	}
+	st, err := os.Stat(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Fatalf("%s has mode %v, want 0600", pwFile, st.Mode().Perm())
+	}
+	raw, err := os.ReadFile(pwFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw := strings.TrimSpace(string(raw))
+	if len(pw) < 20 || strings.Contains(out, pw) {
+		t.Fatalf("generated password %q too short or printed on stdout", pw)
 	}
 	resp, err := http.Get(url + "healthz")
 	if err != nil {
@@ -96,7 +117,6 @@ func TestServeStartsPrintsHowToSignInAndStops(t *testing.T) {
 		t.Fatal("serve did not stop after its context was cancelled")
 	}
 	// The generated admin password is never written to the log.
-	pw := regexp.MustCompile(`with password (\S+)`).FindStringSubmatch(out)[1]
 	if strings.Contains(stderr.String(), pw) {
 		t.Fatal("the admin password is in the log")
 	}

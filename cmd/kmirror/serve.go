@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,17 +30,31 @@ import (
 	"github.com/kmirror/kmirror/web"
 )
 
+// adminPasswordFile receives the generated first admin password (0600).
+const adminPasswordFile = "admin.password"
+
+// minTokenLength keeps bearer tokens out of guessing range.
+const minTokenLength = 32
+
 // APITokenFile holds the generated API token in the data directory.
 const apiTokenFile = "api.token"
 
 // serveConfig is everything `kmirror serve` is told by flags and environment.
 type serveConfig struct {
-	Listen        string
-	DataDir       string
-	Demo          bool
-	Log           logFlags
-	AdminPassword string // KMIRROR_ADMIN_PASSWORD; used on first start only
-	APIToken      string // KMIRROR_TOKEN; generated and stored when empty
+	Listen          string
+	DataDir         string
+	Demo            bool
+	Log             logFlags
+	AdminPassword   string // KMIRROR_ADMIN_PASSWORD; used on first start only
+	APIToken        string // KMIRROR_TOKEN; generated and stored when empty
+	TLSCert, TLSKey string
+	// AllowInsecureHTTP lets the console listen beyond loopback without TLS
+	// (a TLS proxy in front, on a trusted network).
+	AllowInsecureHTTP bool
+	PublicURL         string
+	TrustedProxies    string // comma-separated CIDRs
+	TrustedOrigins    string // comma-separated origins
+	MetricsTokenFile  string
 	// DemoClusters starts embedded clusters for --demo, with data flowing
 	// into them, until its Close.
 	DemoClusters func(ctx context.Context, log *slog.Logger) (*demo.Background, error)
@@ -51,6 +68,14 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cfg.DataDir, "data-dir", "./kmirror-data", "directory for the database, keys and token")
 	fs.BoolVar(&cfg.Demo, "demo", false, "start embedded Kafka clusters and register them as instances")
 	cfg.Log.add(fs, slog.LevelInfo)
+	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (TLS 1.2 or newer) with --tls-key")
+	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.BoolVar(&cfg.AllowInsecureHTTP, "allow-insecure-http", false,
+		"allow plain HTTP on an address beyond loopback (only behind a TLS proxy on a trusted network)")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "address users reach the console at, e.g. https://kmirror.example.com (a proxy's); https makes cookies secure")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", "", "comma-separated networks (CIDR) whose X-Forwarded-For is believed")
+	fs.StringVar(&cfg.TrustedOrigins, "trusted-origins", "", "comma-separated origins (https://host[:port]) besides the console's own allowed to post its forms")
+	fs.StringVar(&cfg.MetricsTokenFile, "metrics-token-file", "", "file holding a token (32+ characters) that /metrics then requires as Authorization: Bearer")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -59,6 +84,9 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("serve takes no arguments, got %q", fs.Args())
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return cfg, errors.New("give both --tls-cert and --tls-key, or neither")
 	}
 	cfg.AdminPassword = getenv("KMIRROR_ADMIN_PASSWORD")
 	cfg.APIToken = strings.TrimSpace(getenv("KMIRROR_TOKEN"))
@@ -77,6 +105,12 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
 	log := cfg.Log.logger(stderr)
 
+	// First, so a refused configuration leaves nothing behind (no account,
+	// no generated password).
+	access, err := accessDeps(cfg, stderr)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
@@ -100,13 +134,33 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// gracefully, progress committed.
 	eng := engine.New(replicator.Options{}, log)
 	defer eng.Close()
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log})
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log, Tokens: db, Audit: db})
 	if err != nil {
 		return err
+	}
+	users, err := db.CountUsers(ctx)
+	if err != nil {
+		return err
+	}
+	if users > 0 && cfg.AdminPassword != "" {
+		log.Warn("KMIRROR_ADMIN_PASSWORD is ignored: accounts exist already; reset a password with `kmirror admin set-password NAME`")
 	}
 	generated, err := account.EnsureAdmin(ctx, db, cfg.AdminPassword)
 	if err != nil {
 		return err
+	}
+	passwordFile, fresh := filepath.Join(cfg.DataDir, adminPasswordFile), generated != ""
+	if !fresh {
+		if _, err := os.Stat(passwordFile); err != nil {
+			passwordFile = "" // changed and deleted, or never generated
+		}
+	}
+	if fresh {
+		// Into a file only its owner reads, not the terminal: stdout ends
+		// up in scroll-back, CI logs and container log collectors.
+		if err := writePrivateFile(passwordFile, generated+"\n"); err != nil {
+			return fmt.Errorf("write the generated admin password to %s: %w", passwordFile, err)
+		}
 	}
 	token, tokenSource, err := apiToken(cfg)
 	if err != nil {
@@ -116,8 +170,9 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// The task page's charts and recent errors: the engine sampled every 5s,
 	// kept 15 minutes, in memory.
 	hist := history.New(eng, history.DefaultEvery, history.DefaultKeep)
-	srv, err := web.New(web.Deps{Service: svc, DataDir: cfg.DataDir, APIToken: token, Logger: log, Ping: db.Ping, Metrics: metricsHandler,
-		History: hist})
+	access.Service, access.DataDir, access.APIToken, access.Logger, access.Ping, access.Metrics, access.History =
+		svc, cfg.DataDir, token, log, db.Ping, metricsHandler, hist
+	srv, err := web.New(access)
 	if err != nil {
 		return err
 	}
@@ -143,7 +198,11 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w (is another kmirror running? choose another --listen)", cfg.Listen, err)
 	}
-	printWelcome(stdout, "http://"+ln.Addr().String()+"/", generated, tokenSource)
+	scheme := "http"
+	if access.TLS != nil {
+		scheme = "https"
+	}
+	printWelcome(stdout, scheme+"://"+ln.Addr().String()+"/", passwordFile, fresh, tokenSource)
 	log.Info("kmirror serving", "addr", ln.Addr().String(), "data_dir", cfg.DataDir)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -160,10 +219,97 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	return err
 }
 
+// accessDeps reads the HTTPS, proxy and origin settings. It refuses plain
+// HTTP beyond loopback unless --allow-insecure-http says a TLS proxy is in
+// front, and then says why that matters.
+func accessDeps(cfg serveConfig, stderr io.Writer) (web.Deps, error) {
+	var d web.Deps
+	if cfg.TLSCert != "" {
+		pair, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey)
+		if err != nil {
+			return d, fmt.Errorf("load --tls-cert %s and --tls-key %s: %w (both PEM, the key matching the certificate)", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		d.TLS = &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{pair}}
+	}
+	if cfg.PublicURL != "" {
+		u, err := web.ParsePublicURL(cfg.PublicURL)
+		if err != nil {
+			return d, fmt.Errorf("--public-url: %w", err)
+		}
+		d.PublicURL = u
+	}
+	nets, err := web.ParseCIDRs(cfg.TrustedProxies)
+	if err != nil {
+		return d, fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	d.TrustedProxies = nets
+	for _, o := range strings.Split(cfg.TrustedOrigins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			if err := http.NewCrossOriginProtection().AddTrustedOrigin(o); err != nil {
+				return d, fmt.Errorf("--trusted-origins %q: %w (give each as https://host[:port])", o, err)
+			}
+			d.TrustedOrigins = append(d.TrustedOrigins, o)
+		}
+	}
+	if cfg.MetricsTokenFile != "" {
+		raw, err := os.ReadFile(cfg.MetricsTokenFile)
+		if err != nil {
+			return d, fmt.Errorf("--metrics-token-file: %w", err)
+		}
+		d.MetricsToken = strings.TrimSpace(string(raw))
+		if len(d.MetricsToken) < minTokenLength {
+			return d, fmt.Errorf("--metrics-token-file %s: the token must have at least %d characters", cfg.MetricsTokenFile, minTokenLength)
+		}
+	}
+	if d.TLS == nil && !loopbackListen(cfg.Listen) {
+		if !cfg.AllowInsecureHTTP {
+			return d, fmt.Errorf("--listen %s reaches beyond this machine over plain HTTP, where passwords, session cookies and API tokens "+
+				"travel readable: give --tls-cert and --tls-key, or, with a TLS proxy in front on a trusted network, --allow-insecure-http", cfg.Listen)
+		}
+		fmt.Fprintf(stderr, "kmirror: warning: serving plain HTTP on %s (--allow-insecure-http): passwords, session cookies and API tokens "+
+			"are readable by anyone on the path to this port; only a TLS proxy on a trusted network should reach it\n", cfg.Listen)
+	}
+	return d, nil
+}
+
+// writePrivateFile writes content to a new file only its owner can read; a
+// file left at path (with whatever mode it had) is replaced, not reused.
+func writePrivateFile(path, content string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// loopbackListen reports whether a listen address stays on this machine.
+func loopbackListen(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // apiToken returns the API token and where it came from, generating and
 // storing one on first start when KMIRROR_TOKEN is not set.
 func apiToken(cfg serveConfig) (token, source string, err error) {
 	if cfg.APIToken != "" {
+		if len(cfg.APIToken) < minTokenLength {
+			return "", "", fmt.Errorf("KMIRROR_TOKEN has %d characters, fewer than %d: choose a longer one (e.g. openssl rand -hex 32) or unset it to get a generated one",
+				len(cfg.APIToken), minTokenLength)
+		}
 		return cfg.APIToken, "KMIRROR_TOKEN", nil
 	}
 	path := filepath.Join(cfg.DataDir, apiTokenFile)
@@ -218,13 +364,17 @@ func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *
 	return bg, nil
 }
 
-func printWelcome(w io.Writer, url, generated, tokenSource string) {
+func printWelcome(w io.Writer, url, passwordFile string, fresh bool, tokenSource string) {
 	fmt.Fprintf(w, "kmirror console: %s\n", url)
-	if generated != "" {
-		fmt.Fprintf(w, "  sign in as %q with password %s\n", account.AdminName, generated)
-		fmt.Fprintln(w, "  (generated on this first start and shown only now: keep it)")
-	} else {
-		fmt.Fprintf(w, "  sign in as %q with the password set on the first start (KMIRROR_ADMIN_PASSWORD, or the one printed then)\n", account.AdminName)
+	switch {
+	case passwordFile != "" && fresh:
+		fmt.Fprintf(w, "  sign in as %q with the password in %s\n", account.AdminName, passwordFile)
+		fmt.Fprintln(w, "  (generated on this first start, readable only by you: change it in the console, then delete the file)")
+	case passwordFile != "":
+		fmt.Fprintf(w, "  sign in as %q with the password generated on the first start into %s (unless changed since)\n", account.AdminName, passwordFile)
+	default:
+		fmt.Fprintf(w, "  sign in as %q with your password (KMIRROR_ADMIN_PASSWORD on the first start, or as changed since;\n", account.AdminName)
+		fmt.Fprintln(w, "  `kmirror admin set-password admin` on this machine resets it)")
 	}
 	if tokenSource == "KMIRROR_TOKEN" {
 		fmt.Fprintln(w, "  API: Authorization: Bearer $KMIRROR_TOKEN")

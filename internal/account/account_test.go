@@ -2,6 +2,8 @@ package account_test
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +95,26 @@ func TestThrottleBacksOff(t *testing.T) {
 	th.Fail("k")
 	if w := th.Wait("k"); w != 0 {
 		t.Fatalf("after success the count must restart, wait = %v", w)
+	}
+}
+
+func TestThrottleMemoryIsBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := account.NewThrottle()
+	th.Now = func() time.Time { return now }
+	th.MaxKeys = 1000
+	// One key held back before the spray.
+	for i := 0; i <= th.Free; i++ {
+		th.Fail("victim")
+	}
+	long := strings.Repeat("n", 1024)
+	for i := 0; i < 20*th.MaxKeys; i++ {
+		th.Fail(long + strconv.Itoa(i))
+		if n := th.Len(); n > th.MaxKeys {
+			t.Fatalf("after %d keys the throttle holds %d, more than %d", i+1, n, th.MaxKeys)
+		}
+	}
+	if th.Wait("victim") == 0 {
+		t.Fatal("a spray of one-off keys freed a key that was being held back")
 	}
 }

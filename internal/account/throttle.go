@@ -1,6 +1,7 @@
 package account
 
 import (
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -10,6 +11,10 @@ import (
 // every further attempt must wait twice as long as the last, up to a cap. A
 // success forgets the key. It is in memory: a restart forgives, which is fine
 // for a console that also needs the attacker to beat bcrypt.
+//
+// Its memory is bounded whatever is sent: keys are kept as fixed-size
+// digests, and at most MaxKeys of them; past that the ones not holding
+// anybody back are dropped first.
 type Throttle struct {
 	// Free is how many failures pass without a wait.
 	Free int
@@ -19,11 +24,21 @@ type Throttle struct {
 	Max time.Duration
 	// Forget drops a key this long after its last failure.
 	Forget time.Duration
+	// MaxKeys caps how many keys are remembered.
+	MaxKeys int
 	// Now is the clock; tests set it.
 	Now func() time.Time
 
 	mu   sync.Mutex
-	keys map[string]*attempts
+	keys map[keyDigest]*attempts
+}
+
+// keyDigest keeps a key's memory the same whatever its length.
+type keyDigest [16]byte
+
+func digest(key string) keyDigest {
+	sum := sha256.Sum256([]byte(key))
+	return keyDigest(sum[:16])
 }
 
 type attempts struct {
@@ -32,10 +47,13 @@ type attempts struct {
 	until    time.Time // no attempt before this
 }
 
+// DefaultMaxKeys bounds a throttle's memory to about a megabyte.
+const DefaultMaxKeys = 10000
+
 // NewThrottle returns a Throttle with defaults fit for a sign-in form: five
 // free failures, then 1 s, 2 s, 4 s ... up to 5 minutes.
 func NewThrottle() *Throttle {
-	return &Throttle{Free: 5, Base: time.Second, Max: 5 * time.Minute, Forget: 15 * time.Minute, Now: time.Now}
+	return &Throttle{Free: 5, Base: time.Second, Max: 5 * time.Minute, Forget: 15 * time.Minute, MaxKeys: DefaultMaxKeys, Now: time.Now}
 }
 
 // Wait returns how long key must still wait before its next attempt; 0 means
@@ -43,7 +61,7 @@ func NewThrottle() *Throttle {
 func (t *Throttle) Wait(key string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	a := t.keys[key]
+	a := t.keys[digest(key)]
 	if a == nil {
 		return 0
 	}
@@ -59,15 +77,16 @@ func (t *Throttle) Fail(key string) {
 	defer t.mu.Unlock()
 	now := t.Now()
 	if t.keys == nil {
-		t.keys = map[string]*attempts{}
+		t.keys = map[keyDigest]*attempts{}
 	}
-	if len(t.keys) > 10000 {
-		t.prune(now) // bound memory under a spray of addresses
+	k := digest(key)
+	a := t.keys[k]
+	if a == nil {
+		t.makeRoom(now)
 	}
-	a := t.keys[key]
 	if a == nil || now.Sub(a.last) > t.Forget {
 		a = &attempts{}
-		t.keys[key] = a
+		t.keys[k] = a
 	}
 	a.failures++
 	a.last = now
@@ -84,13 +103,46 @@ func (t *Throttle) Fail(key string) {
 func (t *Throttle) Succeed(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.keys, key)
+	delete(t.keys, digest(key))
 }
 
-func (t *Throttle) prune(now time.Time) {
+// Len is how many keys are remembered.
+func (t *Throttle) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.keys)
+}
+
+// makeRoom keeps the map under MaxKeys before a new key goes in: forgotten
+// keys go first, then keys not making anyone wait, then any (a spray from
+// very many addresses can then free a key early, but never grow memory).
+func (t *Throttle) makeRoom(now time.Time) {
+	limit := t.MaxKeys
+	if limit <= 0 {
+		limit = DefaultMaxKeys
+	}
+	if len(t.keys) < limit {
+		return
+	}
 	for k, a := range t.keys {
 		if now.Sub(a.last) > t.Forget {
 			delete(t.keys, k)
 		}
+	}
+	// Drop a tenth at a time so a full map is not swept on every failure.
+	target := limit - limit/10
+	for k, a := range t.keys {
+		if len(t.keys) <= target {
+			return
+		}
+		if !a.until.After(now) {
+			delete(t.keys, k)
+		}
+	}
+	for k := range t.keys {
+		if len(t.keys) <= target {
+			return
+		}
+		delete(t.keys, k)
 	}
 }

@@ -21,7 +21,9 @@ const (
 	CodeClusterInUse    Code = "cluster_in_use"    // a cluster still has tasks
 	CodeUnauthorized    Code = "unauthorized"      // missing or wrong API token / session
 	CodeBadCredentials  Code = "bad_credentials"   // wrong user name or password
-	CodeTooManyAttempts Code = "too_many_attempts" // sign-in throttled; see RetryAfter
+	CodeTooManyAttempts Code = "too_many_attempts" // sign-in throttled or too many at once; see RetryAfter
+	CodeForbidden       Code = "forbidden"         // the caller's role does not allow it
+	CodeInvalidUser     Code = "invalid_user"      // user or token settings break a rule; see problems
 	CodeInternal        Code = "internal"          // our fault; the log says more
 )
 
@@ -30,7 +32,7 @@ func (c Code) HTTPStatus() int {
 	switch c {
 	case CodeInvalidRequest:
 		return http.StatusBadRequest
-	case CodeInvalidCluster, CodeInvalidTask:
+	case CodeInvalidCluster, CodeInvalidTask, CodeInvalidUser:
 		return http.StatusUnprocessableEntity
 	case CodeNotFound:
 		return http.StatusNotFound
@@ -40,6 +42,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusUnauthorized
 	case CodeTooManyAttempts:
 		return http.StatusTooManyRequests
+	case CodeForbidden:
+		return http.StatusForbidden
 	default:
 		return http.StatusInternalServerError
 	}

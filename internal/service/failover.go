@@ -25,7 +25,11 @@ type FailoverResult struct {
 // target now, so the group's consumers can move to the target and continue
 // without missing a record. The task must run with sync consumer offsets on;
 // a group active on the target is left alone (reported in skipped).
-func (s *Service) Failover(ctx context.Context, name, group, by string) (FailoverResult, error) {
+func (s *Service) Failover(ctx context.Context, name, group, by string) (_ FailoverResult, err error) {
+	defer s.audit(ctx, "task.failover", name+" group "+group, &err)
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return FailoverResult{}, err
+	}
 	group = strings.TrimSpace(group)
 	if group == "" {
 		return FailoverResult{}, &Error{Code: CodeInvalidRequest, Message: "name the consumer group to fail over",

@@ -6,7 +6,9 @@
 // write, and every broken rule is reported at once as Problems); a Kafka
 // password (a cluster's, or a task's peer by address) is sealed before it is
 // stored and opened only to connect (ClusterSettings, and a task handed to
-// the Runner), never for display or logs.
+// the Runner), never for display or logs. Every use case that changes
+// something checks the caller's role (Actor in the context; none means
+// kmirror itself) before any work and appends its outcome to the audit log.
 package service
 
 import (
@@ -14,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strings"
 	"time"
 
@@ -54,8 +57,21 @@ type Deps struct {
 	Kafka Kafka
 	// Logger is optional (slog.Default). Passwords are never logged.
 	Logger *slog.Logger
-	// Throttle slows down sign-in guessing; optional (a default one is made).
+	// Throttle slows down sign-in guessing per user name and address;
+	// optional (a default one is made).
 	Throttle *account.Throttle
+	// AddressThrottle slows down guessing from one address (or IPv6 /64)
+	// whatever names it tries; optional (a default one is made).
+	AddressThrottle *account.Throttle
+	// MaxConcurrentSignIns caps password checks in progress (bcrypt is
+	// costly on purpose); past it a sign-in is told to retry. Optional
+	// (twice the CPUs).
+	MaxConcurrentSignIns int
+	// Tokens keeps API tokens; optional (without it there are none but
+	// KMIRROR_TOKEN).
+	Tokens store.Tokens
+	// Audit keeps the audit log; optional (without it nothing is recorded).
+	Audit store.Audit
 }
 
 // Service is the use-case layer. It is safe for concurrent use.
@@ -65,6 +81,10 @@ type Service struct {
 	secrets  Sealer
 	tasks    TaskCounter
 	throttle *account.Throttle
+	addrThr  *account.Throttle
+	hashing  chan struct{} // one token per password check in progress
+	tokens   store.Tokens
+	auditLog store.Audit
 
 	taskStore store.Tasks
 	runner    Runner
@@ -81,6 +101,15 @@ func New(d Deps) (*Service, error) {
 	if d.Throttle == nil {
 		d.Throttle = account.NewThrottle()
 	}
+	if d.AddressThrottle == nil {
+		d.AddressThrottle = account.NewThrottle()
+		// An office behind one NAT shares an address: more room before it
+		// waits than one account gets.
+		d.AddressThrottle.Free = 20
+	}
+	if d.MaxConcurrentSignIns <= 0 {
+		d.MaxConcurrentSignIns = 2 * runtime.GOMAXPROCS(0)
+	}
 	if d.Tasks == nil && d.TaskStore != nil {
 		d.Tasks = storeCounter{d.TaskStore}
 	}
@@ -91,6 +120,7 @@ func New(d Deps) (*Service, error) {
 		d.Logger = slog.Default()
 	}
 	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
+		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
 		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger}, nil
 }
 
@@ -172,7 +202,11 @@ func (s *Service) ClusterSettings(ctx context.Context, name string) (cluster.Set
 
 // AddCluster validates and registers a cluster. Every broken rule comes back
 // at once in an invalid_cluster Error; a taken name is one of them.
-func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterInfo, error) {
+func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (_ ClusterInfo, err error) {
+	defer s.audit(ctx, "cluster.add", in.Name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return ClusterInfo{}, err
+	}
 	in = NormalizeCluster(in)
 	if p := ValidateCluster(in); len(p) > 0 {
 		return ClusterInfo{}, &Error{Code: CodeInvalidCluster, Message: "the cluster settings are not valid", Problems: p}
@@ -203,7 +237,11 @@ func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (ClusterI
 
 // RemoveCluster unregisters a cluster that no task uses, as its current
 // cluster or as its peer.
-func (s *Service) RemoveCluster(ctx context.Context, name string) error {
+func (s *Service) RemoveCluster(ctx context.Context, name string) (err error) {
+	defer s.audit(ctx, "cluster.remove", name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return err
+	}
 	if _, err := s.clusters.Cluster(ctx, name); errors.Is(err, store.ErrNotFound) {
 		return notFound("no cluster named %q", name)
 	} else if err != nil {
@@ -254,29 +292,4 @@ func (s *Service) tasksUsed(ctx context.Context, name string) (int, error) {
 		return 0, fmt.Errorf("count tasks of cluster %q: %w", name, err)
 	}
 	return n, nil
-}
-
-// SignIn checks a console user's password. client identifies where the
-// attempt comes from (the remote address); failures are throttled per user
-// name and client. A wrong name or
-// password is a bad_credentials Error; too many recent failures a
-// too_many_attempts Error with RetryAfter, checked before the password so a
-// throttled guesser learns nothing.
-func (s *Service) SignIn(ctx context.Context, name, password, client string) error {
-	key := name + "|" + client
-	if wait := s.throttle.Wait(key); wait > 0 {
-		secs := max(1, int((wait+time.Second-1)/time.Second))
-		return &Error{Code: CodeTooManyAttempts, RetryAfter: wait,
-			Message: fmt.Sprintf("too many failed sign-ins: wait %d seconds and try again", secs)}
-	}
-	ok, err := account.Check(ctx, s.users, name, password)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		s.throttle.Fail(key)
-		return &Error{Code: CodeBadCredentials, Message: "wrong user name or password"}
-	}
-	s.throttle.Succeed(key)
-	return nil
 }

@@ -161,12 +161,12 @@ func TestRemoveClusterWithTasksIsRefused(t *testing.T) {
 func TestSignInThrottles(t *testing.T) {
 	ctx := context.Background()
 	svc, _ := newService(t)
-	if err := svc.SignIn(ctx, "admin", "admin-password", "1.2.3.4"); err != nil {
-		t.Fatal(err)
+	if p, err := svc.SignIn(ctx, "admin", "admin-password", "1.2.3.4"); err != nil || p.Name != "admin" || p.Role != service.RoleAdmin {
+		t.Fatalf("SignIn = %+v, %v", p, err)
 	}
 	var err error
 	for i := 0; i < 10 && !service.IsCode(err, service.CodeTooManyAttempts); i++ {
-		err = svc.SignIn(ctx, "admin", "wrong", "1.2.3.4")
+		_, err = svc.SignIn(ctx, "admin", "wrong", "1.2.3.4")
 		if err == nil {
 			t.Fatal("wrong password accepted")
 		}
@@ -176,11 +176,11 @@ func TestSignInThrottles(t *testing.T) {
 		t.Fatalf("after repeated failures err = %v (retry after %v), want too_many_attempts", err, e.RetryAfter)
 	}
 	// Even the right password waits, so a throttled guesser learns nothing.
-	if err := svc.SignIn(ctx, "admin", "admin-password", "1.2.3.4"); !service.IsCode(err, service.CodeTooManyAttempts) {
+	if _, err := svc.SignIn(ctx, "admin", "admin-password", "1.2.3.4"); !service.IsCode(err, service.CodeTooManyAttempts) {
 		t.Fatalf("right password while throttled: err = %v", err)
 	}
 	// Another client is not punished for it.
-	if err := svc.SignIn(ctx, "admin", "admin-password", "5.6.7.8"); err != nil {
+	if _, err := svc.SignIn(ctx, "admin", "admin-password", "5.6.7.8"); err != nil {
 		t.Fatalf("other client: %v", err)
 	}
 }

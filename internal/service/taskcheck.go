@@ -47,6 +47,9 @@ type FlowPreview struct {
 // rules are still reported. Only a store failure is an error.
 func (s *Service) ValidateTaskDryRun(ctx context.Context, in task.Task) (ValidationResult, error) {
 	res := ValidationResult{Problems: Problems{}, Warnings: []string{}, Flows: []FlowPreview{}, SourceTopics: []string{}}
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return res, err
+	}
 	if err := s.requireTasks(); err != nil {
 		return res, err
 	}
@@ -190,6 +193,9 @@ var connectionFields = []string{"current.cluster", "peer.config_type", "peer.clu
 // be valid; their problems come back as an invalid_task Error. A failed
 // check is not an error: it is in the result.
 func (s *Service) Connectivity(ctx context.Context, in task.Task) (ConnectivityResult, error) {
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return ConnectivityResult{}, err
+	}
 	t := NormalizeTask(in)
 	var p Problems
 	for _, pr := range ValidateTask(t) {

@@ -136,7 +136,11 @@ func (s *Service) requireTasks() error {
 // the rules across tasks, which are checked in the same store transaction as
 // the insert. A task that is stored but cannot start is returned with state
 // FAILED and the reason.
-func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (TaskInfo, error) {
+func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ TaskInfo, err error) {
+	defer s.audit(ctx, "task.create", in.Name, &err)
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return TaskInfo{}, err
+	}
 	if err := s.requireTasks(); err != nil {
 		return TaskInfo{}, err
 	}
@@ -511,7 +515,11 @@ func (s *Service) status(r store.Task) TaskStatus {
 // DeleteTask stops a task (gracefully: its progress is committed) and
 // deletes it. Its progress consumer groups and internal topics stay on the
 // clusters, so a task created again under the same name resumes.
-func (s *Service) DeleteTask(ctx context.Context, name, by string) error {
+func (s *Service) DeleteTask(ctx context.Context, name, by string) (err error) {
+	defer s.audit(ctx, "task.delete", name, &err)
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return err
+	}
 	if _, err := s.storedTask(ctx, name); err != nil {
 		return err
 	}
@@ -545,7 +553,11 @@ func (s *Service) RestartTask(ctx context.Context, name, by string) (TaskInfo, e
 	return s.changeState(ctx, name, by, ActionRestart)
 }
 
-func (s *Service) changeState(ctx context.Context, name, by, action string) (TaskInfo, error) {
+func (s *Service) changeState(ctx context.Context, name, by, action string) (_ TaskInfo, err error) {
+	defer s.audit(ctx, "task."+action, name, &err)
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return TaskInfo{}, err
+	}
 	if _, err := s.storedTask(ctx, name); err != nil {
 		return TaskInfo{}, err
 	}

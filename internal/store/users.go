@@ -8,10 +8,14 @@ import (
 	"time"
 )
 
-// User is a console account. PasswordHash is a bcrypt hash.
+// User is a console account. PasswordHash is a bcrypt hash. SessionEpoch
+// is carried by the account's sessions; raising it revokes them all.
 type User struct {
 	Name         string
 	PasswordHash string
+	// Role is viewer, operator or admin; empty means admin on create.
+	Role         string
+	SessionEpoch int64
 	CreatedAt    time.Time
 }
 
@@ -22,6 +26,20 @@ type Users interface {
 	// User fails with ErrNotFound for an unknown name.
 	User(ctx context.Context, name string) (User, error)
 	CountUsers(ctx context.Context) (int, error)
+	// ListUsers returns every account ordered by name.
+	ListUsers(ctx context.Context) ([]User, error)
+	// DeleteUser fails with ErrNotFound for an unknown name.
+	DeleteUser(ctx context.Context, name string) error
+	// SetPassword replaces the hash and raises the session epoch, so every
+	// session signed in with the old password ends; ErrNotFound for an
+	// unknown name.
+	SetPassword(ctx context.Context, name, hash string) error
+	// RevokeSessions raises the session epoch; ErrNotFound for an unknown
+	// name.
+	RevokeSessions(ctx context.Context, name string) error
+	// SetRole changes the account's role (its sessions read it on their
+	// next request); ErrNotFound for an unknown name.
+	SetRole(ctx context.Context, name, role string) error
 }
 
 var _ Users = (*DB)(nil)
@@ -31,8 +49,11 @@ func (d *DB) CreateUser(ctx context.Context, u User) error {
 	if u.CreatedAt.IsZero() {
 		u.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO users (name, password_hash, created_at) VALUES (?, ?, ?)`,
-		u.Name, u.PasswordHash, u.CreatedAt.Unix())
+	if u.Role == "" {
+		u.Role = "admin"
+	}
+	_, err := d.db.ExecContext(ctx, `INSERT INTO users (name, password_hash, role, created_at) VALUES (?, ?, ?, ?)`,
+		u.Name, u.PasswordHash, u.Role, u.CreatedAt.Unix())
 	if isConstraint(err) {
 		return fmt.Errorf("user %q: %w", u.Name, ErrExists)
 	}
@@ -46,8 +67,8 @@ func (d *DB) CreateUser(ctx context.Context, u User) error {
 func (d *DB) User(ctx context.Context, name string) (User, error) {
 	u := User{Name: name}
 	var created int64
-	err := d.db.QueryRowContext(ctx, `SELECT password_hash, created_at FROM users WHERE name = ?`, name).
-		Scan(&u.PasswordHash, &created)
+	err := d.db.QueryRowContext(ctx, `SELECT password_hash, role, session_epoch, created_at FROM users WHERE name = ?`, name).
+		Scan(&u.PasswordHash, &u.Role, &u.SessionEpoch, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("user %q: %w", name, ErrNotFound)
 	}
@@ -65,4 +86,60 @@ func (d *DB) CountUsers(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("count users: %w", err)
 	}
 	return n, nil
+}
+
+// ListUsers implements Users.
+func (d *DB) ListUsers(ctx context.Context) ([]User, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT name, password_hash, role, session_epoch, created_at FROM users ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	defer rows.Close()
+	var out []User
+	for rows.Next() {
+		var u User
+		var created int64
+		if err := rows.Scan(&u.Name, &u.PasswordHash, &u.Role, &u.SessionEpoch, &created); err != nil {
+			return nil, fmt.Errorf("list users: %w", err)
+		}
+		u.CreatedAt = unixTime(created)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteUser implements Users.
+func (d *DB) DeleteUser(ctx context.Context, name string) error {
+	return d.updateUser(ctx, name, `DELETE FROM users WHERE name = ?`, name)
+}
+
+// SetPassword implements Users.
+func (d *DB) SetPassword(ctx context.Context, name, hash string) error {
+	return d.updateUser(ctx, name, `UPDATE users SET password_hash = ?, session_epoch = session_epoch + 1 WHERE name = ?`, hash, name)
+}
+
+// RevokeSessions implements Users.
+func (d *DB) RevokeSessions(ctx context.Context, name string) error {
+	return d.updateUser(ctx, name, `UPDATE users SET session_epoch = session_epoch + 1 WHERE name = ?`, name)
+}
+
+// SetRole implements Users.
+func (d *DB) SetRole(ctx context.Context, name, role string) error {
+	return d.updateUser(ctx, name, `UPDATE users SET role = ? WHERE name = ?`, role, name)
+}
+
+func (d *DB) updateUser(ctx context.Context, name, query string, args ...any) error {
+	res, err := d.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("change user %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("change user %q: %w", name, err)
+	} else if n == 0 {
+		return fmt.Errorf("user %q: %w", name, ErrNotFound)
+	}
+	return nil
 }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/kmirror/kmirror/internal/apiclient"
+)
+
+const userUsage = `Usage:
+  kmirror user list
+  kmirror user add --name N --role viewer|operator|admin   (the password is read from standard input)
+  kmirror user remove NAME
+
+Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
+The API token (an admin's) comes from KMIRROR_TOKEN.
+`
+
+const tokenUsage = `Usage:
+  kmirror token list
+  kmirror token create --name N --role viewer|operator|admin   (prints the token: the only time it is shown)
+  kmirror token revoke NAME
+
+Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
+The API token (an admin's) comes from KMIRROR_TOKEN.
+`
+
+// userCommand manages console users over the JSON API.
+func userCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, userUsage)
+		if len(args) == 0 {
+			return errors.New("no user command given")
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	a := newAdminCmd("user "+sub, stderr, stdout, false)
+	switch sub {
+	case "list":
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/users", nil)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, namedRoleTable("users", "NAME\tROLE\tCREATED"))
+	case "add":
+		var name, role string
+		a.fs.StringVar(&name, "name", "", "user name")
+		a.fs.StringVar(&role, "role", "viewer", "viewer, operator or admin")
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read the password from standard input: %w", err)
+		}
+		body, err := json.Marshal(map[string]string{"name": name, "role": role, "password": strings.TrimRight(line, "\r\n")})
+		if err != nil {
+			return err
+		}
+		if _, err := a.client.Do(ctx, http.MethodPost, "/api/v1/users", body); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "user %s added as %s\n", name, role)
+		return nil
+	case "remove":
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "user")
+		if err != nil {
+			return err
+		}
+		if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path("/api/v1/users/%s", name), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "user %s removed\n", name)
+		return nil
+	default:
+		fmt.Fprint(stderr, userUsage)
+		return fmt.Errorf("unknown user command %q", sub)
+	}
+}
+
+// tokenCommand manages API tokens over the JSON API.
+func tokenCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, tokenUsage)
+		if len(args) == 0 {
+			return errors.New("no token command given")
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	a := newAdminCmd("token "+sub, stderr, stdout, false)
+	switch sub {
+	case "list":
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/tokens", nil)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, namedRoleTable("tokens", "NAME\tROLE\tCREATED"))
+	case "create":
+		var name, role string
+		a.fs.StringVar(&name, "name", "", "token name (who or what uses it)")
+		a.fs.StringVar(&role, "role", "viewer", "viewer, operator or admin")
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		body, err := json.Marshal(map[string]string{"name": name, "role": role})
+		if err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/tokens", body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, func(w io.Writer, raw json.RawMessage) error {
+			var t struct{ Token string }
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			// The token alone on stdout, so it can be captured; the rest
+			// for the reader.
+			fmt.Fprintln(w, t.Token)
+			return nil
+		})
+	case "revoke":
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "token")
+		if err != nil {
+			return err
+		}
+		if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path("/api/v1/tokens/%s", name), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "token %s revoked\n", name)
+		return nil
+	default:
+		fmt.Fprint(stderr, tokenUsage)
+		return fmt.Errorf("unknown token command %q", sub)
+	}
+}
+
+// namedRoleTable prints {"<key>": [{"name", "role", "created_at"}]}.
+func namedRoleTable(key, header string) func(io.Writer, json.RawMessage) error {
+	return func(w io.Writer, raw json.RawMessage) error {
+		var l map[string][]struct {
+			Name      string `json:"name"`
+			Role      string `json:"role"`
+			CreatedAt string `json:"created_at"`
+		}
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+		fmt.Fprintln(w, header)
+		for _, r := range l[key] {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", r.Name, r.Role, r.CreatedAt)
+		}
+		return nil
+	}
+}

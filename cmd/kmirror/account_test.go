@@ -1,0 +1,62 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/store"
+)
+
+func TestAdminSetPasswordReadsStdin(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := account.EnsureAdmin(ctx, db, "first-password"); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := db.User(ctx, "admin")
+	db.Close()
+
+	old := stdin
+	t.Cleanup(func() { stdin = old })
+	for _, tc := range []struct {
+		in      string
+		args    []string
+		wantErr string
+	}{
+		{"", []string{"admin", "set-password", "admin", "--data-dir", dir}, "no password"},
+		{"short\n", []string{"admin", "set-password", "admin", "--data-dir", dir}, "at least 8"},
+		{"new-password-1\n", []string{"admin", "set-password", "nobody", "--data-dir", dir}, "no user"},
+		{"new-password-1\n", []string{"admin", "set-password", "--data-dir", dir}, "exactly one"},
+		{"new-password-1\n", []string{"admin", "set-password", "admin", "--data-dir", dir}, ""},
+	} {
+		stdin = strings.NewReader(tc.in)
+		var out, errOut bytes.Buffer
+		err := run(ctx, tc.args, func(string) string { return "" }, &out, &errOut)
+		if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("%v with %q: err = %v, want %q", tc.args, tc.in, err, tc.wantErr)
+		}
+		if strings.Contains(out.String()+errOut.String(), "new-password-1") {
+			t.Error("the password was echoed")
+		}
+	}
+	db, err = store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	after, _ := db.User(ctx, "admin")
+	if !account.Verify(after.PasswordHash, "new-password-1") || after.SessionEpoch <= before.SessionEpoch {
+		t.Fatal("password not changed, or sessions not revoked")
+	}
+	log, _ := db.ListAudit(ctx, store.AuditFilter{Action: "user.set_password", Outcome: "ok"})
+	if len(log) != 1 || log[0].Actor != "system" {
+		t.Fatalf("audit: %+v", log)
+	}
+}

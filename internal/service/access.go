@@ -1,0 +1,417 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/store"
+)
+
+// Actor is who calls the service: a signed-in user, an API token, or
+// (none in the context) kmirror itself, such as the demo and the start-up
+// that resumes tasks. The web layer always sets one.
+type Actor struct {
+	Name    string // user name, "token:<name>" or "KMIRROR_TOKEN"
+	Role    string
+	Address string // the client's address, for the audit log
+}
+
+type actorKey struct{}
+
+// WithActor makes a the caller of every service call made with the result.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorFrom returns the caller set by WithActor.
+func ActorFrom(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
+}
+
+// roleRank orders the roles; an unknown role ranks below viewer.
+func roleRank(role string) int {
+	switch role {
+	case RoleViewer:
+		return 1
+	case RoleOperator:
+		return 2
+	case RoleAdmin:
+		return 3
+	}
+	return 0
+}
+
+// ValidRole reports whether role is one of the three.
+func ValidRole(role string) bool { return roleRank(role) > 0 }
+
+// Allows reports whether role may do what needs the role need; the console
+// uses it to hide what a user cannot do.
+func Allows(role, need string) bool { return roleRank(role) >= roleRank(need) }
+
+// allow checks the caller's role against need: a forbidden Error when it
+// falls short. Without an actor the caller is kmirror itself.
+func (s *Service) allow(ctx context.Context, need string) error {
+	a, ok := ActorFrom(ctx)
+	if !ok || Allows(a.Role, need) {
+		return nil
+	}
+	return &Error{Code: CodeForbidden,
+		Message: fmt.Sprintf("your role (%s) does not allow this; it needs %s: ask an admin", a.Role, need)}
+}
+
+// audit appends one line to the audit log for a change, with the outcome
+// *errp holds once the change returns (call it deferred).
+func (s *Service) audit(ctx context.Context, action, object string, errp *error) {
+	outcome := "ok"
+	if errp != nil && *errp != nil {
+		e := AsError(*errp)
+		outcome = "failed: " + string(e.Code)
+		if e.Code == CodeForbidden {
+			outcome = "denied"
+		}
+	}
+	s.appendAudit(ctx, action, object, outcome)
+}
+
+func (s *Service) appendAudit(ctx context.Context, action, object, outcome string) {
+	if s.auditLog == nil {
+		return
+	}
+	a, ok := ActorFrom(ctx)
+	if !ok {
+		a = Actor{Name: "system", Role: RoleAdmin}
+	}
+	e := store.AuditEntry{At: time.Now().UTC(), Actor: a.Name, Role: a.Role, Address: a.Address, Action: action, Object: object, Outcome: outcome}
+	// A cancelled request still leaves its line.
+	if err := s.auditLog.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
+		s.log.Error("could not write the audit log", "action", action, "object", object, "err", err)
+	}
+}
+
+// AuditFilter selects audit entries; see store.AuditFilter.
+type AuditFilter = store.AuditFilter
+
+// AuditEntry is one line of the audit log.
+type AuditEntry = store.AuditEntry
+
+// Audit returns audit entries, newest first (admin only).
+func (s *Service) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error) {
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return nil, err
+	}
+	if s.auditLog == nil {
+		return []AuditEntry{}, nil
+	}
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	out, err := s.auditLog.ListAudit(ctx, f)
+	if out == nil {
+		out = []AuditEntry{}
+	}
+	return out, err
+}
+
+// UserInfo is an account as the console and API show it: never its hash.
+type UserInfo struct {
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewUser is the body of POST /api/v1/users.
+type NewUser struct {
+	Name     string `json:"name"`
+	Role     string `json:"role"`
+	Password string `json:"password"`
+}
+
+// userName is what an account may be called: it shows in logs and the
+// audit log, so no spaces or control characters.
+var userName = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+
+// ListUsers returns every account (admin only).
+func (s *Service) ListUsers(ctx context.Context) ([]UserInfo, error) {
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return nil, err
+	}
+	us, err := s.users.ListUsers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]UserInfo, 0, len(us))
+	for _, u := range us {
+		out = append(out, UserInfo{Name: u.Name, Role: roleOf(u), CreatedAt: u.CreatedAt})
+	}
+	return out, nil
+}
+
+// CreateUser adds an account (admin only); every broken rule comes back at
+// once.
+func (s *Service) CreateUser(ctx context.Context, in NewUser) (_ UserInfo, err error) {
+	defer s.audit(ctx, "user.create", in.Name+" as "+in.Role, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return UserInfo{}, err
+	}
+	var p Problems
+	if !userName.MatchString(in.Name) {
+		p.Add("name", "a user name has 1 to 64 letters, digits, '.', '_', '@' or '-'")
+	}
+	if !ValidRole(in.Role) {
+		p.Add("role", "role must be viewer, operator or admin")
+	}
+	p = append(p, validatePassword(in.Password)...)
+	if len(p) > 0 {
+		return UserInfo{}, &Error{Code: CodeInvalidUser, Message: "the user settings are not valid", Problems: p}
+	}
+	h, err := account.Hash(in.Password)
+	if err != nil {
+		return UserInfo{}, err
+	}
+	u := store.User{Name: in.Name, PasswordHash: h, Role: in.Role, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	if err := s.users.CreateUser(ctx, u); errors.Is(err, store.ErrExists) {
+		p.Add("name", "a user named %q exists already", in.Name)
+		return UserInfo{}, &Error{Code: CodeInvalidUser, Message: "the user settings are not valid", Problems: p}
+	} else if err != nil {
+		return UserInfo{}, err
+	}
+	return UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}, nil
+}
+
+// UserChange is the body of PATCH /api/v1/users/{name}: what to change;
+// omitted fields stay.
+type UserChange struct {
+	Role     *string `json:"role,omitempty"`
+	Password *string `json:"password,omitempty"`
+}
+
+// ChangeUser changes an account's role and/or resets its password (admin
+// only). A password reset ends every session of the account; the last admin
+// cannot be demoted.
+func (s *Service) ChangeUser(ctx context.Context, name string, ch UserChange) (_ UserInfo, err error) {
+	what := "user.change"
+	if ch.Role != nil {
+		what += " role=" + *ch.Role
+	}
+	if ch.Password != nil {
+		what += " password"
+	}
+	defer s.audit(ctx, what, name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return UserInfo{}, err
+	}
+	u, err := s.users.User(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return UserInfo{}, notFound("no user named %q", name)
+	} else if err != nil {
+		return UserInfo{}, err
+	}
+	var p Problems
+	if ch.Role == nil && ch.Password == nil {
+		p.Add("role", "give a role, a password, or both")
+	}
+	if ch.Role != nil && !ValidRole(*ch.Role) {
+		p.Add("role", "role must be viewer, operator or admin")
+	}
+	if ch.Password != nil {
+		p = append(p, validatePassword(*ch.Password)...)
+	}
+	if len(p) > 0 {
+		return UserInfo{}, &Error{Code: CodeInvalidUser, Message: "the user settings are not valid", Problems: p}
+	}
+	if ch.Role != nil && *ch.Role != RoleAdmin && roleOf(u) == RoleAdmin {
+		if err := s.keepAnAdmin(ctx, name); err != nil {
+			return UserInfo{}, err
+		}
+	}
+	if ch.Password != nil {
+		if err := s.setPassword(ctx, name, *ch.Password); err != nil {
+			return UserInfo{}, err
+		}
+	}
+	if ch.Role != nil {
+		if err := s.users.SetRole(ctx, name, *ch.Role); err != nil {
+			return UserInfo{}, err
+		}
+		u.Role = *ch.Role
+	}
+	return UserInfo{Name: u.Name, Role: roleOf(u), CreatedAt: u.CreatedAt}, nil
+}
+
+// keepAnAdmin refuses to remove or demote name when it is the last admin,
+// so someone can always manage users.
+func (s *Service) keepAnAdmin(ctx context.Context, name string) error {
+	us, err := s.users.ListUsers(ctx)
+	if err != nil {
+		return err
+	}
+	admins := 0
+	for _, o := range us {
+		if roleOf(o) == RoleAdmin {
+			admins++
+		}
+	}
+	if admins <= 1 {
+		return &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("%q is the last admin: make another admin first", name)}
+	}
+	return nil
+}
+
+// DeleteUser removes an account (admin only); its sessions end with it.
+// The last admin cannot be removed, so someone can always manage users.
+func (s *Service) DeleteUser(ctx context.Context, name string) (err error) {
+	defer s.audit(ctx, "user.delete", name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return err
+	}
+	u, err := s.users.User(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no user named %q", name)
+	} else if err != nil {
+		return err
+	}
+	if roleOf(u) == RoleAdmin {
+		if err := s.keepAnAdmin(ctx, name); err != nil {
+			return err
+		}
+	}
+	if err := s.users.DeleteUser(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("no user named %q", name)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// TokenInfo is an API token as listed: never the token.
+type TokenInfo struct {
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// NewToken is the body of POST /api/v1/tokens.
+type NewToken struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// CreatedToken is the answer to POST /api/v1/tokens: the only time the
+// token is shown.
+type CreatedToken struct {
+	TokenInfo
+	Token string `json:"token"`
+}
+
+// TokenPrefix starts every generated API token, so a leaked one is easy to
+// recognise (and to scan for).
+const TokenPrefix = "kmirror_"
+
+// ListTokens returns every API token, without the tokens (admin only).
+func (s *Service) ListTokens(ctx context.Context) ([]TokenInfo, error) {
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return nil, err
+	}
+	if err := s.requireTokens(); err != nil {
+		return nil, err
+	}
+	ts, err := s.tokens.ListTokens(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TokenInfo, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt})
+	}
+	return out, nil
+}
+
+// CreateToken makes an API token with a role (admin only) and returns it;
+// only its SHA-256 is kept.
+func (s *Service) CreateToken(ctx context.Context, in NewToken) (_ CreatedToken, err error) {
+	defer s.audit(ctx, "token.create", in.Name+" as "+in.Role, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return CreatedToken{}, err
+	}
+	if err := s.requireTokens(); err != nil {
+		return CreatedToken{}, err
+	}
+	var p Problems
+	if !userName.MatchString(in.Name) {
+		p.Add("name", "a token name has 1 to 64 letters, digits, '.', '_', '@' or '-'")
+	}
+	if !ValidRole(in.Role) {
+		p.Add("role", "role must be viewer, operator or admin")
+	}
+	if len(p) > 0 {
+		return CreatedToken{}, &Error{Code: CodeInvalidUser, Message: "the token settings are not valid", Problems: p}
+	}
+	tok := TokenPrefix + rand.Text() + rand.Text() // 260 random bits
+	a, _ := ActorFrom(ctx)
+	by := a.Name
+	if by == "" {
+		by = "system"
+	}
+	rec := store.Token{Name: in.Name, Role: in.Role, TokenSHA256: tokenHash(tok), CreatedBy: by, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	if err := s.tokens.CreateToken(ctx, rec); errors.Is(err, store.ErrExists) {
+		p.Add("name", "a token named %q exists already: revoke it first", in.Name)
+		return CreatedToken{}, &Error{Code: CodeInvalidUser, Message: "the token settings are not valid", Problems: p}
+	} else if err != nil {
+		return CreatedToken{}, err
+	}
+	return CreatedToken{TokenInfo: TokenInfo{Name: rec.Name, Role: rec.Role, CreatedBy: rec.CreatedBy, CreatedAt: rec.CreatedAt}, Token: tok}, nil
+}
+
+// RevokeToken deletes an API token (admin only); it stops working at once.
+func (s *Service) RevokeToken(ctx context.Context, name string) (err error) {
+	defer s.audit(ctx, "token.revoke", name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return err
+	}
+	if err := s.requireTokens(); err != nil {
+		return err
+	}
+	if err := s.tokens.DeleteToken(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("no token named %q", name)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// TokenActor returns the actor an API token stands for; ok is false for a
+// token that does not exist (or was revoked).
+func (s *Service) TokenActor(ctx context.Context, token string) (a Actor, ok bool, err error) {
+	if s.tokens == nil {
+		return Actor{}, false, nil
+	}
+	t, err := s.tokens.TokenByHash(ctx, tokenHash(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return Actor{}, false, nil
+	}
+	if err != nil {
+		return Actor{}, false, err
+	}
+	return Actor{Name: "token:" + t.Name, Role: t.Role}, true, nil
+}
+
+func (s *Service) requireTokens() error {
+	if s.tokens == nil {
+		return errors.New("service: API tokens need Deps.Tokens")
+	}
+	return nil
+}
+
+func tokenHash(tok string) string {
+	sum := sha256.Sum256([]byte(tok))
+	return hex.EncodeToString(sum[:])
+}

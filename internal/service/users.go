@@ -1,0 +1,212 @@
+package service
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/store"
+)
+
+// Roles, from least to most rights.
+const (
+	RoleViewer   = "viewer"   // reads everything except secrets
+	RoleOperator = "operator" // also creates, pauses, resumes, restarts and deletes tasks, runs checks
+	RoleAdmin    = "admin"    // also instances, Connect clusters, users and tokens
+)
+
+// MaxUserNameLength caps account names; a longer name given at sign-in is
+// refused before any other work.
+const MaxUserNameLength = 64
+
+// Principal is a signed-in account as a session remembers it.
+type Principal struct {
+	Name string
+	Role string
+	// SessionEpoch is the account's epoch when the session began; a
+	// session whose epoch is not the account's current one is revoked.
+	SessionEpoch int64
+}
+
+var errWrongCredentials = &Error{Code: CodeBadCredentials, Message: "wrong user name or password"}
+
+// SignIn checks a console user's password. client identifies where the
+// attempt comes from (the remote address). Failures are throttled per user
+// name and address and per address alone (IPv6 by /64); a throttled
+// attempt is a too_many_attempts Error with RetryAfter, answered before the
+// password is looked at so a throttled guesser learns nothing. A name
+// longer than MaxUserNameLength is refused before any work; at most
+// MaxConcurrentSignIns passwords are checked at once, and past that the
+// answer is too_many_attempts with a short RetryAfter.
+func (s *Service) SignIn(ctx context.Context, name, password, client string) (Principal, error) {
+	addrKey := "addr|" + AddressKey(client)
+	if wait := s.addrThr.Wait(addrKey); wait > 0 {
+		return Principal{}, throttled(wait)
+	}
+	if len(name) > MaxUserNameLength || name == "" {
+		s.addrThr.Fail(addrKey)
+		return Principal{}, errWrongCredentials
+	}
+	key := name + "|" + client
+	if wait := s.throttle.Wait(key); wait > 0 {
+		return Principal{}, throttled(wait)
+	}
+	select {
+	case s.hashing <- struct{}{}:
+		defer func() { <-s.hashing }()
+	default:
+		return Principal{}, &Error{Code: CodeTooManyAttempts, RetryAfter: time.Second,
+			Message: "too many sign-ins at once: try again in a second"}
+	}
+	u, err := s.users.User(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		account.VerifyNobody(password)
+		s.throttle.Fail(key)
+		s.addrThr.Fail(addrKey)
+		// Not the name as typed: it is the caller's text, maybe a password.
+		s.appendAudit(WithActor(ctx, Actor{Name: "unknown user " + Fingerprint(name), Address: client}), "signin", "", "failed: "+string(CodeBadCredentials))
+		return Principal{}, errWrongCredentials
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	actx := WithActor(ctx, Actor{Name: u.Name, Role: roleOf(u), Address: client})
+	if !account.Verify(u.PasswordHash, password) {
+		s.throttle.Fail(key)
+		s.addrThr.Fail(addrKey)
+		s.appendAudit(actx, "signin", u.Name, "failed: "+string(CodeBadCredentials))
+		return Principal{}, errWrongCredentials
+	}
+	s.throttle.Succeed(key)
+	s.appendAudit(actx, "signin", u.Name, "ok")
+	return Principal{Name: u.Name, Role: roleOf(u), SessionEpoch: u.SessionEpoch}, nil
+}
+
+// Fingerprint identifies a refused user name in logs without writing it:
+// the same name gives the same fingerprint.
+func Fingerprint(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:6])
+}
+
+func throttled(wait time.Duration) *Error {
+	secs := max(1, int((wait+time.Second-1)/time.Second))
+	return &Error{Code: CodeTooManyAttempts, RetryAfter: wait,
+		Message: fmt.Sprintf("too many failed sign-ins: wait %d seconds and try again", secs)}
+}
+
+// AddressKey is the part of a client address the throttle counts by: the
+// address, or its /64 for IPv6, where one holder gets a whole /64.
+func AddressKey(client string) string {
+	ip := net.ParseIP(client)
+	if ip == nil || ip.To4() != nil {
+		return client
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
+}
+
+func roleOf(u store.User) string {
+	if u.Role == "" {
+		return RoleAdmin
+	}
+	return u.Role
+}
+
+// SessionUser checks that a session's account still exists and that its
+// sessions were not revoked since p signed in, and returns the account as
+// it is now (its role may have changed). A revoked or vanished account is
+// an unauthorized Error.
+func (s *Service) SessionUser(ctx context.Context, p Principal) (Principal, error) {
+	u, err := s.users.User(ctx, p.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this account no longer exists: sign in again"}
+	}
+	if err != nil {
+		return Principal{}, err
+	}
+	if u.SessionEpoch != p.SessionEpoch {
+		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this session was signed out: sign in again"}
+	}
+	return Principal{Name: u.Name, Role: roleOf(u), SessionEpoch: u.SessionEpoch}, nil
+}
+
+// RevokeSessions signs the account out everywhere: every existing session
+// of name ends at its next request.
+func (s *Service) RevokeSessions(ctx context.Context, name string) (err error) {
+	defer s.audit(ctx, "user.signout_everywhere", name, &err)
+	if a, ok := ActorFrom(ctx); ok && a.Name != name {
+		if err := s.allow(ctx, RoleAdmin); err != nil {
+			return err
+		}
+	}
+	if err := s.users.RevokeSessions(ctx, name); errors.Is(err, store.ErrNotFound) {
+		return notFound("no user named %q", name)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// ChangeOwnPassword replaces name's password after checking the current
+// one; every session of the account ends, the caller's too.
+func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next string) (err error) {
+	defer s.audit(ctx, "user.change_password", name, &err)
+	if a, ok := ActorFrom(ctx); ok && a.Name != name {
+		return &Error{Code: CodeForbidden, Message: "you can change only your own password this way"}
+	}
+	u, err := s.users.User(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("no user named %q", name)
+	}
+	if err != nil {
+		return err
+	}
+	if !account.Verify(u.PasswordHash, current) {
+		var p Problems
+		p.Add("current_password", "this is not your current password")
+		return &Error{Code: CodeInvalidUser, Message: "the password was not changed", Problems: p}
+	}
+	return s.setPassword(ctx, name, next)
+}
+
+// SetPassword replaces name's password (an admin's reset, or
+// `kmirror admin set-password`); every session of the account ends.
+func (s *Service) SetPassword(ctx context.Context, name, password string) (err error) {
+	defer s.audit(ctx, "user.set_password", name, &err)
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return err
+	}
+	return s.setPassword(ctx, name, password)
+}
+
+func (s *Service) setPassword(ctx context.Context, name, password string) error {
+	if p := validatePassword(password); len(p) > 0 {
+		return &Error{Code: CodeInvalidUser, Message: "the password was not changed", Problems: p}
+	}
+	h, err := account.Hash(password)
+	if err != nil {
+		return err
+	}
+	if err := s.users.SetPassword(ctx, name, h); errors.Is(err, store.ErrNotFound) {
+		return notFound("no user named %q", name)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func validatePassword(pw string) Problems {
+	var p Problems
+	switch {
+	case len(pw) < account.MinPasswordLength:
+		p.Add("password", "the password must have at least %d characters", account.MinPasswordLength)
+	case len(pw) > 72:
+		p.Add("password", "the password must have at most 72 bytes (bcrypt cannot hash more)")
+	}
+	return p
+}

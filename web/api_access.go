@@ -1,0 +1,157 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+)
+
+// userList is the body of GET /api/v1/users.
+type userList struct {
+	Users []service.UserInfo `json:"users"`
+}
+
+// tokenList is the body of GET /api/v1/tokens.
+type tokenList struct {
+	Tokens []service.TokenInfo `json:"tokens"`
+}
+
+// auditList is the body of GET /api/v1/audit.
+type auditList struct {
+	Entries []service.AuditEntry `json:"entries"`
+}
+
+func (s *Server) registerAccessAPI() {
+	s.api.GET("/users", s.apiListUsers)
+	s.api.POST("/users", s.apiCreateUser)
+	s.api.PATCH("/users/:name", s.apiChangeUser)
+	s.api.DELETE("/users/:name", s.apiDeleteUser)
+	s.api.GET("/tokens", s.apiListTokens)
+	s.api.POST("/tokens", s.apiCreateToken)
+	s.api.DELETE("/tokens/:name", s.apiRevokeToken)
+	s.api.GET("/audit", s.apiAudit)
+	s.api.GET("/audit/export", s.apiAuditExport)
+}
+
+func (s *Server) apiListUsers(c echo.Context) error {
+	us, err := s.svc.ListUsers(c.Request().Context())
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, userList{Users: us})
+}
+
+func (s *Server) apiCreateUser(c echo.Context) error {
+	var in service.NewUser
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	u, err := s.svc.CreateUser(c.Request().Context(), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/users/"+url.PathEscape(u.Name))
+	return c.JSON(http.StatusCreated, u)
+}
+
+func (s *Server) apiChangeUser(c echo.Context) error {
+	var ch service.UserChange
+	if err := DecodeJSON(c, &ch); err != nil {
+		return s.WriteError(c, err)
+	}
+	u, err := s.svc.ChangeUser(c.Request().Context(), c.Param("name"), ch)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, u)
+}
+
+func (s *Server) apiDeleteUser(c echo.Context) error {
+	if err := s.svc.DeleteUser(c.Request().Context(), c.Param("name")); err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) apiListTokens(c echo.Context) error {
+	ts, err := s.svc.ListTokens(c.Request().Context())
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, tokenList{Tokens: ts})
+}
+
+func (s *Server) apiCreateToken(c echo.Context) error {
+	var in service.NewToken
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	t, err := s.svc.CreateToken(c.Request().Context(), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return c.JSON(http.StatusCreated, t)
+}
+
+func (s *Server) apiRevokeToken(c echo.Context) error {
+	if err := s.svc.RevokeToken(c.Request().Context(), c.Param("name")); err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// auditFilter reads ?actor=&action=&outcome=&before=&limit= (action and
+// outcome match as prefixes).
+func auditFilter(c echo.Context) service.AuditFilter {
+	f := service.AuditFilter{Actor: c.QueryParam("actor"), Action: c.QueryParam("action"), Outcome: c.QueryParam("outcome")}
+	f.BeforeID, _ = strconv.ParseInt(c.QueryParam("before"), 10, 64)
+	f.Limit, _ = strconv.Atoi(c.QueryParam("limit"))
+	return f
+}
+
+func (s *Server) apiAudit(c echo.Context) error {
+	es, err := s.svc.Audit(c.Request().Context(), auditFilter(c))
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, auditList{Entries: es})
+}
+
+func (s *Server) apiAuditExport(c echo.Context) error {
+	return s.exportAudit(c, func(err error) error { return s.WriteError(c, err) })
+}
+
+// exportAudit writes every entry the filter selects as JSON lines, newest
+// first, a page at a time so a long log is never held in memory.
+func (s *Server) exportAudit(c echo.Context, fail func(error) error) error {
+	f := auditFilter(c)
+	f.Limit = 1000
+	first, err := s.svc.Audit(c.Request().Context(), f)
+	if err != nil {
+		return fail(err)
+	}
+	h := c.Response().Header()
+	h.Set(echo.HeaderContentType, "application/x-ndjson")
+	h.Set(echo.HeaderContentDisposition, `attachment; filename="kmirror-audit.jsonl"`)
+	c.Response().WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(c.Response())
+	for page := first; len(page) > 0; {
+		for _, e := range page {
+			if err := enc.Encode(e); err != nil {
+				return nil // the client went away
+			}
+		}
+		f.BeforeID = page[len(page)-1].ID
+		if page, err = s.svc.Audit(c.Request().Context(), f); err != nil {
+			s.log.Error("audit export stopped", "err", err)
+			return nil
+		}
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package web_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// token makes an API token with role through the API and returns it.
+func (e *taskEnv) token(name, role string) string {
+	e.t.Helper()
+	code, h, body := e.call(http.MethodPost, "/api/v1/tokens", fmt.Sprintf(`{"name":%q,"role":%q}`, name, role))
+	tok, _ := body["token"].(string)
+	if code != http.StatusCreated || len(tok) < 32 || h.Get("Cache-Control") != "no-store" {
+		e.t.Fatalf("create token %s: %d %v", name, code, body)
+	}
+	return tok
+}
+
+func TestRolesAreEnforcedForAPITokens(t *testing.T) {
+	e := newTaskEnv(t)
+	if code, _, body := e.call(http.MethodPost, "/api/v1/tasks", taskJSON("orders-dr", nil)); code != http.StatusCreated {
+		t.Fatalf("create task: %d %v", code, body)
+	}
+	viewer, operator, admin := e.token("dash", "viewer"), e.token("ci", "operator"), e.token("ops-admin", "admin")
+	for _, tc := range []struct {
+		method, path, body string
+		want               map[string]int // token name -> status
+	}{
+		{"GET", "/api/v1/clusters", "", map[string]int{"viewer": 200, "operator": 200, "admin": 200}},
+		{"GET", "/api/v1/tasks/orders-dr", "", map[string]int{"viewer": 200, "operator": 200, "admin": 200}},
+		{"POST", "/api/v1/tasks/orders-dr/pause", "", map[string]int{"viewer": 403, "operator": 200, "admin": 200}},
+		{"POST", "/api/v1/tasks/validate", taskJSON("x", nil), map[string]int{"viewer": 403, "operator": 200, "admin": 200}},
+		{"POST", "/api/v1/clusters", `{"name":"north","bootstrap_servers":["127.0.0.1:9092"]}`, map[string]int{"viewer": 403, "operator": 403}},
+		{"DELETE", "/api/v1/clusters/west", "", map[string]int{"viewer": 403, "operator": 403}},
+		{"GET", "/api/v1/users", "", map[string]int{"viewer": 403, "operator": 403, "admin": 200}},
+		{"GET", "/api/v1/tokens", "", map[string]int{"viewer": 403, "operator": 403, "admin": 200}},
+		{"GET", "/api/v1/audit", "", map[string]int{"viewer": 403, "operator": 403, "admin": 200}},
+		{"POST", "/api/v1/tokens", `{"name":"mine","role":"admin"}`, map[string]int{"viewer": 403, "operator": 403}},
+		{"DELETE", "/api/v1/tasks/orders-dr", "", map[string]int{"viewer": 403, "operator": 204}},
+	} {
+		for role, tok := range map[string]string{"viewer": viewer, "operator": operator, "admin": admin} {
+			want, ok := tc.want[role]
+			if !ok {
+				continue
+			}
+			code, _, body := e.api(tc.method, tc.path, tok, tc.body)
+			if code != want {
+				t.Errorf("%s %s as %s: %d, want %d (%v)", tc.method, tc.path, role, code, want, body)
+			}
+			if code == http.StatusForbidden && sub(body, "error")["code"] != "forbidden" {
+				t.Errorf("%s %s as %s: 403 with %v", tc.method, tc.path, role, body)
+			}
+		}
+	}
+}
+
+func TestTokensAreListedWithoutSecretAndRevoked(t *testing.T) {
+	e := newTaskEnv(t)
+	tok := e.token("ci", "operator")
+	code, _, body := e.call(http.MethodGet, "/api/v1/tokens", "")
+	raw, _ := json.Marshal(body)
+	if code != http.StatusOK || !strings.Contains(string(raw), `"name":"ci"`) || strings.Contains(string(raw), tok) {
+		t.Fatalf("list: %d %s", code, raw)
+	}
+	if code, _, body := e.call(http.MethodPost, "/api/v1/tokens", `{"name":"ci","role":"viewer"}`); code != http.StatusUnprocessableEntity {
+		t.Fatalf("duplicate name: %d %v", code, body)
+	}
+	if code, _, body := e.call(http.MethodPost, "/api/v1/tokens", `{"name":"bad name","role":"root"}`); code != http.StatusUnprocessableEntity || len(body["error"].(map[string]any)["problems"].([]any)) != 2 {
+		t.Fatalf("bad token settings: %d %v", code, body)
+	}
+	if code, _, _ := e.api(http.MethodGet, "/api/v1/tasks", tok, ""); code != http.StatusOK {
+		t.Fatalf("new token: %d", code)
+	}
+	if code, _, _ := e.call(http.MethodDelete, "/api/v1/tokens/ci", ""); code != http.StatusNoContent {
+		t.Fatalf("revoke: %d", code)
+	}
+	if code, _, _ := e.api(http.MethodGet, "/api/v1/tasks", tok, ""); code != http.StatusUnauthorized {
+		t.Fatalf("revoked token: %d, want 401", code)
+	}
+}
+
+func TestUsersAPI(t *testing.T) {
+	e := newTaskEnv(t)
+	code, _, body := e.call(http.MethodPost, "/api/v1/users", `{"name":"olga","role":"operator","password":"olga-password-1"}`)
+	if code != http.StatusCreated || body["role"] != "operator" || body["password"] != nil {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	if code, _, body := e.call(http.MethodPost, "/api/v1/users", `{"name":"x y","role":"boss","password":"short"}`); code != http.StatusUnprocessableEntity ||
+		len(sub(body, "error")["problems"].([]any)) != 3 {
+		t.Fatalf("invalid user: %d %v", code, body)
+	}
+	code, _, body = e.call(http.MethodGet, "/api/v1/users", "")
+	raw, _ := json.Marshal(body)
+	if code != http.StatusOK || !strings.Contains(string(raw), `"name":"olga","role":"operator"`) || strings.Contains(string(raw), "$2a$") {
+		t.Fatalf("list: %d %s", code, raw)
+	}
+	// Olga signs in to the console with her role.
+	p := e.signIn(e.client, "olga", "olga-password-1")
+	if p.testid("current-user").Text() != "olga" {
+		t.Fatalf("olga not signed in: %s", p.url)
+	}
+	if code, _, body := e.call(http.MethodDelete, "/api/v1/users/admin", ""); code != http.StatusBadRequest {
+		t.Fatalf("deleting the last admin: %d %v", code, body)
+	}
+	if code, _, _ := e.call(http.MethodDelete, "/api/v1/users/olga", ""); code != http.StatusNoContent {
+		t.Fatalf("delete: %d", code)
+	}
+	if p := e.get(e.client, "/instances"); p.url != "/signin" {
+		t.Fatal("a deleted user's session goes on")
+	}
+}
+
+func TestAuditLogRecordsChangesAndSignIns(t *testing.T) {
+	e := newTaskEnv(t)
+	viewer := e.token("dash", "viewer")
+	e.api(http.MethodPost, "/api/v1/tasks/none/pause", viewer, "")
+	e.signIn(e.newBrowser(), "admin", "wrong")
+	e.signIn(e.newBrowser(), "admin", adminPassword)
+	e.call(http.MethodPost, "/api/v1/tasks", taskJSON("orders-dr", nil))
+
+	code, _, body := e.call(http.MethodGet, "/api/v1/audit", "")
+	if code != http.StatusOK {
+		t.Fatalf("audit: %d %v", code, body)
+	}
+	var got []string
+	for _, x := range body["entries"].([]any) {
+		m := x.(map[string]any)
+		if m["at"] == "" || m["address"] == "" {
+			t.Errorf("entry without time or address: %v", m)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s %s %s", m["actor"], m["role"], m["action"], m["object"], m["outcome"]))
+	}
+	want := []string{ // newest first
+		"KMIRROR_TOKEN admin task.create orders-dr ok",
+		"admin admin signin admin ok",
+		"admin admin signin admin failed: bad_credentials",
+		"token:dash viewer task.pause none denied",
+		"KMIRROR_TOKEN admin token.create dash as viewer ok",
+	}
+	// newTaskEnv registered two clusters first.
+	if len(got) < len(want) || strings.Join(got[:len(want)], "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit log:\n%s\nwant it to start with:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if code, _, body := e.call(http.MethodGet, "/api/v1/audit?action=signin&outcome=failed", ""); code != http.StatusOK || len(body["entries"].([]any)) != 1 {
+		t.Fatalf("filtered: %d %v", code, body)
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/v1/audit/export", nil)
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("Content-Type") != "application/x-ndjson" {
+		t.Fatalf("export content type %q", resp.Header.Get("Content-Type"))
+	}
+	lines := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil || m["action"] == nil {
+			t.Fatalf("export line %q: %v", sc.Text(), err)
+		}
+		lines++
+	}
+	if lines != len(got) {
+		t.Fatalf("export has %d lines, the log %d", lines, len(got))
+	}
+}
+
+func TestChangeUserRoleAndPassword(t *testing.T) {
+	e := newTaskEnv(t)
+	e.addUser("olga", "viewer")
+	b := e.newBrowser()
+	e.signIn(b, "olga", "olga-password")
+	if p := e.get(b, "/instances/east/smart-connect/new"); p.status != http.StatusForbidden {
+		t.Fatalf("viewer opens the create form: %d", p.status)
+	}
+	// A new role applies to the session at its next request.
+	if code, _, body := e.call(http.MethodPatch, "/api/v1/users/olga", `{"role":"operator"}`); code != http.StatusOK || body["role"] != "operator" {
+		t.Fatalf("promote: %d %v", code, body)
+	}
+	if p := e.get(b, "/instances/east/smart-connect/new"); p.status != http.StatusOK {
+		t.Fatalf("operator opens the create form: %d", p.status)
+	}
+	// A reset password ends the session.
+	if code, _, body := e.call(http.MethodPatch, "/api/v1/users/olga", `{"password":"olga-new-password"}`); code != http.StatusOK {
+		t.Fatalf("reset: %d %v", code, body)
+	}
+	if p := e.get(b, "/instances"); p.url != "/signin" {
+		t.Fatal("the session outlived a password reset")
+	}
+	for _, tc := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/api/v1/users/olga", `{}`, http.StatusUnprocessableEntity},
+		{"/api/v1/users/olga", `{"role":"root"}`, http.StatusUnprocessableEntity},
+		{"/api/v1/users/olga", `{"password":"short"}`, http.StatusUnprocessableEntity},
+		{"/api/v1/users/nobody", `{"role":"viewer"}`, http.StatusNotFound},
+		{"/api/v1/users/admin", `{"role":"viewer"}`, http.StatusBadRequest}, // the last admin
+	} {
+		if code, _, body := e.call(http.MethodPatch, tc.path, tc.body); code != tc.want {
+			t.Errorf("PATCH %s %s: %d, want %d (%v)", tc.path, tc.body, code, tc.want, body)
+		}
+	}
+	viewer := e.token("dash", "viewer")
+	if code, _, _ := e.api(http.MethodPatch, "/api/v1/users/olga", viewer, `{"role":"admin"}`); code != http.StatusForbidden {
+		t.Fatalf("a viewer promotes: %d", code)
+	}
+}
