@@ -155,7 +155,7 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	const token = "deploytest-token"
+	const token = "deploytest-token-0123456789abcdef01"
 	base, serveOut := startProcess(t, ctx, regexp.MustCompile(`http://127\.0\.0\.1:\d+/`),
 		[]string{"KMIRROR_TOKEN=" + token, "KMIRROR_ADMIN_PASSWORD=deploytest-password"},
 		kmirrorBinary(t), "serve", "--demo", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir())
