@@ -104,13 +104,16 @@ func tpStateClass(state string) string {
 	return "badge state-" + strings.ToLower(state)
 }
 
-// tpStateLabel names a state in the page's language.
+// tpStateLabel names a state in the page's language (every page's one
+// set of state labels).
 func tpStateLabel(ctx context.Context, state string) string {
 	switch state {
 	case service.StateRunning:
 		return i18n.T(ctx, "state.RUNNING")
 	case service.StateStarting:
 		return i18n.T(ctx, "state.STARTING")
+	case service.StateDegraded:
+		return i18n.T(ctx, "state.DEGRADED")
 	case service.StatePaused:
 		return i18n.T(ctx, "state.PAUSED")
 	case service.StateFailed:

@@ -17,13 +17,13 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// dashboardState is the filter bucket of a task: starting counts as
-// running, anything else not paused or running is failed.
+// dashboardState is the filter bucket of a task: starting and degraded
+// count as running, anything else not paused or running is failed.
 func dashboardState(info service.TaskInfo) string {
-	switch info.Status.State {
-	case service.StateRunning, service.StateStarting:
+	switch {
+	case service.Copying(info.Status.State):
 		return "running"
-	case service.StatePaused:
+	case info.Status.State == service.StatePaused:
 		return "paused"
 	}
 	return "failed"

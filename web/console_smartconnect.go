@@ -47,7 +47,7 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 	v := views.SmartConnectView{Cluster: info, Tasks: make([]views.TaskRow, len(tasks))}
 	for i, t := range tasks {
 		row := views.TaskRow{Info: t}
-		if t.Status.State == service.StateRunning || t.Status.State == service.StateStarting {
+		if service.Copying(t.Status.State) {
 			var records int64
 			for _, f := range t.Status.Flows {
 				records += f.Records

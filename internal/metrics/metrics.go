@@ -46,6 +46,7 @@ var (
 	restartsDesc   = desc("kmirror_flow_restarts_total", "Recoveries of the flow after errors, since this process started.")
 	upDesc         = desc("kmirror_flow_up", "1 when the flow is running, else 0.")
 	failedDesc     = desc("kmirror_flow_failed", "1 when the flow has failed (see the task's status for the reason), else 0.")
+	degradedDesc   = desc("kmirror_flow_degraded", "1 when the flow copies but part of its progress is held back (see the task's status for what and why), else 0.")
 	failedPartDesc = desc("kmirror_failed_partitions", "Partitions stopped for good until the task restarts (a record the target refuses, for one).")
 	ckptAgeDesc    = desc("kmirror_checkpoint_age_seconds", "Seconds since consumer-group offsets were last translated and synced (flows with sync consumer offsets on).")
 	ckptGroupsDesc = desc("kmirror_checkpoint_groups", "Consumer groups translated in the last consumer-offset sync.")
@@ -64,7 +65,7 @@ func NewCollector(src Source) *Collector { return &Collector{src: src} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, partLagDesc} {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, degradedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, partLagDesc} {
 		ch <- d
 	}
 }
@@ -99,6 +100,7 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 	gauge(lagSecondsDesc, f.LagSeconds)
 	gauge(upDesc, b2f(f.State == replicator.StateRunning))
 	gauge(failedDesc, b2f(f.State == replicator.StateFailed))
+	gauge(degradedDesc, b2f(f.State == replicator.StateDegraded))
 	failed := 0
 	for _, p := range f.Partitions {
 		if p.Failed {

@@ -37,6 +37,12 @@ const (
 	StateFailed   = engine.StateFailed
 )
 
+// Copying says whether a task in state copies records here (running,
+// starting or degraded), which is when throughput and lag mean something.
+func Copying(state string) bool {
+	return state == StateRunning || state == StateStarting || state == StateDegraded
+}
+
 // Actions an operator takes on a task, recorded with who and when.
 const (
 	ActionCreate  = "create"
