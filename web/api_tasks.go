@@ -11,9 +11,14 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// apiActor is who the task API records as having acted: the API has one
-// token, not users.
-const apiActor = "api"
+// apiBy is who a task API call records as having acted: the token's name
+// (the audit log has the same).
+func apiBy(c echo.Context) string {
+	if a, ok := service.ActorFrom(c.Request().Context()); ok && a.Name != "" {
+		return a.Name
+	}
+	return "api"
+}
 
 // taskList is the body of GET /api/v1/tasks.
 type taskList struct {
@@ -45,7 +50,7 @@ func (s *Server) apiFailover(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return s.WriteError(c, err)
 	}
-	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group, apiActor)
+	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group, apiBy(c))
 	if err != nil {
 		return s.WriteError(c, err)
 	}
@@ -73,7 +78,7 @@ func (s *Server) apiCreateTask(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return s.WriteError(c, err)
 	}
-	info, err := s.svc.CreateTask(c.Request().Context(), in, apiActor)
+	info, err := s.svc.CreateTask(c.Request().Context(), in, apiBy(c))
 	if err != nil {
 		return s.WriteError(c, err)
 	}
@@ -82,7 +87,7 @@ func (s *Server) apiCreateTask(c echo.Context) error {
 }
 
 func (s *Server) apiDeleteTask(c echo.Context) error {
-	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name"), apiActor); err != nil {
+	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name"), apiBy(c)); err != nil {
 		return s.WriteError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -92,7 +97,7 @@ func (s *Server) apiDeleteTask(c echo.Context) error {
 // afterwards.
 func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string, string) (service.TaskInfo, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		info, err := do(s.svc, c.Request().Context(), c.Param("name"), apiActor)
+		info, err := do(s.svc, c.Request().Context(), c.Param("name"), apiBy(c))
 		if err != nil {
 			return s.WriteError(c, err)
 		}

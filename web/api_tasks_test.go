@@ -140,7 +140,7 @@ func TestAPITaskLifecycle(t *testing.T) {
 	if peer["password_set"] != true || peer["password"] != nil || peer["username"] != "alice" {
 		t.Fatalf("create answered peer %v", peer)
 	}
-	if status(body) != "RUNNING" || body["desired_state"] != "running" || sub(body, "last_action")["by"] != "api" {
+	if status(body) != "RUNNING" || body["desired_state"] != "running" || sub(body, "last_action")["by"] != "KMIRROR_TOKEN" {
 		t.Fatalf("create answered %v", body)
 	}
 	// The engine got the password opened from its seal.

@@ -121,7 +121,7 @@ func TestTaskPageShowsParametersWithoutPassword(t *testing.T) {
 	if confirm, _ := p.testid("action-delete").Parent().Attr("hx-confirm"); !strings.Contains(confirm, "orders-dr") {
 		t.Errorf("delete is not confirmed: %q", confirm)
 	}
-	if got := p.testid("task-last-action").Text(); !strings.Contains(got, "Create") || !strings.Contains(got, "api") {
+	if got := p.testid("task-last-action").Text(); !strings.Contains(got, "Create") || !strings.Contains(got, "KMIRROR_TOKEN") {
 		t.Errorf("last action %q", got)
 	}
 	// The page loads the vendored chart library and embeds its first data.

@@ -82,9 +82,9 @@ func TestRequestIDEchoedAndLoggedWithActorStatusDuration(t *testing.T) {
 		wantStatus int
 		wantActor  string
 	}{
-		{name: "api with token, no id", path: "/api/v1/clusters", token: apiToken, wantStatus: http.StatusOK, wantActor: "api"},
+		{name: "api with token, no id", path: "/api/v1/clusters", token: apiToken, wantStatus: http.StatusOK, wantActor: "KMIRROR_TOKEN"},
 		{name: "api, safe id kept", path: "/api/v1/clusters", token: apiToken, incoming: "proxy-4f2a.9:1", keep: true,
-			wantStatus: http.StatusOK, wantActor: "api"},
+			wantStatus: http.StatusOK, wantActor: "KMIRROR_TOKEN"},
 		{name: "api, wrong token", path: "/api/v1/clusters", token: "wrong", wantStatus: http.StatusUnauthorized},
 		{name: "markup in id replaced", path: "/healthz", incoming: "<script>alert(1)</script>", wantStatus: http.StatusOK},
 		{name: "spaces in id replaced", path: "/healthz", incoming: "a b", wantStatus: http.StatusOK},

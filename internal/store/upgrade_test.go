@@ -38,6 +38,13 @@ var seeds = map[int][]string{
 		 '{"name":"seed-by-address","type":"kafka-replication","current":{"cluster":"seed-east","alias":"A"},"peer":{"alias":"B","config_type":"address","address":["x:9092"],"security_protocol":"SASL_PLAINTEXT","sasl_mechanism":"PLAIN","username":"u"},"rules":{"direction":"pull","topics":["orders"],"tasks":1,"rename_topics":true,"add_source_header":false,"sync_consumer_offsets":false,"replication_factor":0,"start_offset":"","compression":""}}',
 		 X'090909', 'running', 'create', 'api', 1700000004, 1700000004)`,
 	},
+	3: {
+		`INSERT INTO users (name, password_hash, role, session_epoch, created_at) VALUES ('seed-viewer', '$2a$10$viewerhash', 'viewer', 3, 1700000020)`,
+	},
+	4: {
+		`INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at) VALUES ('seed-ci', 'operator', 'ab12', 'seed-user', 1700000030)`,
+		`INSERT INTO audit_log (at, actor, role, address, action, object, outcome) VALUES (1700000031000, 'seed-user', 'admin', '127.0.0.1', 'task.create', 'seed-task', 'ok')`,
+	},
 }
 
 // migrationsUpTo is the embedded migrations of version <= v, and the sorted
@@ -159,6 +166,24 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if names, err := db.TasksUsingCluster(ctx, "seed-east"); err != nil || len(names) != 2 {
 			t.Errorf("tasks using seed-east: %v, %v", names, err)
+		}
+	}
+	if from >= 1 { // accounts from before roles were all admins
+		if u, err := db.User(ctx, "seed-user"); err != nil || u.Role != "admin" || u.SessionEpoch != 0 {
+			t.Errorf("user from before roles: %+v, %v", u, err)
+		}
+	}
+	if from >= 3 {
+		if u, err := db.User(ctx, "seed-viewer"); err != nil || u.Role != "viewer" || u.SessionEpoch != 3 {
+			t.Errorf("viewer: %+v, %v", u, err)
+		}
+	}
+	if from >= 4 {
+		if tk, err := db.TokenByHash(ctx, "ab12"); err != nil || tk.Name != "seed-ci" || tk.Role != "operator" {
+			t.Errorf("token: %+v, %v", tk, err)
+		}
+		if es, err := db.ListAudit(ctx, store.AuditFilter{}); err != nil || len(es) != 1 || es[0].Object != "seed-task" {
+			t.Errorf("audit: %+v, %v", es, err)
 		}
 	}
 }
