@@ -37,7 +37,7 @@ var describe = map[string]string{
 	keyBareSarama:      "bare copy on sarama: 2 workers of partition consumers -> async producer, acks=all, 1 MiB/5 ms batches, nothing else",
 	keyBareFranz:       "bare copy on franz-go: 2 workers of direct consumer -> producer, acks=all (idempotent), linger 5 ms, nothing else",
 	keyKmirrorTypical:  "kmirror engine, typical task: rename, source header, consumer offset sync, tasks 2",
-	keyKmirrorDefaults: "kmirror engine, the seed's defaults: identity names, tasks 2, no header, no offset sync",
+	keyKmirrorDefaults: "kmirror engine, the original product's defaults: identity names, tasks 2, no header, no offset sync",
 	keyMM2:             "MirrorMaker 2 dedicated mode, the typical task's settings: default (rename) policy, tasks.max 2, acks=all, sync.group.offsets on, checkpoints on",
 }
 

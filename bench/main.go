@@ -9,7 +9,7 @@
 //     topic) and ConsumerPerformance, and two bare consume->produce copies
 //     without any feature, one on sarama and one on franz-go;
 //   - kmirror's engine with a typical task (rename, source header, consumer
-//     offset sync) and with the seed's defaults (identity, 2 tasks);
+//     offset sync) and with the original product's defaults (identity, 2 tasks);
 //   - MirrorMaker 2 in dedicated mode with the typical task's settings.
 //
 // Every copier runs as a child process (this binary re-executed, or the

@@ -74,7 +74,7 @@ type TaskForm struct {
 	AtLimit       bool
 }
 
-// MaxTopics and MaxMappings are the seed's limits on the form;
+// MaxTopics and MaxMappings are the original product's limits on the form;
 // MaxTasksPerInstance is the service's limit, for the message.
 const (
 	MaxTopics           = 20
@@ -251,7 +251,7 @@ func errorSlot(f TaskForm, slot string, oob bool) templ.Component {
 	})
 }
 
-// TaskFormPage is the create-task page, in the seed's order.
+// TaskFormPage is the create-task page, in the original product's order.
 func TaskFormPage(p Page, f TaskForm) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -2426,7 +2426,7 @@ func formProblems(f TaskForm, oob bool) templ.Component {
 	})
 }
 
-// constraints are the seed's "約束與限制", shown before the form is filled.
+// constraints are the original product's "約束與限制", shown before the form is filled.
 func constraints() templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
@@ -3006,7 +3006,7 @@ func stepLabel(ctx context.Context, ok, skipped bool) string {
 	return i18n.T(ctx, "sc.step.failed")
 }
 
-// roleLabel names a side of a task (current or peer) as the seed does.
+// roleLabel names a side of a task (current or peer) as the original product does.
 func roleLabel(ctx context.Context, role string) string {
 	switch role {
 	case "current":

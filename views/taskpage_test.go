@@ -105,7 +105,7 @@ func TestTaskPageInTraditionalChinese(t *testing.T) {
 		t.Errorf("direction %q", got)
 	}
 	if !strings.Contains(doc.Find(`[data-testid="task-params"]`).Text(), "同步消費進度") {
-		t.Error("parameter labels are not the seed's words")
+		t.Error("parameter labels are not the original product's words")
 	}
 	if doc.Find("html").AttrOr("lang", "") != "zh-TW" {
 		t.Error("html lang")

@@ -119,7 +119,7 @@ func (s *Server) apiValidateTask(c echo.Context) error {
 	return c.JSON(http.StatusOK, res)
 }
 
-// apiConnectivity answers 200 whether the check passed or not (SPEC §6); a
+// apiConnectivity answers 200 whether the check passed or not (/api/v1/openapi.json); a
 // task whose connection fields are unusable is a 422.
 func (s *Server) apiConnectivity(c echo.Context) error {
 	var in task.Task

@@ -167,7 +167,7 @@ func TestLanguageSwitch(t *testing.T) {
 		t.Errorf("nav %q", got)
 	}
 	if got := e.get(e.client, "/dashboard/import").testid("import-submit").Text(); got != "立即創建" {
-		t.Errorf("create-now button %q, want the seed's wording", got)
+		t.Errorf("create-now button %q, want the original product's wording", got)
 	}
 	// Remembered: a later page is still in Chinese; the current language is
 	// not a link.

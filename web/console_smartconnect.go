@@ -14,7 +14,7 @@ import (
 
 // smartConnect serves an instance's Smart Connect section: the task list
 // with its actions, and the create-task form with inline validation and the
-// connectivity check (the seed's flow).
+// connectivity check (the original product's flow).
 type smartConnect struct {
 	s     *Server
 	rates *rateSampler

@@ -20,7 +20,7 @@ const touchedAll = "*"
 
 func (h *smartConnect) newForm(c echo.Context) error {
 	f := views.TaskForm{
-		// Pull preselected: the seed lists it first, and it copies into the
+		// Pull preselected: the original product lists it first, and it copies into the
 		// instance whose page this is, where MirrorMaker 2 also runs best
 		// (consume remote, produce local).
 		Cluster: c.Param("name"), Direction: task.DirectionPull, PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
@@ -62,7 +62,7 @@ func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]strin
 }
 
 // create is "Create now": a created task goes back to the list with the
-// seed's banner; a refused one re-renders the form with every message by
+// success banner ("Task <name> created successfully"); a refused one re-renders the form with every message by
 // its field, keeping what was typed except the password.
 func (h *smartConnect) create(c echo.Context) error {
 	f, t, local, onForm := parseTaskForm(c)

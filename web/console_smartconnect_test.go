@@ -136,7 +136,7 @@ func TestTaskFormMappingMessagesOnTheirRow(t *testing.T) {
 	}
 }
 
-// In Traditional Chinese the flow speaks the seed's words: 開始檢測,
+// In Traditional Chinese the flow speaks the original product's words: 開始檢測,
 // 立即創建 and the banner 創建xxx任務成功.
 // asciiLetters finds an English word.
 var asciiLetters = regexp.MustCompile(`[a-z]{3,}`)
@@ -165,7 +165,7 @@ func TestSmartConnectInTraditionalChinese(t *testing.T) {
 	}
 }
 
-// The create page shows the seed's constraints (in the chosen language),
+// The create page shows the original product's constraints (in the chosen language),
 // offers the source side's topics to pick from after a validation, notes
 // new target topics in the preview, and shows the effective task count of a
 // bidirectional task.

@@ -90,7 +90,7 @@ func mainNav(c echo.Context, active string) []views.NavItem {
 }
 
 // instanceNav is an instance page's part of the left navigation, below the
-// console's: the seed's instance page with its "Smart Connect" entry.
+// console's: the original product's instance page with its "Smart Connect" entry.
 // section is "" for the overview or "smart-connect".
 func instanceNav(c echo.Context, name, section string) []views.NavItem {
 	items := []views.NavItem{
@@ -103,7 +103,7 @@ func instanceNav(c echo.Context, name, section string) []views.NavItem {
 	return items
 }
 
-// apiErrorBody is the JSON shape of every API error (SPEC §6).
+// apiErrorBody is the JSON shape of every API error (/api/v1/openapi.json).
 type apiErrorBody struct {
 	Error apiError `json:"error"`
 }

@@ -1,4 +1,4 @@
-// Package apiclient is a small client of kmirror's JSON API (SPEC §6) for
+// Package apiclient is a small client of kmirror's JSON API (its shapes: /api/v1/openapi.json) for
 // the admin commands of the kmirror CLI. It speaks the API's shapes as raw
 // JSON so the CLI can print them as they are (-o json) or as tables.
 package apiclient

@@ -1,5 +1,5 @@
 // Package checkpoint translates consumer-group offsets from a source cluster
-// to a target cluster and keeps them in step (SPEC §5), MM2-compatible: the
+// to a target cluster and keeps them in step (docs/TASKS.md, Consumer-offset sync), MM2-compatible: the
 // checkpoint records are MM2's, so RemoteClusterUtils.translateOffsets reads
 // them.
 //

@@ -46,7 +46,7 @@ const (
 var KafkaVersion = sarama.V3_9_0_0
 
 // Settings is how to reach and authenticate to one Kafka cluster. The JSON
-// names are the API's (SPEC §6).
+// names are the API's (/api/v1/openapi.json).
 type Settings struct {
 	Name             string   `json:"name"`
 	BootstrapServers []string `json:"bootstrap_servers"`

@@ -26,7 +26,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 )
 
-// Step names, in the order they run (SPEC §3 and §6).
+// Step names, in the order they run (docs/TASKS.md, Connectivity check; the API reports them by these names).
 const (
 	StepTCP         = "tcp"
 	StepTLS         = "tls"

@@ -97,7 +97,7 @@ func TestDescribeMetadataVersion(t *testing.T) {
 	}
 }
 
-// The JSON names are the API's (SPEC §6).
+// The JSON names are the API's (/api/v1/openapi.json).
 func TestResultJSON(t *testing.T) {
 	r := Result{Steps: []Step{{Name: "tcp", OK: true, Message: "reached"}, {Name: "sasl", Message: "bad"}, {Name: "metadata", Skipped: true, Message: "not run"}}}
 	b, err := json.Marshal(r)

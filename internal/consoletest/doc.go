@@ -1,6 +1,6 @@
 // Package consoletest drives the web console in a real headless Chromium
 // (chromedp) against kmirror's real server, engine and two real Kafka
-// clusters, the way a user walks the seed's flow: sign in, add instances,
+// clusters, the way a user walks the original product's flow: sign in, add instances,
 // open one, Smart Connect, create a task with "Start check" and "Create
 // now", watch it replicate; read the list and the create form in
 // Traditional Chinese; open the task page (parameters without the password,

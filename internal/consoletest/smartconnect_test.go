@@ -15,7 +15,7 @@ import (
 	"github.com/kmirror/kmirror/internal/kafkatest"
 )
 
-// TestSmartConnectWalk is the seed's flow in a real browser: sign in, add
+// TestSmartConnectWalk is the original product's flow in a real browser: sign in, add
 // two instances, open the first, Smart Connect, create a task (a wrong name
 // first), Start check, Create now, see it replicate; the list and the form
 // in Traditional Chinese; the task page with its charts, Restart; the
@@ -117,7 +117,7 @@ func TestSmartConnectWalk(t *testing.T) {
 		t.Errorf("preview of %s: %q", topic, b.text(pair))
 	}
 	if n := b.evalInt(`document.querySelectorAll('[data-testid="constraints"] [data-testid="constraint"]').length`); n != 4 {
-		t.Errorf("%d constraints shown, want the seed's 4", n)
+		t.Errorf("%d constraints shown, want the original product's 4", n)
 	}
 	// Bidirectional shows the effective task count live; back to push,
 	// without the source header bidirectional turned on.
@@ -148,7 +148,7 @@ func TestSmartConnectWalk(t *testing.T) {
 	}
 	b.screenshot("create-check-passed")
 
-	// Create now: back to the list with the seed's banner.
+	// Create now: back to the list with the original product's banner.
 	b.run("create now",
 		chromedp.Click(chromedp.CSS(`[data-testid="create-now"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash-success"]`)))
@@ -289,7 +289,7 @@ func TestSmartConnectWalk(t *testing.T) {
 }
 
 // walkChinese switches the list to Traditional Chinese with the layout's
-// language switch, checks the seed's words on the Smart Connect list and
+// language switch, checks the original product's words on the Smart Connect list and
 // the create-task page, and switches back to English.
 func walkChinese(b *browser, row string) {
 	t := b.t

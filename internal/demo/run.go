@@ -51,7 +51,7 @@ func (o RunOptions) withDefaults() RunOptions {
 	return o
 }
 
-// DemoTask is the task the demo runs: the seed's defaults plus rename and
+// DemoTask is the task the demo runs: the original product's defaults plus rename and
 // source header, pushing from the "east" instance (alias A) to "west" (B).
 func DemoTask(topic string) task.Task {
 	return task.Task{

@@ -4,7 +4,7 @@
 // proves the target is an exact, ordered copy of the source (Verify).
 // Replication itself is internal/replicator's job.
 //
-// What "exact copy" means is SPEC §4: every source record is on the target
+// What "exact copy" means is docs/TASKS.md, Replication guarantees: every source record is on the target
 // once, in the same partition and the same order, with the same key, value
 // (null stays null), headers (order, duplicate keys and null values kept) and
 // timestamp. The only allowed difference is an added kmirror.source header
@@ -18,7 +18,7 @@
 //     (CheckValue), so a corrupt value is detectable without the source;
 //   - every tenth record is a tombstone (null value), a third carry a
 //     duplicate header key, a null and an empty header value, and some carry
-//     no header at all, so each of SPEC §4's cases is exercised;
+//     no header at all, so each case of docs/TASKS.md, Replication guarantees, is exercised;
 //   - timestamps are distinct and an hour in the past, so a copy that
 //     re-stamps records with the time it produced them is caught.
 package e2e
@@ -35,7 +35,7 @@ import (
 )
 
 // sourceHeaderKey is the header a task with "add source header" appends to
-// every replicated record (SPEC §4).
+// every replicated record (docs/TASKS.md, Replication guarantees).
 const sourceHeaderKey = "kmirror.source"
 
 const (

@@ -12,7 +12,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 )
 
-// VerifyOptions says what a correct copy looks like beyond SPEC §4's
+// VerifyOptions says what a correct copy looks like beyond docs/TASKS.md's
 // defaults.
 type VerifyOptions struct {
 	// SourceAlias, when set, requires every target record to carry one
@@ -123,7 +123,7 @@ func (r Report) Print(w io.Writer) error {
 
 // Verify reads sourceTopic and targetTopic completely (every partition, from
 // the start offset to the end offset each has when Verify reads it) and
-// reports how faithfully the target copies the source (SPEC §4). Records are
+// reports how faithfully the target copies the source (docs/TASKS.md, Replication guarantees). Records are
 // paired by key, so the source must have unique, non-null keys, as Produce
 // writes; otherwise Verify returns an error. An error also means a topic
 // could not be read; a bad copy is a Report whose OK is false.

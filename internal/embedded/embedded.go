@@ -11,7 +11,7 @@
 //   - listeners are on 127.0.0.1 only, PLAINTEXT, on ports the OS picked;
 //   - data lives in memory and is gone after Close;
 //   - kfake is not Apache Kafka: auth failures, timings and some edge cases
-//     differ (see shared KAFKA.md). A behaviour proven only here is not proven:
+//     differ (kfake closes the connection on any auth failure, where a broker answers with a SASL error). A behaviour proven only here is not proven:
 //     the real-Kafka suites are the proof, this package is the fast path.
 package embedded
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Spec is what `kmirror run -f` reads: clusters and tasks in the API's
-// shapes (SPEC §6), run with no store besides the progress kept in Kafka.
+// shapes (/api/v1/openapi.json), run with no store besides the progress kept in Kafka.
 type Spec struct {
 	Clusters []cluster.Settings `json:"clusters"`
 	Tasks    []task.Task        `json:"tasks"`

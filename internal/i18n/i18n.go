@@ -1,5 +1,5 @@
 // Package i18n translates the console into its languages: English and
-// Traditional Chinese (the seed's language, whose words the zh-TW file uses).
+// Traditional Chinese (the original product's language, whose words the zh-TW file uses).
 //
 // The model: a Catalog holds every message of every language, loaded from
 // the JSON files embedded under messages/ (one file per language, named by

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,6 +21,19 @@ import (
 // shared are the clusters Main started for this test binary (one package).
 var shared []*Cluster
 
+// shortMode: the binary runs with -short, where no broker is started.
+var shortMode bool
+
+// skipShort skips a test that needs real Kafka in a -short run: that run
+// (the race detector's) covers the in-process tests, and the full run,
+// which never skips, covers these.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if shortMode {
+		t.Skip("needs real Kafka: left to the full run (this is the -short run)")
+	}
+}
+
 // Main is a TestMain for packages testing against real Kafka: it starts n
 // clusters once (in parallel), runs the tests, stops the brokers and, when a
 // test failed, keeps their logs under <repo>/test-output/kafka/<package>/.
@@ -31,6 +45,13 @@ func Main(m *testing.M, n int, opts ...Opt) {
 }
 
 func runMain(m *testing.M, n int, opts []Opt) int {
+	flag.Parse()
+	if testing.Short() {
+		// The race detector's run (go test -race -short): the in-process
+		// tests only; real Kafka is the full run's.
+		shortMode = true
+		n = 0
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	began := time.Now()
@@ -123,6 +144,7 @@ type lazyCluster struct {
 // parallel with other tests on the same cluster.
 func Lazy(t testing.TB, name string, opts ...Opt) *Cluster {
 	t.Helper()
+	skipShort(t)
 	lazyMu.Lock()
 	if !inMain {
 		lazyMu.Unlock()
@@ -215,6 +237,7 @@ func keptLogDir(name string) (string, error) {
 // Shared is the i-th cluster Main started; it fails the test if there is none.
 func Shared(t testing.TB, i int) *Cluster {
 	t.Helper()
+	skipShort(t)
 	if i < 0 || i >= len(shared) || shared[i] == nil {
 		t.Fatalf("kafkatest: no shared cluster %d: call kafkatest.Main(m, n) with n > %d in TestMain", i, i)
 	}

@@ -5,7 +5,7 @@
 //
 // A flow's partitions are run by assignments — sets of source partitions
 // handed to a worker — never by hard-wired goroutines, so that several
-// processes can later share a flow through a Kafka consumer group (SPEC §8).
+// processes can later share a flow through a Kafka consumer group (scale-out).
 //
 // Invariants of the copy loop:
 //   - a record is copied with its key, value (nil stays nil), headers,
@@ -168,7 +168,7 @@ type Options struct {
 	// too). Default 10s.
 	ProgressLogInterval time.Duration
 	// CheckpointInterval is how often consumer-group offsets are translated
-	// and synced when the flow syncs them. Default 60s (the seed's "once a
+	// and synced when the flow syncs them. Default 60s (the original product's "once a
 	// minute").
 	CheckpointInterval time.Duration
 }

@@ -14,8 +14,8 @@ import (
 // drops a retried batch it already wrote — so an answer lost on the way back
 // (a connection cut, a broker restart) no longer means a record written
 // twice. sarama's own idempotent producer cannot be used for this: it
-// reorders a partition's batches when a broker comes back (KAFKA.md point
-// 9); with one request in flight per partition the sequences are simple.
+// reorders a partition's batches when a broker comes back (its retry finds
+// no leader in cached metadata, fails the batch and sends the later ones); with one request in flight per partition the sequences are simple.
 //
 // Partitions share the identity and each keeps its own sequence. When the
 // broker no longer knows a partition's sequence (producer state expired,

@@ -13,7 +13,7 @@ import (
 // progress keeps a flow's position — the next source offset of each
 // partition — as committed offsets of the flow's group on the source cluster,
 // so standard Kafka tools show the flow's lag, and several processes can
-// later share a flow through that group (SPEC §8).
+// later share a flow through that group (scale-out).
 //
 // Commits happen on an interval and at a clean stop, not per record: the
 // copy loop only stores the acknowledged position in an atomic. A group's

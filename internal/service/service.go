@@ -26,7 +26,7 @@ import (
 )
 
 // TasksPerClusterLimit is how many Smart Connect tasks one current cluster may
-// hold (SPEC §2).
+// hold (docs/TASKS.md, Cross-task rules).
 const TasksPerClusterLimit = 18
 
 // Sealer seals and opens secrets bound to a label; *secrets.Box is one.

@@ -169,7 +169,7 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 	res.Warnings = append(res.Warnings, s.checkMessageBytes(ctx, res.Flows, targetTopics, labels, settings)...)
 }
 
-// ConnectivityResult is the answer of the connectivity check (SPEC §6).
+// ConnectivityResult is the answer of the connectivity check (/api/v1/openapi.json).
 type ConnectivityResult struct {
 	OK       bool           `json:"ok"`
 	Clusters []ClusterCheck `json:"clusters"`
@@ -189,7 +189,7 @@ var connectionFields = []string{"current.cluster", "peer.config_type", "peer.clu
 	"peer.security_protocol", "peer.sasl_mechanism", "peer.username", "peer.password", "peer.ca_pem"}
 
 // Connectivity checks, step by step, that kmirror can use both clusters of
-// a task with its settings (SPEC §3). Only the fields needed to connect must
+// a task with its settings (docs/TASKS.md, Connectivity check). Only the fields needed to connect must
 // be valid; their problems come back as an invalid_task Error. A failed
 // check is not an error: it is in the result.
 func (s *Service) Connectivity(ctx context.Context, in task.Task) (ConnectivityResult, error) {

@@ -13,8 +13,8 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// MinTargetMaxMessageBytes is the seed's floor for target topics'
-// max.message.bytes: below it the seed's product cannot replicate at all.
+// MinTargetMaxMessageBytes is the original product's floor for target topics'
+// max.message.bytes: below it the original product's product cannot replicate at all.
 // kmirror still works below it (its batches fit the target), but records
 // larger than the target accepts stop their partition, so it warns.
 const MinTargetMaxMessageBytes = 524288
@@ -81,7 +81,7 @@ func sourceTopicChoices(t task.Task, cur, per side, describe func(role string) (
 }
 
 // checkMessageBytes compares, for every previewed topic, the source
-// topic's max.message.bytes with what its target accepts (SPEC §4 "Large
+// topic's max.message.bytes with what its target accepts (docs/TASKS.md, Replication guarantees, "Large
 // messages"), filling in the previews and returning warnings.
 // targetTopics are the topics of each described side (by role); a side
 // missing from it could not be described, so its topics are not judged.

@@ -53,7 +53,7 @@ func warningsAbout(res service.ValidationResult, topic string) []string {
 
 // The dry run compares each topic's max.message.bytes across the flow:
 // an existing target that accepts less than the source, or less than the
-// seed's 524288, is warned about with both values and what happens; a
+// original product's 524288, is warned about with both values and what happens; a
 // missing target is shown as created with the source's configs.
 func TestDryRunChecksMaxMessageBytes(t *testing.T) {
 	east := servicetest.FakeCluster{Brokers: 1,

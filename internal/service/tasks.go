@@ -134,7 +134,7 @@ func (s *Service) requireTasks() error {
 	return nil
 }
 
-// CreateTask validates a task against every rule of SPEC §2, stores it and
+// CreateTask validates a task against every rule of docs/TASKS.md (Task fields, Cross-task rules), stores it and
 // starts it. by names who asked (a console user, "api"). Every broken rule
 // comes back at once in an invalid_task Error: the field rules, unregistered
 // clusters, a replication factor above the target's broker count (checked

@@ -15,7 +15,7 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Task limits (SPEC §2) and bounds that keep absurd values out of the store.
+// Task limits (docs/TASKS.md, Task fields) and bounds that keep absurd values out of the store.
 const (
 	maxTaskTopics    = 20
 	maxTopicMappings = 20
@@ -118,7 +118,7 @@ func trimList(in []string) []string {
 	return out
 }
 
-// ValidateTask returns every rule of SPEC §2 that t breaks on its own; none
+// ValidateTask returns every rule of docs/TASKS.md, Task fields, that t breaks on its own; none
 // means t may be stored as far as t alone goes (CheckAgainstTasks covers the
 // rules involving other tasks, the store whether clusters exist and the
 // target's broker count). t should be normalized first. It is pure and never
@@ -373,7 +373,7 @@ func validateMappings(p *Problems, t task.Task, re *regexp.Regexp, targets []str
 			}
 			sources[m.Source] = i
 			// A mapping only names the target of a selected topic; it does
-			// not select one (the seed: mappings customise target names).
+			// not select one (the original product: mappings customise target names).
 			switch {
 			case len(r.Topics) > 0 && r.TopicsRegex == "":
 				if !contains(r.Topics, m.Source) {
@@ -486,7 +486,7 @@ func explainRegexError(s string, err error) string {
 
 // ---- Rules across tasks ----
 
-// CheckAgainstTasks returns the rules of SPEC §2 that t breaks together with
+// CheckAgainstTasks returns the rules of docs/TASKS.md, Cross-task rules, that t breaks together with
 // the tasks already stored (existing), plus warnings that do not block
 // creation. The store calls it in the same transaction as the insert. addrs
 // returns a registered cluster's bootstrap servers (nil when unknown; addrs

@@ -17,7 +17,7 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// validTask is the SPEC §6 example: a push by address with SASL_SSL.
+// validTask is the API documentation's example: a push by address with SASL_SSL.
 func validTask() task.Task {
 	return task.Task{
 		Name: "orders-dr", Type: "kafka-replication",

@@ -2,7 +2,7 @@
 // clusters and Smart Connect tasks — in SQLite in the data directory.
 //
 // Callers depend on the small interfaces (Users, Clusters, Tasks) rather than on DB,
-// so a store shared by several kmirror processes (SPEC §8) can replace SQLite
+// so a store shared by several kmirror processes (scale-out) can replace SQLite
 // without touching the service layer.
 //
 // Invariants: the schema is brought up to date by Open before any other call;

@@ -1,6 +1,6 @@
 // Package task is the Smart Connect task: the immutable description of a
-// replication between the current cluster and a peer (SPEC §2), in the JSON
-// shape of the API (SPEC §6).
+// replication between the current cluster and a peer (docs/TASKS.md), in the JSON
+// shape of the API.
 //
 // A Task is a value: once created it is never changed (delete and create
 // again). Runtime state (running, paused, failed) lives elsewhere.
@@ -90,7 +90,7 @@ type Mapping struct {
 	Target string `json:"target"`
 }
 
-// DefaultTasks is the seed's default parallelism per flow.
+// DefaultTasks is the original product's default parallelism per flow.
 const DefaultTasks = 2
 
 // DefaultReplicationFactor stands for a task that does not set one: topics
