@@ -126,11 +126,14 @@ type partitionCopy struct {
 	gen   int
 	seq   int32
 	syncs []pendingSync // acknowledge's scratch
+	// maxBytes is the target topic's max.message.bytes as planned for this
+	// run (the partition's assignment; partState keeps only its identity).
+	maxBytes int
 }
 
-func newPartitionCopy(w *worker, ps *partState) *partitionCopy {
-	c := &partitionCopy{w: w, ps: ps,
-		limit: min(ps.MaxBytes-batchOverhead, maxBatchBytes),
+func newPartitionCopy(w *worker, ps *partState, maxBytes int) *partitionCopy {
+	c := &partitionCopy{w: w, ps: ps, maxBytes: maxBytes,
+		limit: min(maxBytes-batchOverhead, maxBatchBytes),
 		ready: make(chan *batch), free: make(chan *batch, 1), done: make(chan struct{})}
 	if w.flow.AddSourceHeader {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
@@ -245,14 +248,14 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			continue
 		}
 		size := recordSize(m, c.header)
-		if size > ps.MaxBytes-batchOverhead {
+		if size > c.maxBytes-batchOverhead {
 			// What came before is still copied; this partition then stops
 			// (the others go on) until the task is restarted.
 			if len(cur.recs) > 0 && !handOff() {
 				return nil
 			}
 			reason := fmt.Sprintf("record at offset %d of %s-%d is %d bytes; target topic %s accepts at most %d (max.message.bytes): raise max.message.bytes on the target topic, then restart the task",
-				m.Offset, ps.Source, ps.Partition.Partition, size, ps.Target, ps.MaxBytes)
+				m.Offset, ps.Source, ps.Partition.Partition, size, ps.Target, c.maxBytes)
 			ps.fail(reason)
 			pc.AsyncClose() // stop fetching for a partition that copies no more (idempotent)
 			c.w.log.Error("partition stopped", "topic", ps.Source, "partition", ps.Partition.Partition, "reason", reason)

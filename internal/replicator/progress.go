@@ -152,12 +152,11 @@ func (p *progress) commitGroup(states []*partState) error {
 		p.lastAll = time.Now()
 	}
 	for _, ps := range states {
-		next, down := ps.committable()
-		sp := storedProgress{next, down, ps.TopicID}
-		if last, ok := p.last[ps]; next < 0 || (ok && !all && last == sp) {
+		sp := ps.committable()
+		if last, ok := p.last[ps]; sp.offset < 0 || (ok && !all && last == sp) {
 			continue
 		}
-		req.AddBlock(ps.Source, ps.Partition.Partition, next, 0, commitMetadata(sp))
+		req.AddBlock(ps.Source, ps.Partition.Partition, sp.offset, 0, commitMetadata(sp))
 		commits[ps] = sp
 		pending = append(pending, ps)
 	}

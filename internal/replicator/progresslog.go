@@ -112,13 +112,12 @@ func (l *progressLog) write(states []*partState, final bool) error {
 	var msgs []*sarama.ProducerMessage
 	wrote := map[*partState]storedProgress{}
 	for _, ps := range states {
-		next, down := ps.committable()
-		sp := storedProgress{next, down, ps.TopicID}
-		if last, ok := l.last[ps]; next < 0 || (ok && last == sp) {
+		sp := ps.committable()
+		if last, ok := l.last[ps]; sp.offset < 0 || (ok && last == sp) {
 			continue
 		}
 		k, _ := json.Marshal(progressKey{l.task, l.flow, ps.Source, ps.Partition.Partition})
-		v, _ := json.Marshal(progressValue{Next: next, Down: down, TopicID: ps.TopicID})
+		v, _ := json.Marshal(progressValue{Next: sp.offset, Down: sp.down, TopicID: sp.topicID})
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: l.topic, Partition: 0,
 			Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)})
 		wrote[ps] = sp

@@ -103,7 +103,8 @@ type partState struct {
 
 	mu       sync.Mutex
 	progDown int64 // downstream position after the last record in progress (next's copy); -1 unknown
-	resumed  bool  // next and progDown came from stored progress (not a fresh start)
+	resumed  bool   // next and progDown came from stored progress (not a fresh start)
+	topicID  string // the source topic's id in this run, stored with progress
 	failed   bool  // a permanent failure: the partition stops until the task restarts
 	reason   string
 	sync     syncState           // last offset sync emitted; only the ack goroutine touches it
@@ -143,15 +144,15 @@ func (p *partState) syncDurable(upstream int64) {
 
 // committable is the progress that may be stored: the next offset to copy
 // and the target position after it, held back before any sync still
-// pending.
-func (p *partState) committable() (next, down int64) {
+// pending, with the source topic's id.
+func (p *partState) committable() storedProgress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next, down = p.next.Load(), p.progDown
-	if len(p.syncPending) > 0 && p.syncPending[0].Upstream < next {
-		next, down = p.syncPending[0].Upstream, p.syncPending[0].Downstream
+	sp := storedProgress{p.next.Load(), p.progDown, p.topicID}
+	if len(p.syncPending) > 0 && p.syncPending[0].Upstream < sp.offset {
+		sp.offset, sp.down = p.syncPending[0].Upstream, p.syncPending[0].Downstream
 	}
-	return next, down
+	return sp
 }
 
 // heldBack is the offset progress is held at by a distance-change sync
@@ -220,13 +221,16 @@ func (s *flowState) partition(p Partition) *partState {
 	defer s.mu.Unlock()
 	ps, ok := s.parts[key]
 	if !ok {
-		ps = &partState{hist: checkpoint.NewHistory(0), progDown: -1}
+		// Partition is set once: its source, number and target never change
+		// for a key, and readers (snapshot, the copy loop) take no lock for
+		// them. What may change between planning rounds (MaxBytes, TopicID)
+		// is read from the worker's assignment, or kept under mu (topicID).
+		ps = &partState{Partition: p, hist: checkpoint.NewHistory(0), progDown: -1}
 		ps.next.Store(-1)
 		ps.lastUp.Store(-1)
 		ps.lastDown.Store(-1)
 		s.parts[key] = ps
 	}
-	ps.Partition = p
 	return ps
 }
 

@@ -149,6 +149,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 
 	type started struct {
+		p  Partition
 		ps *partState
 		pc sarama.PartitionConsumer
 	}
@@ -215,9 +216,10 @@ func (w *worker) run(ctx context.Context) error {
 		ps.next.Store(offset)
 		ps.progDown = down
 		ps.resumed = stored[p].offset == offset && down >= 0
+		ps.topicID = p.TopicID
 		ps.mu.Unlock()
 		states = append(states, ps)
-		runs = append(runs, started{ps: ps, pc: pc})
+		runs = append(runs, started{p: p, ps: ps, pc: pc})
 	}
 	// The resolved start positions are stored at once, so a restart before
 	// the first record does not move "latest" past records produced since.
@@ -228,7 +230,7 @@ func (w *worker) run(ctx context.Context) error {
 
 	var copiers sync.WaitGroup
 	for _, r := range runs {
-		c := newPartitionCopy(w, r.ps)
+		c := newPartitionCopy(w, r.ps, r.p.MaxBytes)
 		copiers.Add(2)
 		go func() {
 			defer copiers.Done()
