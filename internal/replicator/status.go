@@ -102,10 +102,10 @@ type partState struct {
 	lastTS                  atomic.Int64
 
 	mu       sync.Mutex
-	progDown int64 // downstream position after the last record in progress (next's copy); -1 unknown
+	progDown int64  // downstream position after the last record in progress (next's copy); -1 unknown
 	resumed  bool   // next and progDown came from stored progress (not a fresh start)
 	topicID  string // the source topic's id in this run, stored with progress
-	failed   bool  // a permanent failure: the partition stops until the task restarts
+	failed   bool   // a permanent failure: the partition stops until the task restarts
 	reason   string
 	sync     syncState           // last offset sync emitted; only the ack goroutine touches it
 	hist     *checkpoint.History // syncs where the upstream/downstream distance changed
