@@ -23,9 +23,13 @@ generate:
 vet:
 	$(GO) vet ./...
 
-# All tests, real Apache Kafka included (jars fetched once from Maven Central).
+# All tests, real Apache Kafka included (jars fetched once from Maven Central),
+# then the concurrent packages' in-process tests again under the race
+# detector (-short: real Kafka is the first run's).
+RACE_PKGS = ./internal/replicator/ ./internal/engine/ ./internal/service/... ./internal/checkpoint/ ./internal/account/ ./web/
 test:
 	$(GO) test -count=1 -timeout 25m ./...
+	$(GO) test -race -short -count=1 -timeout 15m $(RACE_PKGS)
 
 # KAFKA_UP_FLAGS="-brokers 3 -min-isr 2" for multi-broker clusters
 # (go run ./cmd/kafka-up -h lists the flags).
