@@ -340,6 +340,29 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 	return nil
 }
 
+// checkTargetLoss compares the target partition's end with the last offset
+// it acknowledged: an end before it means acknowledged records are gone
+// (an unclean leader election, a crash of a broker holding the only
+// replica). They are counted and reported with their range, never passed
+// off as duplicates. Exact when nothing else writes to the partition.
+func (c *partitionCopy) checkTargetLoss(cause error) {
+	ps := c.ps
+	lastDown := ps.lastDown.Load()
+	if lastDown < 0 {
+		return
+	}
+	end, err := c.w.dst.GetOffset(ps.Target, ps.Partition.Partition, sarama.OffsetNewest)
+	if err != nil || end > lastDown {
+		return
+	}
+	lost := lastDown - end + 1
+	ps.lost.Add(lost)
+	msg := fmt.Sprintf("target %s-%d lost %d records it had acknowledged (target offsets %d-%d; the last of them is source offset %d of %s-%d): %v — the target had an unclean leader election or lost a broker without replicas; those records are not on the target",
+		ps.Target, ps.Partition.Partition, lost, end, lastDown, ps.lastUp.Load(), ps.Source, ps.Partition.Partition, cause)
+	c.w.state.setError(msg)
+	c.w.log.Error(msg)
+}
+
 // stamp puts the partition's producer id and sequence on a batch.
 func (c *partitionCopy) stamp(rb *sarama.RecordBatch) {
 	rb.ProducerID, rb.ProducerEpoch, rb.FirstSequence = -1, -1, -1
@@ -374,7 +397,9 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 		if sequenceLost(err) && c.pid >= 0 && ctx.Err() == nil {
 			// The broker lost this partition's producer state: write the
 			// batch again under a fresh identity (a duplicate if the lost
-			// state held it).
+			// state held it). If the partition also lost records it had
+			// acknowledged, that is loss, and it is counted as such.
+			c.checkTargetLoss(err)
 			warning, rerr := c.w.ident.renew(dst, c.gen)
 			if rerr != nil {
 				err = rerr

@@ -45,6 +45,10 @@ type FlowStatus struct {
 	// Recopied sums the partitions' Recopied: duplicates on the target
 	// caused by restarts from older progress.
 	Recopied int64 `json:"recopied"`
+	// ExpiredOnSource and LostOnTarget sum the partitions' losses kmirror
+	// could not prevent (see PartitionStatus).
+	ExpiredOnSource int64 `json:"expired_on_source"`
+	LostOnTarget    int64 `json:"lost_on_target"`
 	// Restarts counts recoveries after errors since the process started.
 	Restarts   int64             `json:"restarts"`
 	LastError  string            `json:"last_error,omitempty"`
@@ -87,6 +91,15 @@ type PartitionStatus struct {
 	// the duplicates this caused on the target (exact when nothing else
 	// writes to the target partition).
 	Recopied int64 `json:"recopied"`
+	// ExpiredOnSource counts records the source deleted (retention) before
+	// they could be copied: the stored progress pointed before its oldest.
+	ExpiredOnSource int64 `json:"expired_on_source"`
+	// LostOnTarget counts records the target acknowledged and later lost
+	// (an unclean leader election, a broker without replicas that crashed),
+	// found when the target no longer knew the partition's producer
+	// sequence and its end had gone back before the last acknowledged
+	// offset.
+	LostOnTarget int64 `json:"lost_on_target"`
 }
 
 // partState is the live state of one partition. Counters are atomics read by
@@ -96,6 +109,7 @@ type partState struct {
 	Partition
 	records, bytes, skipped atomic.Int64
 	recopied                atomic.Int64
+	expired, lost           atomic.Int64
 	hwm                     atomic.Int64
 	next                    atomic.Int64 // next source offset to copy (acknowledged progress)
 	lastUp, lastDown        atomic.Int64
@@ -255,7 +269,8 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		ps := PartitionStatus{Topic: p.Source, Target: p.Target, Partition: p.Partition.Partition,
 			NextOffset: p.next.Load(), EndOffset: p.hwm.Load(), Records: p.records.Load(),
 			Failed: failed, Reason: reason, LastCopied: p.lastUp.Load(), Downstream: p.lastDown.Load(),
-			LastRecordT: p.lastTS.Load(), Recopied: p.recopied.Load()}
+			LastRecordT: p.lastTS.Load(), Recopied: p.recopied.Load(),
+			ExpiredOnSource: p.expired.Load(), LostOnTarget: p.lost.Load()}
 		if ps.NextOffset >= 0 && ps.EndOffset > ps.NextOffset {
 			ps.Lag = ps.EndOffset - ps.NextOffset
 			if ps.LastRecordT > 0 && (oldest == 0 || ps.LastRecordT < oldest) {
@@ -266,6 +281,8 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.Bytes += p.bytes.Load()
 		st.SkippedLoops += p.skipped.Load()
 		st.Recopied += ps.Recopied
+		st.ExpiredOnSource += ps.ExpiredOnSource
+		st.LostOnTarget += ps.LostOnTarget
 		st.LagRecords += ps.Lag
 		if failed && (st.State == StateRunning || st.State == StateDegraded) {
 			st.State, st.Reason = StateFailed, reason

@@ -184,7 +184,10 @@ func (w *worker) run(ctx context.Context) error {
 				cleanup()
 				return fmt.Errorf("find oldest offset of %s-%d: %w", p.Source, p.Partition, oerr)
 			}
-			msg := fmt.Sprintf("%s-%d: progress %d is outside the source's retained offsets; continuing at %d (records before it expired on the source before they were copied)", p.Source, p.Partition, offset, oldest)
+			if oldest > offset {
+				ps.expired.Add(oldest - offset)
+			}
+			msg := fmt.Sprintf("%s-%d: progress %d is outside the source's retained offsets; continuing at %d (%d records expired on the source before they were copied)", p.Source, p.Partition, offset, oldest, max(oldest-offset, 0))
 			w.log.Warn(msg)
 			w.state.setError(msg)
 			offset = oldest

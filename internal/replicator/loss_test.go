@@ -1,0 +1,90 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Records the source deletes (retention) before they are copied are
+// counted as expired in the status, not only mentioned in the last error.
+func TestRecordsExpiredOnTheSourceAreCounted(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 1)
+	produceKeys(t, a, "orders", 1, 0, 10)
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		ReplicationFactor: 1, StartOffset: task.StartEarliest})
+	run := func() (*Replicator, func()) {
+		r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() { r.Run(ctx) })
+		return r, func() { cancel(); wg.Wait() }
+	}
+	r, stop := run()
+	waitFor(t, func() error {
+		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 10 {
+			return fmt.Errorf("not caught up: %+v", st.Partitions)
+		}
+		return nil
+	})
+	stop()
+	// While the task is stopped, 30 more records arrive and retention
+	// deletes the source up to offset 25: 10..24 are gone uncopied.
+	produceKeys(t, a, "orders", 1, 10, 30)
+	_, srcAdmin := admin(t, a)
+	if err := srcAdmin.DeleteRecords("orders", map[int32]int64{0: 25}); err != nil {
+		t.Fatal(err)
+	}
+	r, stop = run()
+	defer stop()
+	waitFor(t, func() error {
+		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 40 {
+			return fmt.Errorf("not caught up: %+v", st.Partitions)
+		}
+		return nil
+	})
+	st := r.Status()
+	if st.ExpiredOnSource != 15 || st.Partitions[0].ExpiredOnSource != 15 {
+		t.Fatalf("expired on source: flow %d, partition %d; want 15", st.ExpiredOnSource, st.Partitions[0].ExpiredOnSource)
+	}
+	if got := targetTotal(t, b, "orders", 1); got != 10+15 {
+		t.Fatalf("target holds %d, want 25 (10 before, 25..39 after)", got)
+	}
+}
+
+// A target partition whose end went back before what it acknowledged lost
+// those records: counted and reported with the range, as loss.
+func TestTargetThatLostAcknowledgedRecordsIsReportedAsLoss(t *testing.T) {
+	_, b := startFakes(t)
+	createTopic(t, b, "orders", 1)
+	produceKeys(t, b, "orders", 1, 0, 40) // the target holds 0..39
+	dst, _ := admin(t, b)
+	state := newFlowState("A->B")
+	ps := state.partition(Partition{Source: "orders", Target: "orders", Partition: 0})
+	ps.lastUp.Store(1099)
+	ps.lastDown.Store(99) // it had acknowledged up to 99
+	c := &partitionCopy{w: &worker{dst: dst, state: state, log: slog.Default()}, ps: ps}
+	c.checkTargetLoss(sarama.ErrOutOfOrderSequenceNumber)
+	st := state.snapshot(time.Now())
+	if st.LostOnTarget != 60 {
+		t.Fatalf("lost on target %d, want 60 (offsets 40-99)", st.LostOnTarget)
+	}
+	if !strings.Contains(st.LastError, "lost 60 records it had acknowledged (target offsets 40-99") {
+		t.Fatalf("last error %q", st.LastError)
+	}
+	// A target that still holds everything acknowledged lost nothing.
+	ps.lastDown.Store(39)
+	c.checkTargetLoss(sarama.ErrOutOfOrderSequenceNumber)
+	if st := state.snapshot(time.Now()); st.LostOnTarget != 60 {
+		t.Fatalf("lost on target %d after a check with nothing lost, want still 60", st.LostOnTarget)
+	}
+}
