@@ -220,8 +220,17 @@ func tpMappings(ms []task.Mapping) string {
 	return strings.Join(parts, ", ")
 }
 
-func tpSide(ctx context.Context, side string) string {
-	if side == "peer" {
+// tpReplicationFactor shows a task's replication factor, or that the
+// target's default applies.
+func tpReplicationFactor(ctx context.Context, rf int) string {
+	if rf == task.DefaultReplicationFactor {
+		return i18n.T(ctx, "task.value.replication_factor_default")
+	}
+	return strconv.Itoa(rf)
+}
+
+func tpSide(ctx context.Context, side task.Side) string {
+	if side == task.SidePeer {
 		return i18n.T(ctx, "task.section.peer")
 	}
 	return i18n.T(ctx, "task.section.current")

@@ -1466,9 +1466,9 @@ func taskParams(v TaskView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var95 string
-		templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(v.Task.Rules.ReplicationFactor))
+		templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(tpReplicationFactor(ctx, v.Task.Rules.ReplicationFactor))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `taskpage.templ`, Line: 151, Col: 109}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `taskpage.templ`, Line: 151, Col: 121}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 		if templ_7745c5c3_Err != nil {

@@ -26,7 +26,7 @@ func (h *smartConnect) newForm(c echo.Context) error {
 		// (consume remote, produce local).
 		Cluster: c.Param("name"), Direction: task.DirectionPull, PeerConfigType: task.PeerByAddress, PeerSecurityProtocol: cluster.Plaintext,
 		PeerSASLMechanism: cluster.MechanismSCRAMSHA512, TopicsMode: "list", Tasks: strconv.Itoa(task.DefaultTasks),
-		ReplicationFactor: "1", StartOffset: task.StartEarliest, Compression: "none",
+		ReplicationFactor: "", StartOffset: task.StartEarliest, Compression: "none",
 	}
 	return h.renderForm(c, http.StatusOK, f)
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -27,21 +26,6 @@ func securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		h.Set("X-Frame-Options", "DENY")
 		return next(c)
-	}
-}
-
-// logRequests logs one line per request. The query string is left out: it
-// is not ours to log.
-func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if err != nil {
-			c.Error(err) // write the response now so the status below is real
-		}
-		s.log.Debug("http request", "method", c.Request().Method, "path", c.Request().URL.Path,
-			"status", c.Response().Status, "duration", time.Since(start))
-		return nil
 	}
 }
 
@@ -95,6 +79,7 @@ func (s *Server) requireToken(next echo.HandlerFunc) echo.HandlerFunc {
 			return &service.Error{Code: service.CodeUnauthorized,
 				Message: "missing or wrong API token: send Authorization: Bearer <token> (KMIRROR_TOKEN, or api.token in the data directory)"}
 		}
+		c.Set(keyActor, apiActor)
 		return next(c)
 	}
 }

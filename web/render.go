@@ -122,7 +122,7 @@ func (s *Server) writeError(c echo.Context, err error, status int) error {
 		status = e.Code.HTTPStatus()
 	}
 	if e.Code == service.CodeInternal {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
 	if e.RetryAfter > 0 {
 		c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
@@ -154,7 +154,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	e := service.AsError(err)
 	if e.Code == service.CodeInternal {
-		s.log.Error("request failed", "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
+		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
 	}
 	if status == 0 {
 		status = e.Code.HTTPStatus()
@@ -164,7 +164,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := s.PageData(c, http.StatusText(status), "")
-	if err := Render(c, status, views.ErrorPage(p, http.StatusText(status), e.Message)); err != nil {
+	if err := Render(c, status, views.ErrorPage(p, http.StatusText(status), e.Message, RequestID(c))); err != nil {
 		s.log.Warn("could not render error page", "err", err)
 	}
 }

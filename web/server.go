@@ -91,9 +91,12 @@ func New(d Deps) (*Server, error) {
 	// and a forged header would reset it.
 	e.IPExtractor = echo.ExtractIPDirect()
 	e.HTTPErrorHandler = s.handleError
+	// The request id and log wrap everything else, Recover included, so a
+	// recovered panic is logged as the 500 it became (web/requestid.go).
+	e.Use(requestID()...)
 	e.Use(
+		s.logRequests(),
 		middleware.Recover(),
-		s.logRequests,
 		middleware.BodyLimit("1M"),
 		securityHeaders,
 		s.localize,

@@ -1,6 +1,7 @@
 // Command kafka-up starts two local Apache Kafka clusters for development,
-// prints how to reach them and stops them on Ctrl-C. With --fetch-only it
-// only fetches the Kafka jars into the cache (CI runs this first).
+// prints how to reach them and stops them on Ctrl-C. Each is a single node,
+// or with -brokers N, N brokers and a KRaft controller. With --fetch-only
+// it only fetches the Kafka jars into the cache (CI runs this first).
 package main
 
 import (
@@ -33,6 +34,10 @@ func run(args []string, out io.Writer) error {
 	n := fs.Int("n", 2, "number of clusters to start")
 	heap := fs.Int("heap-mb", 1024, "JVM heap of each broker in MiB")
 	acls := fs.Bool("acls", false, "enable ACLs (alice may do everything, bob nothing)")
+	brokers := fs.Int("brokers", 1, "brokers per cluster; more than 1 adds a KRaft controller and sets the replication factors to it")
+	minISR := fs.Int("min-isr", 0, "min.insync.replicas of every broker (0: Kafka's default, 1)")
+	props := propsFlag{}
+	fs.Var(props, "prop", "a broker property `key=value`, e.g. offsets.retention.minutes=1 (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,6 +55,9 @@ func run(args []string, out io.Writer) error {
 	if *n < 1 {
 		return errors.New("-n must be at least 1")
 	}
+	if *brokers < 1 || *minISR < 0 || *minISR > *brokers {
+		return fmt.Errorf("-brokers %d -min-isr %d: need at least 1 broker and 0 <= min-isr <= brokers", *brokers, *minISR)
+	}
 
 	clusters := make([]*kafkatest.Cluster, *n)
 	errs := make([]error, *n)
@@ -57,7 +65,8 @@ func run(args []string, out io.Writer) error {
 	for i := range *n {
 		wg.Go(func() {
 			clusters[i], errs[i] = kafkatest.Start(ctx,
-				kafkatest.Name(fmt.Sprintf("kafka%d", i+1)), kafkatest.HeapMB(*heap), kafkatest.ACLs(*acls))
+				kafkatest.Name(fmt.Sprintf("kafka%d", i+1)), kafkatest.HeapMB(*heap), kafkatest.ACLs(*acls),
+				kafkatest.Brokers(*brokers), kafkatest.MinInsyncReplicas(*minISR), kafkatest.BrokerProps(props))
 		})
 	}
 	wg.Wait()
@@ -94,5 +103,26 @@ func describe(out io.Writer, c *kafkatest.Cluster) {
 	}
 	fmt.Fprintf(out, "  SASL users      %s (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)\n", strings.Join(users, ", "))
 	fmt.Fprintf(out, "  CA certificate  %s\n", c.CAFile())
+	if ids := c.BrokerIDs(); len(ids) > 1 {
+		fmt.Fprintf(out, "  brokers         %v, controller 100\n", ids)
+		for _, id := range ids {
+			fmt.Fprintf(out, "  broker %d log    %s/server.log\n", id, c.BrokerLogDir(id))
+		}
+		return
+	}
 	fmt.Fprintf(out, "  broker log      %s/server.log\n", c.LogDir())
+}
+
+// propsFlag collects repeated -prop key=value flags.
+type propsFlag map[string]string
+
+func (p propsFlag) String() string { return fmt.Sprint(map[string]string(p)) }
+
+func (p propsFlag) Set(s string) error {
+	k, v, ok := strings.Cut(s, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not key=value", s)
+	}
+	p[k] = v
+	return nil
 }

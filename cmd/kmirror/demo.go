@@ -14,13 +14,14 @@ import (
 // demoClusters is the hook `kmirror serve --demo` calls to start embedded
 // clusters with data flowing into them; serve registers them as instances
 // and creates the demo task on them.
-func demoClusters(ctx context.Context) (*demo.Background, error) {
-	return demo.StartBackground(ctx, slog.Default())
+func demoClusters(ctx context.Context, log *slog.Logger) (*demo.Background, error) {
+	return demo.StartBackground(ctx, log)
 }
 
 type demoConfig struct {
 	records, size, partitions int
 	timeout                   time.Duration
+	log                       logFlags
 }
 
 func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
@@ -31,7 +32,12 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	fs.IntVar(&c.size, "size", 512, "value bytes per record")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of the demo topic")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "how long to wait for the copy")
+	// Warnings only by default: the demo's own report is the output.
+	c.log.add(fs, slog.LevelWarn)
 	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if err := c.log.check(); err != nil {
 		return c, err
 	}
 	if fs.NArg() > 0 {
@@ -48,6 +54,6 @@ func demoCommand(ctx context.Context, args []string, getenv func(string) string,
 		return err
 	}
 	_, err = demo.Run(ctx, stdout, demo.RunOptions{Records: c.records, Size: c.size, Partitions: c.partitions, Timeout: c.timeout,
-		Log: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Log: c.log.logger(stderr)})
 	return err
 }

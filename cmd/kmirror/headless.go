@@ -23,7 +23,12 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	fs.SetOutput(stderr)
 	file := fs.String("f", "", "spec file: {\"clusters\": [...], \"tasks\": [...]} in the API's shapes")
 	statusEvery := fs.Duration("status-interval", 10*time.Second, "how often to log each task's status (0: never)")
+	var lf logFlags
+	lf.add(fs, slog.LevelInfo)
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := lf.check(); err != nil {
 		return err
 	}
 	if *file == "" {
@@ -41,7 +46,7 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	if err := validateSpec(&spec); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log := lf.logger(stderr)
 	eng := engine.New(replicator.Options{}, log)
 	if err := spec.StartAll(eng); err != nil {
 		return err

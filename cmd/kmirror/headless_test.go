@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -97,5 +100,128 @@ func TestRunSpecRefusesAnInvalidTask(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}
+	}
+}
+
+// stopLimit bounds how long kmirror may take to stop after SIGTERM: flows
+// flush and commit, they do not drain the source.
+const stopLimit = 30 * time.Second
+
+// SIGTERM to a real `kmirror run` process while records stream between real
+// Kafka clusters (SASL on both sides) stops it within stopLimit with
+// progress committed; a restarted run copies the rest and nothing twice.
+// The JSON log of both runs carries task and flow on flow lines and never
+// the SASL password.
+func TestRunProcessSIGTERMMidCopyCopiesNothingTwice(t *testing.T) {
+	k1, k2 := realKafka(t)
+	east := k1.Settings(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256)
+	east.Name = "east"
+	west := k2.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
+	west.Name = "west"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const partitions = 3
+	topic := kafkatest.NewTopic(t, k1, partitions, nil)
+	target := "A." + topic
+
+	// Records keep coming while the first run copies, so SIGTERM lands in
+	// the middle of the copy.
+	var produced atomic.Int64
+	stopProducing := make(chan struct{})
+	producerDone := make(chan error, 1)
+	go func() {
+		for range 100 { // bounded: 100 chunks at most
+			select {
+			case <-stopProducing:
+				producerDone <- nil
+				return
+			default:
+			}
+			res, err := e2e.Produce(ctx, east, topic, partitions, 500, 200)
+			produced.Add(res.Records)
+			if err != nil {
+				producerDone <- err
+				return
+			}
+		}
+		producerDone <- nil
+	}()
+
+	tk := task.Task{Name: "sigterm-task", Type: task.TypeKafkaReplication,
+		Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+		Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, Tasks: 2, ReplicationFactor: task.DefaultReplicationFactor, RenameTopics: true}}
+	path := writeSpec(t, engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
+	args := []string{"run", "-f", path, "--log-format", "json", "--log-level", "debug", "--status-interval", "500ms"}
+
+	first := startKmirror(t, args...)
+	if _, err := e2e.WaitFor(ctx, west, target, 3000, nil); err != nil {
+		t.Fatalf("%v\n%s", err, first.stderr.String())
+	}
+	took, err := first.terminate(t, stopLimit)
+	if err != nil {
+		t.Fatalf("first run exited with %v after SIGTERM\n%s", err, first.stderr.String())
+	}
+	if !strings.Contains(first.stdout.String(), "progress committed") {
+		t.Fatalf("no clean stop reported:\n%s", first.stdout.String())
+	}
+	atStop, err := e2e.Count(ctx, west, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	producedAtStop := produced.Load()
+	close(stopProducing)
+	if err := <-producerDone; err != nil {
+		t.Fatal(err)
+	}
+	total := produced.Load()
+	t.Logf("first run stopped %s after SIGTERM with %d records copied, %d produced by then, %d in all",
+		took.Round(time.Millisecond), atStop, producedAtStop, total)
+
+	second := startKmirror(t, args...)
+	if _, err := e2e.WaitFor(ctx, west, target, total, nil); err != nil {
+		t.Fatalf("%v\n%s", err, second.stderr.String())
+	}
+	if _, err := second.terminate(t, stopLimit); err != nil {
+		t.Fatalf("second run exited with %v after SIGTERM\n%s", err, second.stderr.String())
+	}
+	rep, err := e2e.Verify(ctx, east, topic, west, target, e2e.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Duplicated != 0 {
+		t.Fatalf("after SIGTERM and a restart: %s", rep.String())
+	}
+	for _, p := range []*kmirrorProcess{first, second} {
+		checkJSONLog(t, p.stderr.String(), kafkatest.Alice.Password)
+	}
+	// A flow logs "replicating" before it copies a record.
+	if !strings.Contains(first.stderr.String(), `"flow":`) {
+		t.Fatalf("the first run logged no flow line:\n%s", first.stderr.String())
+	}
+}
+
+// checkJSONLog checks a --log-format json log: every line is a JSON object,
+// every line about a flow names its task, and secret appears nowhere.
+func checkJSONLog(t *testing.T, log, secret string) {
+	t.Helper()
+	if strings.Contains(log, secret) {
+		t.Fatalf("the log holds a password:\n%s", log)
+	}
+	sc := bufio.NewScanner(strings.NewReader(log))
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	lines := 0
+	for sc.Scan() {
+		lines++
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line is not JSON: %v\n%s", err, sc.Text())
+		}
+		if _, ok := m["flow"]; ok && m["task"] == nil {
+			t.Fatalf("flow log line without its task: %s", sc.Text())
+		}
+	}
+	if lines == 0 {
+		t.Fatal("nothing was logged; is the log captured?")
 	}
 }

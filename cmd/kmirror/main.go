@@ -4,8 +4,10 @@
 //	kmirror serve [--listen 127.0.0.1:8080] [--data-dir ./kmirror-data] [--demo]
 //	kmirror demo                 (self-contained run on embedded clusters)
 //	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
+//	kmirror healthcheck          (exit 0 when /healthz answers; for containers)
 //	kmirror instance add|list|remove             (admin over the JSON API)
 //	kmirror task create|list|show|delete|pause|resume|restart|check|validate
+//	kmirror backup FILE | restore FILE   (the database of --data-dir)
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -31,8 +33,12 @@ Usage:
   kmirror run -f spec.json   headless replication from a spec file
   kmirror failover --task T --group G
                              move consumer group G to the target now (translated offsets committed)
+  kmirror healthcheck [--url U]
+                             exit 0 when the server's /healthz answers (for container health checks)
   kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
+  kmirror backup FILE        copy the database to FILE (safe while serve runs)
+  kmirror restore FILE       replace the database with FILE (serve must be stopped)
 
 Run 'kmirror <command> -h' for a command's flags.
 `
@@ -76,6 +82,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return taskCommand(ctx, rest, getenv, stdout, stderr)
 	case "failover":
 		return failoverCommand(ctx, rest, getenv, stdout, stderr)
+	case "backup":
+		return backupCommand(ctx, rest, stdout, stderr)
+	case "restore":
+		return restoreCommand(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheckCommand(ctx, rest, getenv, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

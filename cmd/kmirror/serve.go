@@ -35,12 +35,12 @@ type serveConfig struct {
 	Listen        string
 	DataDir       string
 	Demo          bool
-	LogLevel      slog.Level
+	Log           logFlags
 	AdminPassword string // KMIRROR_ADMIN_PASSWORD; used on first start only
 	APIToken      string // KMIRROR_TOKEN; generated and stored when empty
 	// DemoClusters starts embedded clusters for --demo, with data flowing
 	// into them, until its Close.
-	DemoClusters func(ctx context.Context) (*demo.Background, error)
+	DemoClusters func(ctx context.Context, log *slog.Logger) (*demo.Background, error)
 }
 
 func parseServe(args []string, getenv func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -50,8 +50,11 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address of the console and API (host:port)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "./kmirror-data", "directory for the database, keys and token")
 	fs.BoolVar(&cfg.Demo, "demo", false, "start embedded Kafka clusters and register them as instances")
-	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "log level: debug, info, warn or error")
+	cfg.Log.add(fs, slog.LevelInfo)
 	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if err := cfg.Log.check(); err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
@@ -72,11 +75,18 @@ func serveCommand(ctx context.Context, args []string, getenv func(string) string
 
 // serve wires the parts and runs them until ctx is done.
 func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error {
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log := cfg.Log.logger(stderr)
 
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data directory: %w", err)
 	}
+	// Held until serve returns: a second serve or a restore on this data
+	// directory is refused instead of fighting over the database.
+	lock, err := store.LockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer lock.Unlock() //nolint:errcheck // the process is ending; the kernel drops the lock anyway
 	db, err := store.Open(ctx, cfg.DataDir)
 	if err != nil {
 		return err
@@ -176,7 +186,7 @@ func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *
 	if cfg.DemoClusters == nil {
 		return nil, nil
 	}
-	bg, err := cfg.DemoClusters(ctx)
+	bg, err := cfg.DemoClusters(ctx, log)
 	if err != nil {
 		return nil, fmt.Errorf("start demo clusters: %w", err)
 	}

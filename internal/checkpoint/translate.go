@@ -7,21 +7,29 @@
 // downstream d) on a partition's first record and whenever the distance d-u
 // changes (an upstream gap: skipped, compacted or aborted records,
 // transaction markers; other writers on the target; a rewind after a
-// restart). So between two consecutive syncs S_i and S_i+1 every copied
-// record has d = u + (d_i - u_i). A group offset g (the next record the
-// group will read) with u_i <= g translates to
+// restart). So between two consecutive syncs S_i and S_i+1 of one writer
+// every copied record has d = u + (d_i - u_i). A group offset g (the next
+// record the group will read) with u_i <= g translates to
 //
-//	min(d_i + (g - u_i), d_i+1)                when S_i+1 exists,
+//	min(d_i + (g - u_i), d_i+1)                when S_i+1 is linked to S_i,
 //	min(d_i + (g - u_i), next downstream)      for the newest sync, when the
 //	                                           flow's live progress is known,
-//	d_i + (g == u_i ? 0 : 1)                   for the newest sync otherwise
-//	                                           (MM2's rule: safe, may be behind).
+//	min(d_i + (g == u_i ? 0 : 1), d_i+1)       otherwise (MM2's rule: safe,
+//	                                           may be behind).
+//
+// Continuity is proven, never assumed. Each sync carries Prev, the upstream
+// offset of the distance change before it as its writer saw it; S_i+1 is
+// linked to S_i when S_i+1.Prev == u_i. A sync that was lost, one that
+// compaction took, or one written by another tool (MM2's syncs carry no
+// Prev) breaks the chain, and across a break only the safe rule is used:
+// interpolating across a distance change the history cannot see could
+// translate past records that were never copied.
 //
 // The caps keep the result from ever being ahead of what was copied: a group
 // moved to the target never skips a record. Because history is kept for
-// every delta change (not MM2's 64 syncs since restart), groups lagging far
-// behind translate exactly too; a group older than the known history is not
-// translated (reported), never guessed.
+// every distance change (not MM2's 64 syncs since restart), groups lagging
+// far behind translate exactly too; a group older than the known history is
+// not translated (reported), never guessed.
 package checkpoint
 
 import "sort"
@@ -30,7 +38,18 @@ import "sort"
 type SyncPoint struct {
 	Upstream   int64
 	Downstream int64
+	// Prev is the upstream offset of the distance change before this one,
+	// as the writer that emitted both saw it: between the two the distance
+	// is proven constant. ChainStart for a writer's first sync; Unlinked
+	// for a sync that says nothing about what came before (MM2's).
+	Prev int64
 }
+
+// Prev values that name no earlier sync.
+const (
+	ChainStart int64 = -1
+	Unlinked   int64 = -2
+)
 
 // Live is a flow's acknowledged progress on a partition: every upstream
 // offset below NextUpstream has been copied, the last to NextDownstream-1.
@@ -70,6 +89,37 @@ func (h *History) Add(p SyncPoint) {
 	}
 }
 
+// PrevFor is the Prev of a new distance-change sync at upstream up by a
+// writer whose earlier changes are all in the history: the sync before up,
+// unless that one is Unlinked (nothing is known about the stretch between).
+func (h *History) PrevFor(up int64) int64 {
+	i := sort.Search(len(h.points), func(i int) bool { return h.points[i].Upstream >= up }) - 1
+	if i < 0 || h.points[i].Prev == Unlinked {
+		return ChainStart
+	}
+	return h.points[i].Upstream
+}
+
+// AddOlder adds syncs from a source that carries no links (MM2's
+// offset-syncs topic), in the order written, as Unlinked points: only
+// those older than every point already held, so they extend the history
+// backwards without overriding what the writer's own history says.
+func (h *History) AddOlder(points []SyncPoint) {
+	older := NewHistory(h.max)
+	for _, p := range points {
+		p.Prev = Unlinked
+		older.Add(p)
+	}
+	if oldest := h.Oldest(); oldest >= 0 {
+		n := sort.Search(len(older.points), func(i int) bool { return older.points[i].Upstream >= oldest })
+		older.points = older.points[:n]
+	}
+	h.points = append(older.points, h.points...)
+	if len(h.points) > h.max {
+		h.points = h.points[len(h.points)-h.max:]
+	}
+}
+
 // Len is the number of points kept.
 func (h *History) Len() int { return len(h.points) }
 
@@ -92,14 +142,18 @@ func (h *History) Translate(g int64, live *Live) (downstream int64, ok bool) {
 	}
 	s := h.points[i]
 	exact := s.Downstream + (g - s.Upstream)
+	safe := s.Downstream // MM2's rule: behind by at most the run since s
+	if g > s.Upstream {
+		safe++
+	}
 	switch {
-	case i+1 < n:
+	case i+1 < n && h.points[i+1].Prev == s.Upstream:
 		return min(exact, h.points[i+1].Downstream), true
-	case live != nil && live.NextUpstream >= s.Upstream:
+	case i+1 < n:
+		return min(safe, h.points[i+1].Downstream), true
+	case live != nil && live.NextUpstream >= s.Upstream && s.Prev != Unlinked:
 		return min(exact, live.NextDownstream), true
-	case g == s.Upstream:
-		return s.Downstream, true
 	default:
-		return s.Downstream + 1, true
+		return safe, true
 	}
 }

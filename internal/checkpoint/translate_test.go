@@ -2,18 +2,22 @@ package checkpoint
 
 import "testing"
 
+// history is what one writer emits: each sync linked to the one before.
 func history(points ...SyncPoint) *History {
 	h := NewHistory(0)
 	for _, p := range points {
+		p.Prev = h.PrevFor(p.Upstream)
 		h.Add(p)
 	}
 	return h
 }
 
+func pt(up, down int64) SyncPoint { return SyncPoint{Upstream: up, Downstream: down} }
+
 func TestTranslate(t *testing.T) {
 	// 0..9 copied to 0..9; 10..11 skipped (loop header); 12.. copied from 10;
 	// the flow has acknowledged up to upstream 29 (next 30 -> downstream 28).
-	h := history(SyncPoint{0, 0}, SyncPoint{12, 10})
+	h := history(pt(0, 0), pt(12, 10))
 	live := &Live{NextUpstream: 30, NextDownstream: 28}
 	cases := []struct {
 		name string
@@ -44,7 +48,7 @@ func TestTranslate(t *testing.T) {
 }
 
 func TestTranslateOlderThanHistory(t *testing.T) {
-	h := history(SyncPoint{100, 50})
+	h := history(pt(100, 50))
 	if _, ok := h.Translate(99, nil); ok {
 		t.Fatal("translated an offset older than the history")
 	}
@@ -55,7 +59,7 @@ func TestTranslateOlderThanHistory(t *testing.T) {
 
 func TestRewindDropsSupersededSyncs(t *testing.T) {
 	// Copied 0..99 to 0..99, crashed, re-copied from 60: 60 -> 100.
-	h := history(SyncPoint{0, 0}, SyncPoint{50, 50}, SyncPoint{90, 90}, SyncPoint{60, 100})
+	h := history(pt(0, 0), pt(50, 50), pt(90, 90), pt(60, 100))
 	if h.Len() != 3 {
 		t.Fatalf("len %d, want 3 (the sync at 90 is superseded)", h.Len())
 	}
@@ -70,7 +74,7 @@ func TestRewindDropsSupersededSyncs(t *testing.T) {
 func TestHistoryBound(t *testing.T) {
 	h := NewHistory(3)
 	for i := int64(0); i < 10; i++ {
-		h.Add(SyncPoint{i * 10, i * 10})
+		h.Add(pt(i*10, i*10))
 	}
 	if h.Len() != 3 || h.Oldest() != 70 {
 		t.Fatalf("len %d oldest %d", h.Len(), h.Oldest())
@@ -95,8 +99,9 @@ func FuzzTranslateNeverAhead(f *testing.F) {
 				continue
 			}
 			down = append(down, d)
-			p := SyncPoint{int64(u), d}
+			p := pt(int64(u), d)
 			if !have || p.Downstream-p.Upstream != last.Downstream-last.Upstream {
+				p.Prev = h.PrevFor(p.Upstream)
 				h.Add(p)
 				last, have = p, true
 			}
@@ -126,6 +131,120 @@ func FuzzTranslateNeverAhead(f *testing.F) {
 		}
 		if got != want {
 			t.Fatalf("g=%d translated to %d, want exactly %d", g, got, want)
+		}
+	})
+}
+
+// A distance change the history cannot see — its sync lost, compacted away,
+// or never written (MM2) — is never interpolated across.
+func TestTranslateAcrossHiddenChange(t *testing.T) {
+	// The copy: 0..49 -> 0..49; 50..69 skipped (an upstream gap, distance
+	// -20); 70..209 -> 50..189; 210.. after another gap of 10 -> 190..
+	// The sync at 70 (the first change) is lost.
+	full := []SyncPoint{pt(0, 0), pt(70, 50), pt(210, 190)}
+	linked := history(full...)
+	lost := history(full...)
+	lost.points = append(lost.points[:1:1], lost.points[2]) // 210 still names 70 as its Prev
+	mm2 := NewHistory(0)
+	mm2.AddOlder([]SyncPoint{pt(0, 0), pt(210, 190)})
+	cases := []struct {
+		name string
+		h    *History
+		g    int64
+		want int64
+	}{
+		{"whole chain: exact", linked, 100, 80},
+		{"whole chain: in the gap, the next copied record", linked, 60, 50},
+		// Interpolating from 0 would give 100, twenty records past the
+		// copy of 100 (at 80): a consumer failing over would skip them.
+		{"sync lost: safe rule", lost, 100, 1},
+		{"sync lost: at a known sync, exact", lost, 210, 190},
+		{"before the hidden change: still safe, not exact", lost, 30, 1},
+		{"MM2's syncs only: safe rule", mm2, 100, 1},
+		{"MM2's syncs only: at a sync", mm2, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got, ok := c.h.Translate(c.g, nil); !ok || got != c.want {
+				t.Fatalf("Translate(%d) = %d, %v; want %d", c.g, got, ok, c.want)
+			}
+		})
+	}
+}
+
+func TestAddOlderExtendsOnlyBackwards(t *testing.T) {
+	h := history(pt(100, 100), pt(150, 140))
+	// MM2's syncs from before kmirror took over, and one after that
+	// contradicts kmirror's own history: only the older ones are added.
+	h.AddOlder([]SyncPoint{pt(10, 5), pt(60, 55), pt(120, 500)})
+	if h.Len() != 4 || h.Oldest() != 10 {
+		t.Fatalf("len %d oldest %d, want 4 points from 10", h.Len(), h.Oldest())
+	}
+	if got, _ := h.Translate(130, nil); got != 130 {
+		t.Fatalf("Translate(130) = %d, want 130 (kmirror's linked run)", got)
+	}
+	if got, _ := h.Translate(80, nil); got != 56 {
+		t.Fatalf("Translate(80) = %d, want 56 (MM2's rule after the sync at 60)", got)
+	}
+	// A writer continuing after the unlinked syncs does not link to them.
+	h2 := NewHistory(0)
+	h2.AddOlder([]SyncPoint{pt(0, 0)})
+	if prev := h2.PrevFor(40); prev != ChainStart {
+		t.Fatalf("PrevFor after an MM2 sync = %d, want ChainStart", prev)
+	}
+}
+
+// Never ahead, whatever syncs are lost: a random copy with gaps and
+// rewinds, its distance-change syncs linked by one writer, then a random
+// subset of them dropped (lost writes, compaction).
+func FuzzTranslateNeverAheadWithLostSyncs(f *testing.F) {
+	f.Add([]byte{1, 0, 2, 2, 1, 0, 2, 1, 1}, uint64(0b0101), int64(4))
+	f.Fuzz(func(t *testing.T, steps []byte, drop uint64, g int64) {
+		var down []int64
+		h := NewHistory(0)
+		var d int64
+		var last SyncPoint
+		have := false
+		for u, s := range steps {
+			if s%3 == 2 {
+				down = append(down, -1)
+				continue
+			}
+			down = append(down, d)
+			p := pt(int64(u), d)
+			if !have || p.Downstream-p.Upstream != last.Downstream-last.Upstream {
+				p.Prev = h.PrevFor(p.Upstream)
+				h.Add(p)
+				last, have = p, true
+			}
+			d++
+		}
+		if len(down) == 0 {
+			return
+		}
+		kept := h.points[:0:0]
+		for i, p := range h.points {
+			if i >= 64 || drop&(1<<i) == 0 {
+				kept = append(kept, p)
+			}
+		}
+		h.points = kept
+		if g < 0 || g > int64(len(down)) {
+			g = int64(len(down)) / 2
+		}
+		got, ok := h.Translate(g, nil)
+		if !ok {
+			return
+		}
+		want := d
+		for u := g; u < int64(len(down)); u++ {
+			if down[u] >= 0 {
+				want = down[u]
+				break
+			}
+		}
+		if got > want {
+			t.Fatalf("g=%d translated to %d, ahead of %d (history %v)", g, got, want, h.points)
 		}
 	})
 }

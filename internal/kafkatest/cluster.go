@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,17 +38,21 @@ type options struct {
 	acls         bool
 	startTimeout time.Duration
 	dir          string
+	brokers      int
+	minISR       int
+	props        map[string]string
 }
 
 func defaults() options {
-	return options{heapMB: 512, startTimeout: 3 * time.Minute}
+	return options{heapMB: 512, startTimeout: 3 * time.Minute, brokers: 1}
 }
 
 // Name names the cluster in logs and kept-log directories.
 func Name(n string) Opt { return func(o *options) { o.name = n } }
 
-// HeapMB sets the broker's JVM heap (-Xms and -Xmx). Tests use the default
-// 512; benchmarks want 1024 or more.
+// HeapMB sets each broker's JVM heap (-Xms and -Xmx). Tests use the default
+// 512; benchmarks want 1024 or more. The controller of a multi-broker
+// cluster gets at most 256.
 func HeapMB(mb int) Opt { return func(o *options) { o.heapMB = mb } }
 
 // ACLs turns on the StandardAuthorizer: Admin and the PLAINTEXT (anonymous)
@@ -58,30 +64,78 @@ func ACLs(on bool) Opt { return func(o *options) { o.acls = on } }
 // temporary directory.
 func Dir(dir string) Opt { return func(o *options) { o.dir = dir } }
 
-// Cluster is one running single-node KRaft cluster.
+// Brokers starts n brokers (node ids 1..n) and one KRaft controller (node
+// id 100, a static quorum) instead of one combined node. Every broker has
+// the three listeners; the default replication factor and the internal
+// topics' replication factors are n. Brokers(1) is the single-node cluster.
+func Brokers(n int) Opt { return func(o *options) { o.brokers = n } }
+
+// MinInsyncReplicas sets min.insync.replicas on every broker, and the
+// min ISR of the transaction and share-state topics. Unset, Kafka's
+// default (1) applies. At most the number of brokers.
+func MinInsyncReplicas(n int) Opt { return func(o *options) { o.minISR = n } }
+
+// BrokerProps sets server properties on every node, after the harness's
+// own (so they win), e.g. offsets.retention.minutes, log.roll.ms or
+// log.cleaner.* to compact quickly. Several calls add up.
+func BrokerProps(props map[string]string) Opt {
+	return func(o *options) {
+		if o.props == nil {
+			o.props = map[string]string{}
+		}
+		maps.Copy(o.props, props)
+	}
+}
+
+// Cluster is one running KRaft cluster: a single combined node (the
+// default), or N brokers and a controller (Brokers).
 type Cluster struct {
 	name    string
 	id      string
 	dir     string
 	version string
-	ports   map[string]int
 	caPEM   string
 
-	argv         []string // java and its arguments: Restart runs the same broker again
 	startTimeout time.Duration
 
-	// procMu serializes Stop, Kill and Restart. proc is the running JVM,
-	// nil while the broker is down.
-	procMu  sync.Mutex
-	proc    *process
-	stopErr error // why the last Stop was not clean; Stop returns it again
+	// controller is nil for a single-node cluster, whose one node is
+	// brokers[0] in both roles.
+	controller *node
+	brokers    []*node // by node id, 1..N
+
+	// procMu serializes Stop, Kill and Restart, of the cluster or of one
+	// broker.
+	procMu sync.Mutex
 
 	adminMu     sync.Mutex
 	adminClient sarama.Client // to tell whether a caller closed the shared admin
 	admin       sarama.ClusterAdmin
 }
 
-// process is one run of the broker JVM.
+// node is one Kafka JVM of the cluster.
+type node struct {
+	id    int32
+	label string // "broker-1", "controller"; the cluster's name for a single node
+	dir   string // holds config/, data/, logs/
+	ports map[string]int
+	argv  []string // java and its arguments: a restart runs the same node again
+
+	proc    *process // the running JVM, nil while the node is down
+	stopErr error    // why the last stop was not clean; Stop returns it again
+	killed  bool     // the last stop was a SIGKILL (for logs and errors)
+}
+
+// howDown says how a stopped node went down, for restart logs and errors.
+func (n *node) howDown() string {
+	if n.killed {
+		return "after it was killed"
+	}
+	return "after a clean stop"
+}
+
+func (n *node) isBroker() bool { return n.ports[cluster.Plaintext] != 0 }
+
+// process is one run of a node's JVM.
 type process struct {
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the JVM has exited
@@ -94,11 +148,19 @@ func (c *Cluster) Name() string { return c.name }
 // ID is the KRaft cluster id.
 func (c *Cluster) ID() string { return c.id }
 
-// Dir holds config/, data/ and logs/ of the cluster.
+// Dir holds the cluster's files: config/, data/ and logs/ of a single node;
+// config/ (the CA) and one directory per node (controller, broker-1, ...)
+// of a multi-broker cluster.
 func (c *Cluster) Dir() string { return c.dir }
 
-// LogDir holds the broker's log (server.log) and the format tool's.
-func (c *Cluster) LogDir() string { return filepath.Join(c.dir, "logs") }
+// LogDir holds the broker's log (server.log) and the format tool's; for a
+// multi-broker cluster, that of broker 1 (BrokerLogDir for the others).
+func (c *Cluster) LogDir() string { return filepath.Join(c.brokers[0].dir, "logs") }
+
+// BrokerLogDir is LogDir of broker id.
+func (c *Cluster) BrokerLogDir(id int32) string {
+	return filepath.Join(c.broker(id).dir, "logs")
+}
 
 // Version is the Apache Kafka version running.
 func (c *Cluster) Version() string { return c.version }
@@ -109,13 +171,52 @@ func (c *Cluster) CAPEM() string { return c.caPEM }
 // CAFile is the path of CAPEM on disk, for tools outside Go.
 func (c *Cluster) CAFile() string { return filepath.Join(c.dir, "config", "ca.pem") }
 
-// Bootstrap is the host:port of the listener for a security protocol
-// (PLAINTEXT, SASL_PLAINTEXT or SASL_SSL).
+// BrokerIDs are the node ids of the brokers, 1..N.
+func (c *Cluster) BrokerIDs() []int32 {
+	ids := make([]int32, len(c.brokers))
+	for i, b := range c.brokers {
+		ids[i] = b.id
+	}
+	return ids
+}
+
+// broker is the broker with node id id; it panics on an unknown id (a bug
+// in the test).
+func (c *Cluster) broker(id int32) *node {
+	if id < 1 || int(id) > len(c.brokers) {
+		panic(fmt.Sprintf("kafkatest: cluster %s has no broker %d (ids 1..%d)", c.name, id, len(c.brokers)))
+	}
+	return c.brokers[id-1]
+}
+
+// Bootstrap is the bootstrap.servers string for a security protocol
+// (PLAINTEXT, SASL_PLAINTEXT or SASL_SSL): host:port of that listener on
+// every broker, comma-separated (one address on a single-node cluster).
+// Go clients take BootstrapServers.
 func (c *Cluster) Bootstrap(protocol string) string {
+	return strings.Join(c.BootstrapServers(protocol), ",")
+}
+
+// BootstrapServers is Bootstrap as a list, one address per broker.
+func (c *Cluster) BootstrapServers(protocol string) []string {
+	addrs := make([]string, len(c.brokers))
+	for i, b := range c.brokers {
+		addrs[i] = b.addr(protocol)
+	}
+	return addrs
+}
+
+// BrokerBootstrap is the address of the listener for protocol on broker id
+// alone.
+func (c *Cluster) BrokerBootstrap(id int32, protocol string) string {
+	return c.broker(id).addr(protocol)
+}
+
+func (n *node) addr(protocol string) string {
 	if protocol == "" {
 		protocol = cluster.Plaintext
 	}
-	p, ok := c.ports[protocol]
+	p, ok := n.ports[protocol]
 	if !ok || protocol == controllerListener {
 		panic(fmt.Sprintf("kafkatest: no listener for security protocol %q", protocol))
 	}
@@ -132,7 +233,7 @@ func (c *Cluster) Settings(protocol, mechanism string) cluster.Settings {
 func (c *Cluster) SettingsAs(protocol, mechanism string, u User) cluster.Settings {
 	s := cluster.Settings{
 		Name:             c.name,
-		BootstrapServers: []string{c.Bootstrap(protocol)},
+		BootstrapServers: c.BootstrapServers(protocol),
 		SecurityProtocol: protocol,
 	}
 	if s.UsesSASL() {
@@ -146,12 +247,19 @@ func (c *Cluster) SettingsAs(protocol, mechanism string, u User) cluster.Setting
 	return s
 }
 
-// Start formats and starts a new cluster and waits until it serves clients.
-// The caller must Stop it; if the caller's process dies, so does the broker.
+// Start formats and starts a new cluster and waits until it serves clients
+// (every broker registered). The caller must Stop it; if the caller's
+// process dies, so do the JVMs.
 func Start(ctx context.Context, opts ...Opt) (*Cluster, error) {
 	o := defaults()
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.brokers < 1 {
+		return nil, fmt.Errorf("kafkatest: Brokers(%d): a cluster needs at least one broker", o.brokers)
+	}
+	if o.minISR > o.brokers {
+		return nil, fmt.Errorf("kafkatest: MinInsyncReplicas(%d) is more than the %d broker(s): no write with acks=all could succeed", o.minISR, o.brokers)
 	}
 	jars, err := EnsureJars(ctx)
 	if err != nil {
@@ -184,39 +292,96 @@ func Start(ctx context.Context, opts ...Opt) (*Cluster, error) {
 		}
 		slog.Warn("kafka broker port was taken; retrying on new ports", "cluster", o.name, "attempt", attempt)
 	}
-	return nil, fmt.Errorf("start Kafka cluster %s (logs in %s): %w", o.name, filepath.Join(dir, "logs"), errors.Join(errs...))
+	return nil, fmt.Errorf("start Kafka cluster %s (logs in %s): %w", o.name, dir, errors.Join(errs...))
 }
 
 var errPortTaken = errors.New("a listener port was already in use")
 
+// brokerListeners are the listeners of every broker, named as their
+// security protocols.
+var brokerListeners = []string{cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL}
+
+// layout makes the nodes of a cluster with their directories and ports,
+// and no process yet.
+func layout(dir string, o options) ([]*node, *node, error) {
+	if o.brokers == 1 {
+		ports, err := freePorts(4)
+		if err != nil {
+			return nil, nil, err
+		}
+		n := &node{id: 1, label: o.name, dir: dir, ports: map[string]int{}}
+		for i, l := range append(slices.Clone(brokerListeners), controllerListener) {
+			n.ports[l] = ports[i]
+		}
+		return []*node{n}, nil, nil
+	}
+	ports, err := freePorts(1 + len(brokerListeners)*o.brokers)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctl := &node{id: controllerNodeID, label: "controller", dir: filepath.Join(dir, "controller"),
+		ports: map[string]int{controllerListener: ports[0]}}
+	ports = ports[1:]
+	brokers := make([]*node, o.brokers)
+	for i := range brokers {
+		id := int32(i + 1)
+		b := &node{id: id, label: fmt.Sprintf("broker-%d", id), dir: filepath.Join(dir, fmt.Sprintf("broker-%d", id)), ports: map[string]int{}}
+		for _, l := range brokerListeners {
+			b.ports[l], ports = ports[0], ports[1:]
+		}
+		brokers[i] = b
+	}
+	return brokers, ctl, nil
+}
+
 func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, error) {
-	for _, sub := range []string{"data", "config"} {
-		// A previous attempt's data is formatted for other ports.
-		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
-			return nil, fmt.Errorf("clean %s: %w", sub, err)
-		}
-	}
-	for _, sub := range []string{"data", "config", "logs"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			return nil, fmt.Errorf("create %s: %w", sub, err)
-		}
-	}
-	ports, err := freePorts("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL", controllerListener)
+	brokers, ctl, err := layout(dir, o)
 	if err != nil {
 		return nil, err
+	}
+	nodes := slices.Clone(brokers)
+	if ctl != nil {
+		nodes = append(nodes, ctl)
+	}
+	for _, n := range nodes {
+		for _, sub := range []string{"data", "config"} {
+			// A previous attempt's data is formatted for other ports.
+			if err := os.RemoveAll(filepath.Join(n.dir, sub)); err != nil {
+				return nil, fmt.Errorf("clean %s: %w", sub, err)
+			}
+		}
+		for _, sub := range []string{"data", "config", "logs"} {
+			if err := os.MkdirAll(filepath.Join(n.dir, sub), 0o755); err != nil {
+				return nil, fmt.Errorf("create %s: %w", sub, err)
+			}
+		}
 	}
 	tm, err := newTLSMaterial(time.Now())
 	if err != nil {
 		return nil, err
 	}
+	// The CA and the keystore are the cluster's, shared by its brokers
+	// (the certificate names 127.0.0.1, whatever the port).
 	conf := filepath.Join(dir, "config")
-	props := filepath.Join(conf, "server.properties")
-	log4j := filepath.Join(conf, "log4j2.properties")
+	if err := os.MkdirAll(conf, 0o755); err != nil {
+		return nil, fmt.Errorf("create config: %w", err)
+	}
 	files := map[string][]byte{
-		props:                               []byte(serverProperties(brokerConfig{Ports: ports, DataDir: filepath.Join(dir, "data"), KeystoreDir: conf, ACLs: o.acls})),
-		log4j:                               []byte(log4j2Properties),
 		filepath.Join(conf, "ca.pem"):       tm.caPEM,
 		filepath.Join(conf, "keystore.pem"): tm.keystorePEM,
+	}
+	for _, n := range nodes {
+		bc := brokerConfig{NodeID: n.id, Ports: n.ports, DataDir: filepath.Join(n.dir, "data"), KeystoreDir: conf,
+			ACLs: o.acls, Brokers: o.brokers, MinISR: o.minISR, Overrides: o.props}
+		if ctl != nil {
+			bc.Controller = ctl.ports[controllerListener]
+			bc.Roles = "broker"
+			if n == ctl {
+				bc.Roles = "controller"
+			}
+		}
+		files[filepath.Join(n.dir, "config", "server.properties")] = []byte(serverProperties(bc))
+		files[filepath.Join(n.dir, "config", "log4j2.properties")] = []byte(log4j2Properties)
 	}
 	for path, b := range files {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
@@ -227,30 +392,53 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{name: o.name, id: id, dir: dir, version: jars.Version, ports: ports, caPEM: string(tm.caPEM), startTimeout: o.startTimeout}
+	c := &Cluster{name: o.name, id: id, dir: dir, version: jars.Version, caPEM: string(tm.caPEM),
+		startTimeout: o.startTimeout, controller: ctl, brokers: brokers}
 
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, fmt.Errorf("java is not installed: install OpenJDK 17 or newer: %w", err)
 	}
-	jvm := []string{
-		fmt.Sprintf("-Xms%dm", o.heapMB), fmt.Sprintf("-Xmx%dm", o.heapMB),
-		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + log4j,
-		"-cp", jars.Classpath(),
+	// Format every node at once: each is a JVM start of a few seconds.
+	err = forEach(nodes, func(n *node) error {
+		heap := o.heapMB
+		if n == ctl {
+			heap = min(heap, 256)
+		}
+		props := filepath.Join(n.dir, "config", "server.properties")
+		jvm := []string{
+			fmt.Sprintf("-Xms%dm", heap), fmt.Sprintf("-Xmx%dm", heap),
+			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+			"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+			"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "config", "log4j2.properties"),
+			"-cp", jars.Classpath(),
+		}
+		format := append(append([]string{}, jvm...), "kafka.tools.StorageTool", "format", "-t", id, "-c", props)
+		switch {
+		case ctl == nil:
+			format = append(append(format, "--standalone"), scramArgs(Users())...)
+		case n == ctl:
+			// The users go into the bootstrap metadata, which only the
+			// controller reads; the brokers learn them from the log.
+			format = append(format, scramArgs(Users())...)
+		}
+		if err := runLogged(ctx, java, format, filepath.Join(n.dir, "logs", "format.log")); err != nil {
+			return fmt.Errorf("format the storage of %s: %w", n.label, err)
+		}
+		n.argv = append(append([]string{java}, jvm...), "kafka.Kafka", props)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 
-	format := append(append([]string{}, jvm...), "kafka.tools.StorageTool", "format",
-		"-t", id, "-c", props, "--standalone")
-	format = append(format, scramArgs(Users())...)
-	if err := runLogged(ctx, java, format, filepath.Join(dir, "logs", "format.log")); err != nil {
-		return nil, fmt.Errorf("format the storage: %w", err)
-	}
-
-	c.argv = append(append([]string{java}, jvm...), "kafka.Kafka", props)
 	began := time.Now()
-	if err := c.launch(ctx); err != nil {
+	if err := forEach(nodes, func(n *node) error { return c.launch(ctx, n) }); err != nil {
+		c.killAll()
+		return nil, err
+	}
+	if err := c.waitBrokers(ctx, c.BrokerIDs()); err != nil {
+		c.killAll()
 		return nil, err
 	}
 	if o.acls {
@@ -259,27 +447,55 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 			return nil, err
 		}
 	}
-	slog.Info("kafka cluster started", "cluster", c.name, "version", c.version,
+	slog.Info("kafka cluster started", "cluster", c.name, "version", c.version, "brokers", len(c.brokers),
 		"plaintext", c.Bootstrap(cluster.Plaintext), "took", time.Since(began).Round(time.Millisecond))
 	return c, nil
 }
 
-// launch starts the formatted broker and waits until it serves clients.
-// Its output is appended to logs/server.log; readiness is only looked for
-// in what this run wrote, not in an earlier run's lines. A broker that does
-// not become ready is killed.
-func (c *Cluster) launch(ctx context.Context) error {
-	logPath := filepath.Join(c.dir, "logs", "server.log")
+// forEach runs f on every node at once and joins the errors.
+func forEach(nodes []*node, f func(*node) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = f(n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// killAll ends every node with SIGKILL, after a failed start.
+func (c *Cluster) killAll() {
+	for _, n := range c.nodes() {
+		_ = c.terminate(n, syscall.SIGKILL)
+	}
+}
+
+// nodes are the brokers, then the controller of a multi-broker cluster.
+func (c *Cluster) nodes() []*node {
+	ns := slices.Clone(c.brokers)
+	if c.controller != nil {
+		ns = append(ns, c.controller)
+	}
+	return ns
+}
+
+// launch starts a formatted node and waits until it serves (a broker:
+// clients on PLAINTEXT; the controller: its started line). Its output is
+// appended to logs/server.log; readiness is only looked for in what this
+// run wrote, not in an earlier run's lines. A node that does not become
+// ready is killed.
+func (c *Cluster) launch(ctx context.Context, n *node) error {
+	logPath := filepath.Join(n.dir, "logs", "server.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("open the broker log: %w", err)
+		return fmt.Errorf("open the log of %s: %w", n.label, err)
 	}
 	from, err := logf.Seek(0, io.SeekEnd)
 	if err != nil {
 		logf.Close()
-		return fmt.Errorf("open the broker log: %w", err)
+		return fmt.Errorf("open the log of %s: %w", n.label, err)
 	}
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
+	cmd := exec.Command(n.argv[0], n.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Own process group: Ctrl-C in a terminal reaches us, not the JVM,
@@ -291,7 +507,7 @@ func (c *Cluster) launch(ctx context.Context) error {
 	}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return fmt.Errorf("start the broker JVM: %w", err)
+		return fmt.Errorf("start the JVM of %s: %w", n.label, err)
 	}
 	p := &process{cmd: cmd, exited: make(chan struct{})}
 	go func() {
@@ -299,9 +515,11 @@ func (c *Cluster) launch(ctx context.Context) error {
 		logf.Close()
 		close(p.exited)
 	}()
-	c.proc = p
-	if err := c.waitReady(ctx, p, logPath, from); err != nil {
-		c.terminate(syscall.SIGKILL)
+	n.proc = p
+	n.stopErr = nil
+	if err := c.waitReady(ctx, n, p, logPath, from); err != nil {
+		_ = c.terminate(n, syscall.SIGKILL)
+		err = fmt.Errorf("%s: %w", n.label, err)
 		if logContainsFrom(logPath, from, "Address already in use") {
 			return fmt.Errorf("%w: %w", errPortTaken, err)
 		}
@@ -310,39 +528,42 @@ func (c *Cluster) launch(ctx context.Context) error {
 	return nil
 }
 
-// waitReady polls the broker log (from offset from) for the started line,
-// then proves a metadata request on PLAINTEXT answers; it fails fast if the
-// JVM exits.
-func (c *Cluster) waitReady(ctx context.Context, p *process, logPath string, from int64) error {
+// waitReady polls the node's log (from offset from) for the started line,
+// then, on a broker, proves a metadata request on its PLAINTEXT listener
+// answers; it fails fast if the JVM exits.
+func (c *Cluster) waitReady(ctx context.Context, n *node, p *process, logPath string, from int64) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	started := false
 	for {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("the broker exited before serving (%v); last log lines:\n%s", p.err, tail(logPath, 20))
+			return fmt.Errorf("the node exited before serving (%v); last log lines:\n%s", p.err, tail(logPath, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("the broker did not serve in time: %w; last log lines:\n%s", ctx.Err(), tail(logPath, 20))
+			return fmt.Errorf("the node did not serve in time: %w; last log lines:\n%s", ctx.Err(), tail(logPath, 20))
 		case <-tick.C:
 		}
 		if !started {
 			started = logContainsFrom(logPath, from, startedLine)
+			if started && !n.isBroker() {
+				return nil
+			}
 			continue
 		}
-		if err := c.ping(); err == nil {
+		if err := c.ping(n); err == nil {
 			return nil
 		}
 	}
 }
 
-func (c *Cluster) ping() error {
+func (c *Cluster) ping(n *node) error {
 	cfg, err := c.Settings(cluster.Plaintext, "").Config("kafkatest-ping")
 	if err != nil {
 		return err
 	}
 	cfg.Net.DialTimeout = 2 * time.Second
 	cfg.Metadata.Retry.Max = 0
-	client, err := sarama.NewClient([]string{c.Bootstrap(cluster.Plaintext)}, cfg)
+	client, err := sarama.NewClient([]string{n.addr(cluster.Plaintext)}, cfg)
 	if err != nil {
 		return err
 	}
@@ -353,20 +574,112 @@ func (c *Cluster) ping() error {
 	return nil
 }
 
-// Admin is a cluster admin on the PLAINTEXT listener (a super user even
-// with ACLs on), shared by the harness and closed by Stop, Kill and Restart.
-// A caller that closed it gets a new one.
+// client is a new client on the PLAINTEXT listeners; the caller closes it.
+func (c *Cluster) client(clientID string) (sarama.Client, error) {
+	cfg, err := c.Settings(cluster.Plaintext, "").Config(clientID)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Net.DialTimeout = 2 * time.Second
+	client, err := sarama.NewClient(c.BootstrapServers(cluster.Plaintext), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", c.name, err)
+	}
+	return client, nil
+}
+
+// waitBrokers polls metadata until every broker in ids is registered and
+// unfenced (metadata lists only those): a broker serves metadata before
+// the controller lets it lead or follow.
+func (c *Cluster) waitBrokers(ctx context.Context, ids []int32) error {
+	client, err := c.client("kafkatest-wait")
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		last := registered(client, ids)
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", last, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func registered(client sarama.Client, ids []int32) error {
+	if err := client.RefreshMetadata(); err != nil {
+		return err
+	}
+	seen := map[int32]bool{}
+	for _, b := range client.Brokers() {
+		seen[b.ID()] = true
+	}
+	var missing []int32
+	for _, id := range ids {
+		if !seen[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("brokers %v not registered with the controller yet", missing)
+	}
+	return nil
+}
+
+// Leader is the node id of the broker leading a partition, as metadata
+// says now. Right after a leader dies, metadata names it until the
+// controller fences it (broker.session.timeout.ms, 9 s by default): poll.
+func (c *Cluster) Leader(topic string, partition int32) (int32, error) {
+	client, err := c.client("kafkatest-leader")
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	if err := client.RefreshMetadata(topic); err != nil {
+		return 0, fmt.Errorf("metadata of %s on %s: %w", topic, c.name, err)
+	}
+	b, err := client.Leader(topic, partition)
+	if err != nil {
+		return 0, fmt.Errorf("leader of %s-%d on %s: %w", topic, partition, c.name, err)
+	}
+	return b.ID(), nil
+}
+
+// InSyncReplicas are the node ids of a partition's in-sync replicas, as
+// metadata says now.
+func (c *Cluster) InSyncReplicas(topic string, partition int32) ([]int32, error) {
+	client, err := c.client("kafkatest-isr")
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	if err := client.RefreshMetadata(topic); err != nil {
+		return nil, fmt.Errorf("metadata of %s on %s: %w", topic, c.name, err)
+	}
+	isr, err := client.InSyncReplicas(topic, partition)
+	if err != nil {
+		return nil, fmt.Errorf("in-sync replicas of %s-%d on %s: %w", topic, partition, c.name, err)
+	}
+	slices.Sort(isr)
+	return isr, nil
+}
+
+// Admin is a cluster admin on the PLAINTEXT listeners (a super user even
+// with ACLs on), shared by the harness and closed by Stop, Kill and Restart
+// (of the cluster or of a broker). A caller that closed it gets a new one.
 func (c *Cluster) Admin() (sarama.ClusterAdmin, error) {
 	c.adminMu.Lock()
 	defer c.adminMu.Unlock()
 	if c.admin != nil && !c.adminClient.Closed() {
 		return c.admin, nil
 	}
-	cfg, err := c.Settings(cluster.Plaintext, "").Config("kafkatest-admin")
-	if err != nil {
-		return nil, err
-	}
-	client, err := sarama.NewClient([]string{c.Bootstrap(cluster.Plaintext)}, cfg)
+	client, err := c.client("kafkatest-admin")
 	if err != nil {
 		return nil, fmt.Errorf("connect an admin client to %s: %w", c.name, err)
 	}
@@ -419,75 +732,161 @@ func (c *Cluster) grantAlice() error {
 	return nil
 }
 
-// Stop ends the broker: SIGTERM to its process group, SIGKILL if it has not
-// exited after 30 s. Files stay; Remove deletes them, Restart starts the
-// broker again. Safe to call twice.
+// Stop ends every node: SIGTERM to each broker's process group (all at
+// once), then to the controller's, SIGKILL to any that has not exited
+// after 30 s. Files stay; Remove deletes them, Restart starts the cluster
+// again. Safe to call twice.
 func (c *Cluster) Stop() error {
 	c.closeAdmin()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	if c.proc != nil {
-		c.stopErr = c.terminate(syscall.SIGTERM)
+	_ = c.stopAll()
+	var errs []error
+	for _, n := range c.nodes() {
+		errs = append(errs, n.stopErr)
 	}
-	return c.stopErr
+	return errors.Join(errs...)
 }
 
-// Kill ends the broker with SIGKILL, as a crash would: no controlled
-// shutdown, logs not flushed past the page cache. Restart brings it back,
-// about 9 s slower than after Stop: the controller refuses the new broker's
-// registration until the killed one's session (broker.session.timeout.ms)
-// expires.
+// stopAll is Stop with procMu held.
+func (c *Cluster) stopAll() error {
+	// Brokers first: a broker's controlled shutdown asks the controller.
+	err := forEach(c.brokers, func(n *node) error { return c.stopNode(n, syscall.SIGTERM) })
+	if c.controller != nil {
+		err = errors.Join(err, c.stopNode(c.controller, syscall.SIGTERM))
+	}
+	return err
+}
+
+// stopNode ends one node with sig if it runs and remembers why it did not
+// stop cleanly (Stop returns it again). Called with procMu held.
+func (c *Cluster) stopNode(n *node, sig syscall.Signal) error {
+	if n.proc == nil {
+		return nil
+	}
+	n.stopErr = c.terminate(n, sig)
+	return n.stopErr
+}
+
+// Kill ends every node with SIGKILL, as a crash would: no controlled
+// shutdown, logs not flushed past the page cache. Restart brings the
+// cluster back, about 9 s slower than after Stop: the controller refuses a
+// new broker's registration until the killed one's session
+// (broker.session.timeout.ms) expires.
 func (c *Cluster) Kill() error {
 	c.closeAdmin()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	if c.proc != nil {
-		return c.terminate(syscall.SIGKILL)
-	}
-	return nil
+	return forEach(c.nodes(), func(n *node) error { return c.terminate(n, syscall.SIGKILL) })
 }
 
-// Restart stops the broker cleanly if it runs (after Kill it does not), then
-// starts it again on the same directory, ports and cluster id, and waits
-// until it serves clients and every partition of every topic has a leader
-// again. Addresses do not change, so clients and Settings taken before keep
-// working once they reconnect.
+// Restart stops the cluster cleanly if it runs (after Kill it does not),
+// then starts every node again on the same directories, ports and cluster
+// id, and waits until every broker is registered and every partition of
+// every topic has a leader again. Addresses do not change, so clients and
+// Settings taken before keep working once they reconnect.
 func (c *Cluster) Restart(ctx context.Context) error {
 	c.closeAdmin()
 	c.procMu.Lock()
 	defer c.procMu.Unlock()
-	how := "after it was killed"
-	if c.proc != nil {
-		how = "after a clean stop"
-		if err := c.terminate(syscall.SIGTERM); err != nil {
-			return fmt.Errorf("restart %s: %w", c.name, err)
+	how := "after a clean stop"
+	for _, n := range c.nodes() {
+		if n.proc == nil && n.killed {
+			how = n.howDown()
 		}
+	}
+	if err := c.stopAll(); err != nil {
+		return fmt.Errorf("restart %s: %w", c.name, err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
 	defer cancel()
 	began := time.Now()
-	c.stopErr = nil
-	if err := c.launch(ctx); err != nil {
-		// The ports are the cluster's identity: a restart cannot move to
-		// new ones as Start does, so a taken port is an error.
-		return fmt.Errorf("restart Kafka cluster %s %s (logs in %s): %w", c.name, how, c.LogDir(), err)
+	// The ports are the cluster's identity: a restart cannot move to new
+	// ones as Start does, so a taken port is an error.
+	if err := forEach(c.nodes(), func(n *node) error { return c.launch(ctx, n) }); err != nil {
+		return fmt.Errorf("restart Kafka cluster %s %s (logs in %s): %w", c.name, how, c.dir, err)
 	}
-	if err := c.waitAllLeaders(ctx); err != nil {
-		return fmt.Errorf("restart Kafka cluster %s %s (logs in %s): %w", c.name, how, c.LogDir(), err)
+	if err := c.waitWhole(ctx, c.BrokerIDs()); err != nil {
+		return fmt.Errorf("restart Kafka cluster %s %s (logs in %s): %w", c.name, how, c.dir, err)
 	}
 	slog.Info("kafka cluster restarted", "cluster", c.name, "how", how,
 		"plaintext", c.Bootstrap(cluster.Plaintext), "took", time.Since(began).Round(time.Millisecond))
 	return nil
 }
 
-// terminate sends sig to the broker's process group and waits for the JVM
-// to exit, escalating to SIGKILL after 30 s. Called with procMu held.
-func (c *Cluster) terminate(sig syscall.Signal) error {
-	p := c.proc
+// KillBroker ends broker id with SIGKILL, as a crash would; the other
+// nodes run on. Its partitions get new leaders once the controller fences
+// it (broker.session.timeout.ms, 9 s by default) if another replica is in
+// sync. On a single-node cluster KillBroker(1) is Kill.
+func (c *Cluster) KillBroker(id int32) error {
+	n := c.broker(id)
+	c.closeAdmin()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	return c.terminate(n, syscall.SIGKILL)
+}
+
+// StopBroker ends broker id cleanly (SIGTERM: a controlled shutdown that
+// moves its leaderships first); the other nodes run on.
+func (c *Cluster) StopBroker(id int32) error {
+	n := c.broker(id)
+	c.closeAdmin()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	_ = c.stopNode(n, syscall.SIGTERM)
+	return n.stopErr
+}
+
+// RestartBroker stops broker id cleanly if it runs (after KillBroker it
+// does not), starts it again with the same properties, and waits until it
+// is registered and every partition has a leader. It is back in a
+// partition's ISR only once it has caught up: poll InSyncReplicas. After
+// KillBroker it takes about 9 s more (the dead session must expire first).
+func (c *Cluster) RestartBroker(ctx context.Context, id int32) error {
+	n := c.broker(id)
+	c.closeAdmin()
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	how := n.howDown()
+	if n.proc != nil {
+		how = "after a clean stop"
+		if err := c.stopNode(n, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("restart broker %d of %s: %w", id, c.name, err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.startTimeout)
+	defer cancel()
+	began := time.Now()
+	if err := c.launch(ctx, n); err != nil {
+		return fmt.Errorf("restart broker %d of %s %s (logs in %s): %w", id, c.name, how, c.BrokerLogDir(id), err)
+	}
+	if err := c.waitWhole(ctx, []int32{id}); err != nil {
+		return fmt.Errorf("restart broker %d of %s %s (logs in %s): %w", id, c.name, how, c.BrokerLogDir(id), err)
+	}
+	slog.Info("kafka broker restarted", "cluster", c.name, "broker", id, "how", how,
+		"took", time.Since(began).Round(time.Millisecond))
+	return nil
+}
+
+// waitWhole waits until the brokers ids are registered and every partition
+// has a leader.
+func (c *Cluster) waitWhole(ctx context.Context, ids []int32) error {
+	if err := c.waitBrokers(ctx, ids); err != nil {
+		return err
+	}
+	return c.waitAllLeaders(ctx)
+}
+
+// terminate sends sig to a node's process group and waits for the JVM to
+// exit, escalating to SIGKILL after 30 s. Called with procMu held, or
+// before the cluster is handed out.
+func (c *Cluster) terminate(n *node, sig syscall.Signal) error {
+	p := n.proc
 	if p == nil {
 		return nil
 	}
-	c.proc = nil
+	n.proc = nil
+	n.killed = sig == syscall.SIGKILL
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, sig)
 	select {
@@ -495,10 +894,11 @@ func (c *Cluster) terminate(sig syscall.Signal) error {
 		return nil
 	case <-time.After(30 * time.Second):
 	}
-	slog.Warn("kafka broker ignored a signal for 30s; killing it", "cluster", c.name, "signal", sig)
+	slog.Warn("kafka node ignored a signal for 30s; killing it", "cluster", c.name, "node", n.label, "signal", sig)
+	n.killed = true
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
-	return fmt.Errorf("broker %s did not stop within 30s of %v and was killed", c.name, sig)
+	return fmt.Errorf("%s of %s did not stop within 30s of %v and was killed", n.label, c.name, sig)
 }
 
 // waitAllLeaders polls metadata until every partition of every topic,
@@ -506,13 +906,9 @@ func (c *Cluster) terminate(sig syscall.Signal) error {
 // before it leads its partitions again, and a test that goes on earlier
 // sees NOT_LEADER errors it did not cause.
 func (c *Cluster) waitAllLeaders(ctx context.Context) error {
-	cfg, err := c.Settings(cluster.Plaintext, "").Config("kafkatest-wait")
+	client, err := c.client("kafkatest-wait")
 	if err != nil {
 		return err
-	}
-	client, err := sarama.NewClient([]string{c.Bootstrap(cluster.Plaintext)}, cfg)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", c.name, err)
 	}
 	defer client.Close()
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -555,11 +951,24 @@ func allLed(client sarama.Client) error {
 // Remove deletes the cluster's directory. Call after Stop.
 func (c *Cluster) Remove() error { return os.RemoveAll(c.dir) }
 
+// keepLogs copies what explains a failure (server and format logs, server
+// properties) of every node under dir to dst: a single node's to dst, a
+// multi-broker cluster's to dst/<node>.
 func keepLogs(dir, dst string) error {
+	srcs := map[string]string{dir: dst}
+	if entries, err := os.ReadDir(dir); err == nil {
+		for _, e := range entries {
+			if _, err := os.Stat(filepath.Join(dir, e.Name(), "logs")); e.IsDir() && err == nil {
+				srcs[filepath.Join(dir, e.Name())] = filepath.Join(dst, e.Name())
+			}
+		}
+	}
 	var errs []error
-	for _, rel := range []string{"logs/server.log", "logs/format.log", "config/server.properties"} {
-		if err := copyFile(filepath.Join(dir, rel), filepath.Join(dst, filepath.Base(rel))); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+	for src, to := range srcs {
+		for _, rel := range []string{"logs/server.log", "logs/format.log", "config/server.properties"} {
+			if err := copyFile(filepath.Join(src, rel), filepath.Join(to, filepath.Base(rel))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -585,23 +994,23 @@ func copyFile(src, dst string) error {
 	return out.Close()
 }
 
-// freePorts reserves distinct free ports by holding all listeners open at
-// once, then releases them for the broker to bind.
-func freePorts(names ...string) (map[string]int, error) {
-	ports := make(map[string]int, len(names))
+// freePorts reserves n distinct free ports by holding all listeners open
+// at once, then releases them for the nodes to bind.
+func freePorts(n int) ([]int, error) {
+	ports := make([]int, 0, n)
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
 			l.Close()
 		}
 	}()
-	for _, n := range names {
+	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return nil, fmt.Errorf("find a free port on 127.0.0.1: %w", err)
 		}
 		ls = append(ls, l)
-		ports[n] = l.Addr().(*net.TCPAddr).Port
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
 }

@@ -2,7 +2,9 @@ package kafkatest
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -31,26 +33,37 @@ func Users() []User { return []User{Admin, Alice, Bob} }
 // Listener names double as their security protocols, except CONTROLLER.
 const controllerListener = "CONTROLLER"
 
-// brokerConfig is everything server.properties depends on.
+// controllerNodeID is the node id of the KRaft controller of a
+// multi-broker cluster; brokers are 1..N.
+const controllerNodeID = 100
+
+// brokerConfig is everything server.properties depends on. The zero Roles
+// is the single-node cluster: one combined broker and controller, node 1.
 type brokerConfig struct {
-	Ports       map[string]int // listener name -> port, incl. CONTROLLER
+	NodeID      int32
+	Roles       string         // "", "broker" or "controller"
+	Ports       map[string]int // this node's listener name -> port
+	Controller  int            // port of the controller's CONTROLLER listener
+	Brokers     int            // brokers in the cluster: the replication factors
+	MinISR      int            // min.insync.replicas; 0 is Kafka's default (1)
 	DataDir     string
 	KeystoreDir string // holds keystore.pem
 	ACLs        bool
+	Overrides   map[string]string // set last, on every node
 }
 
-// serverProperties renders a single-node combined broker+controller. The
-// controller and inter-broker traffic stay on PLAINTEXT, so its anonymous
-// principal must be a super user once ACLs are on.
+// serverProperties renders one node's server.properties. The controller
+// and inter-broker traffic stay on PLAINTEXT, so its anonymous principal
+// must be a super user once ACLs are on.
 func serverProperties(c brokerConfig) string {
+	brokers := max(c.Brokers, 1)
+	rf := strconv.Itoa(brokers)
+	minISR := strconv.Itoa(max(c.MinISR, 1))
 	p := map[string]string{
-		"process.roles":                       "broker,controller",
-		"node.id":                             "1",
-		"controller.quorum.bootstrap.servers": fmt.Sprintf("127.0.0.1:%d", c.Ports[controllerListener]),
-		"controller.listener.names":           controllerListener,
-		"inter.broker.listener.name":          "PLAINTEXT",
-		"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d",
-			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"], c.Ports[controllerListener]),
+		"controller.listener.names":  controllerListener,
+		"inter.broker.listener.name": "PLAINTEXT",
+		"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d",
+			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"]),
 		"advertised.listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d",
 			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"]),
 		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
@@ -63,23 +76,50 @@ func serverProperties(c brokerConfig) string {
 		"listener.name.sasl_ssl.ssl.keystore.location": c.KeystoreDir + "/keystore.pem",
 		"listener.name.sasl_ssl.ssl.client.auth":       "none",
 
-		// One node: every internal topic has one replica. Fewer partitions
-		// for the internal topics make the first group or transaction fast.
-		"offsets.topic.replication.factor":                 "1",
+		// Every internal topic has a replica on every broker. Fewer
+		// partitions for the internal topics make the first group or
+		// transaction fast.
+		"offsets.topic.replication.factor":                 rf,
 		"offsets.topic.num.partitions":                     "4",
-		"transaction.state.log.replication.factor":         "1",
-		"transaction.state.log.min.isr":                    "1",
+		"transaction.state.log.replication.factor":         rf,
+		"transaction.state.log.min.isr":                    minISR,
 		"transaction.state.log.num.partitions":             "4",
-		"share.coordinator.state.topic.replication.factor": "1",
-		"share.coordinator.state.topic.min.isr":            "1",
+		"share.coordinator.state.topic.replication.factor": rf,
+		"share.coordinator.state.topic.min.isr":            minISR,
 		"share.coordinator.state.topic.num.partitions":     "1",
-		"default.replication.factor":                       "1",
+		"default.replication.factor":                       rf,
 		"num.partitions":                                   "1",
 		"group.initial.rebalance.delay.ms":                 "0",
 		// A deleted topic's files go after 1 s instead of 60: disk space
 		// comes back in long runs, and the benchmark's next copier does not
 		// share the disk with the write-back of the last one's data.
 		"file.delete.delay.ms": "1000",
+		// No time retention: tests write records with old timestamps (a
+		// fixed base for deterministic data), which the default 7 days
+		// would delete at the next retention check. Topics that want
+		// retention set retention.ms.
+		"log.retention.ms": "-1",
+	}
+	if c.MinISR > 0 {
+		p["min.insync.replicas"] = minISR
+	}
+	switch c.Roles {
+	case "":
+		p["process.roles"] = "broker,controller"
+		p["node.id"] = "1"
+		p["controller.quorum.bootstrap.servers"] = fmt.Sprintf("127.0.0.1:%d", c.Ports[controllerListener])
+		p["listeners"] += fmt.Sprintf(",CONTROLLER://127.0.0.1:%d", c.Ports[controllerListener])
+	default:
+		// A static quorum of one controller: simpler than a dynamic one,
+		// and every node knows the voter set from its own properties.
+		p["process.roles"] = c.Roles
+		p["node.id"] = strconv.Itoa(int(c.NodeID))
+		p["controller.quorum.voters"] = fmt.Sprintf("%d@127.0.0.1:%d", controllerNodeID, c.Controller)
+		if c.Roles == "controller" {
+			p["listeners"] = fmt.Sprintf("CONTROLLER://127.0.0.1:%d", c.Controller)
+			delete(p, "advertised.listeners")
+			delete(p, "inter.broker.listener.name")
+		}
 	}
 	for _, l := range []string{"sasl_plaintext", "sasl_ssl"} {
 		p["listener.name."+l+".plain.sasl.jaas.config"] = plainJAAS(Users())
@@ -91,12 +131,9 @@ func serverProperties(c brokerConfig) string {
 		p["super.users"] = "User:ANONYMOUS;User:" + Admin.Name
 		p["allow.everyone.if.no.acl.found"] = "false"
 	}
+	maps.Copy(p, c.Overrides)
 
-	keys := make([]string, 0, len(p))
-	for k := range p {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(p))
 	var b strings.Builder
 	b.WriteString("# Written by kmirror's kafkatest; regenerated at every start.\n")
 	for _, k := range keys {

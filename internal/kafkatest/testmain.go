@@ -55,9 +55,15 @@ func runMain(m *testing.M, n int, opts []Opt) int {
 	if err := errors.Join(errs...); err != nil {
 		fmt.Fprintf(os.Stderr, "kafkatest: could not start %d Kafka cluster(s): %v\n", n, err)
 	} else {
-		fmt.Fprintf(os.Stderr, "kafkatest: %d Kafka %s cluster(s) ready in %s\n", n, clusters[0].Version(), time.Since(began).Round(time.Millisecond))
+		if n > 0 {
+			fmt.Fprintf(os.Stderr, "kafkatest: %d Kafka %s cluster(s) ready in %s\n", n, clusters[0].Version(), time.Since(began).Round(time.Millisecond))
+		}
+		lazyMu.Lock()
+		inMain = true
+		lazyMu.Unlock()
 		code = m.Run()
 	}
+	stopLazy(code != 0)
 
 	keep := code != 0 || os.Getenv("KMIRROR_KEEP_KAFKA_LOGS") != ""
 	for i, c := range clusters {
@@ -69,19 +75,115 @@ func runMain(m *testing.M, n int, opts []Opt) int {
 		if dirs[i] == "" {
 			continue
 		}
-		name := fmt.Sprintf("kafka%d", i+1)
 		if keep {
-			if dst, err := keptLogDir(name); err != nil {
-				fmt.Fprintf(os.Stderr, "kafkatest: keep logs of %s: %v\n", name, err)
-			} else if err := keepLogs(dirs[i], dst); err != nil {
-				fmt.Fprintf(os.Stderr, "kafkatest: keep logs of %s: %v\n", name, err)
-			} else {
-				fmt.Fprintf(os.Stderr, "kafkatest: broker logs of %s kept in %s\n", name, dst)
-			}
+			keepClusterLogs(fmt.Sprintf("kafka%d", i+1), dirs[i])
 		}
 		_ = os.RemoveAll(dirs[i])
 	}
 	return code
+}
+
+func keepClusterLogs(name, dir string) {
+	if dst, err := keptLogDir(name); err != nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: keep logs of %s: %v\n", name, err)
+	} else if err := keepLogs(dir, dst); err != nil {
+		fmt.Fprintf(os.Stderr, "kafkatest: keep logs of %s: %v\n", name, err)
+	} else {
+		fmt.Fprintf(os.Stderr, "kafkatest: broker logs of %s kept in %s\n", name, dst)
+	}
+}
+
+// The clusters Lazy started, by name; Main stops them after the tests.
+var (
+	lazyMu sync.Mutex
+	inMain bool // Main runs the tests: it will stop what Lazy starts
+	lazy   = map[string]*lazyCluster{}
+)
+
+type lazyCluster struct {
+	mu  sync.Mutex // held while it starts: a second test waits for the first
+	dir string
+	c   *Cluster
+	err error // why it did not start; not retried, each try costs minutes
+}
+
+// Lazy is a cluster shared by the tests of a package that ask for it by
+// name, started with opts by the first of them and stopped by Main after
+// the tests (logs kept as Main keeps its clusters'). Later callers' opts
+// are ignored: one name, one configuration. A package that never calls
+// Lazy starts nothing, so a multi-broker cluster costs only the packages
+// that use it:
+//
+//	c := kafkatest.Lazy(t, "rf3", kafkatest.Brokers(3), kafkatest.MinInsyncReplicas(2))
+//
+// It needs kafkatest.Main in TestMain (with n = 0 if the package needs no
+// other cluster). A cluster that cannot start fails every test asking for
+// it; it is never a skip. A test that kills or stops a broker leaves the
+// cluster whole before it ends (RestartBroker), and does not run in
+// parallel with other tests on the same cluster.
+func Lazy(t testing.TB, name string, opts ...Opt) *Cluster {
+	t.Helper()
+	lazyMu.Lock()
+	if !inMain {
+		lazyMu.Unlock()
+		t.Fatalf("kafkatest: Lazy(%q) needs kafkatest.Main(m, n) in TestMain, which stops the cluster after the tests", name)
+	}
+	l, ok := lazy[name]
+	if !ok {
+		l = &lazyCluster{}
+		lazy[name] = l
+	}
+	lazyMu.Unlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.c == nil && l.err == nil {
+		l.c, l.err = startLazy(name, l, opts)
+	}
+	if l.err != nil {
+		t.Fatalf("kafkatest: shared cluster %s: %v", name, l.err)
+	}
+	return l.c
+}
+
+func startLazy(name string, l *lazyCluster, opts []Opt) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "kmirror-kafka-")
+	if err != nil {
+		return nil, fmt.Errorf("create a directory for the cluster: %w", err)
+	}
+	l.dir = dir
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	began := time.Now()
+	c, err := Start(ctx, append([]Opt{Name(name), Dir(dir)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "kafkatest: Kafka %s cluster %s (%d broker(s)) ready in %s\n", c.Version(), name, len(c.brokers), time.Since(began).Round(time.Millisecond))
+	return c, nil
+}
+
+// stopLazy stops and removes the clusters Lazy started, keeping their
+// logs first if keep.
+func stopLazy(keep bool) {
+	lazyMu.Lock()
+	defer lazyMu.Unlock()
+	keep = keep || os.Getenv("KMIRROR_KEEP_KAFKA_LOGS") != ""
+	for name, l := range lazy {
+		l.mu.Lock()
+		if l.c != nil {
+			if err := l.c.Stop(); err != nil {
+				fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+			}
+		}
+		if l.dir != "" {
+			if keep {
+				keepClusterLogs(name, l.dir)
+			}
+			_ = os.RemoveAll(l.dir)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // keptLogDir is <repo>/test-output/kafka/<package path>/<cluster>, the repo
@@ -122,16 +224,23 @@ func Shared(t testing.TB, i int) *Cluster {
 var unsafeTopicChars = regexp.MustCompile(`[^a-zA-Z0-9._-]+`)
 
 // NewTopic creates a topic named after the test, unique across runs, with
-// the given partitions and configs, waits until every partition has a
-// leader, and deletes it when the test ends.
+// the given partitions and configs and a replica on every broker, waits
+// until every partition has a leader, and deletes it when the test ends.
 func NewTopic(t testing.TB, c *Cluster, partitions int32, configs map[string]*string) string {
+	t.Helper()
+	return NewTopicRF(t, c, partitions, int16(len(c.brokers)), configs)
+}
+
+// NewTopicRF is NewTopic with rf replicas per partition (at most the
+// number of brokers).
+func NewTopicRF(t testing.TB, c *Cluster, partitions int32, rf int16, configs map[string]*string) string {
 	t.Helper()
 	name := TopicName(t.Name())
 	a, err := c.Admin()
 	if err != nil {
 		t.Fatalf("kafkatest: %v", err)
 	}
-	err = a.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1, ConfigEntries: configs}, false)
+	err = a.CreateTopic(name, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: rf, ConfigEntries: configs}, false)
 	if err != nil {
 		t.Fatalf("kafkatest: create topic %s on %s: %v", name, c.Name(), err)
 	}
@@ -166,13 +275,9 @@ func TopicName(testName string) string {
 // waitLeaders polls metadata until the topic's partitions all have leaders:
 // CreateTopics answers before the broker can serve them.
 func waitLeaders(c *Cluster, topic string, partitions int, timeout time.Duration) error {
-	cfg, err := c.Settings("PLAINTEXT", "").Config("kafkatest-wait")
+	client, err := c.client("kafkatest-wait")
 	if err != nil {
 		return err
-	}
-	client, err := sarama.NewClient([]string{c.Bootstrap("PLAINTEXT")}, cfg)
-	if err != nil {
-		return fmt.Errorf("connect to %s: %w", c.Name(), err)
 	}
 	defer client.Close()
 	deadline := time.Now().Add(timeout)

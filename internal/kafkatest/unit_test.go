@@ -44,6 +44,106 @@ func TestServerProperties(t *testing.T) {
 	}
 }
 
+// A multi-broker cluster: a controller-only node and brokers in a static
+// quorum, replication factors from the broker count, overrides last.
+func TestServerPropertiesMultiBroker(t *testing.T) {
+	brokerPorts := map[string]int{"PLAINTEXT": 2001, "SASL_PLAINTEXT": 2002, "SASL_SSL": 2003}
+	base := brokerConfig{Controller: 2000, Brokers: 3, MinISR: 2, DataDir: "/d", KeystoreDir: "/k",
+		Overrides: map[string]string{"offsets.retention.minutes": "1", "log.retention.ms": "60000"}}
+	ctl, broker := base, base
+	ctl.Roles, ctl.NodeID, ctl.Ports = "controller", controllerNodeID, map[string]int{controllerListener: 2000}
+	broker.Roles, broker.NodeID, broker.Ports = "broker", 2, brokerPorts
+
+	tests := []struct {
+		name      string
+		cfg       brokerConfig
+		want, not []string
+	}{
+		{"controller", ctl, []string{
+			"process.roles=controller\n",
+			"node.id=100\n",
+			"controller.quorum.voters=100@127.0.0.1:2000\n",
+			"listeners=CONTROLLER://127.0.0.1:2000\n",
+		}, []string{"advertised.listeners=", "controller.quorum.bootstrap.servers=", "inter.broker.listener.name="}},
+		{"broker", broker, []string{
+			"process.roles=broker\n",
+			"node.id=2\n",
+			"controller.quorum.voters=100@127.0.0.1:2000\n",
+			"listeners=PLAINTEXT://127.0.0.1:2001,SASL_PLAINTEXT://127.0.0.1:2002,SASL_SSL://127.0.0.1:2003\n",
+			"advertised.listeners=PLAINTEXT://127.0.0.1:2001,SASL_PLAINTEXT://127.0.0.1:2002,SASL_SSL://127.0.0.1:2003\n",
+			"default.replication.factor=3\n",
+			"offsets.topic.replication.factor=3\n",
+			"transaction.state.log.replication.factor=3\n",
+			"min.insync.replicas=2\n",
+			"transaction.state.log.min.isr=2\n",
+			"offsets.retention.minutes=1\n",
+			"log.retention.ms=60000\n", // an override wins over the harness's -1
+		}, []string{"CONTROLLER://", "controller.quorum.bootstrap.servers=", "log.retention.ms=-1"}},
+		{"single node", brokerConfig{Ports: map[string]int{"PLAINTEXT": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3, controllerListener: 4}}, []string{
+			"process.roles=broker,controller\n",
+			"default.replication.factor=1\n",
+			"log.retention.ms=-1\n",
+		}, []string{"min.insync.replicas=", "controller.quorum.voters="}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := serverProperties(tt.cfg)
+			for _, w := range tt.want {
+				if !strings.Contains(p, w) {
+					t.Errorf("lacks %q", w)
+				}
+			}
+			for _, n := range tt.not {
+				if strings.Contains(p, n) {
+					t.Errorf("has %q", n)
+				}
+			}
+		})
+	}
+}
+
+// Every node gets its own directory and listeners; no port is given twice.
+func TestLayout(t *testing.T) {
+	for _, n := range []int{1, 3} {
+		o := defaults()
+		o.brokers, o.name = n, "c"
+		brokers, ctl, err := layout("/x", o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(brokers) != n || (ctl == nil) != (n == 1) {
+			t.Fatalf("%d brokers: got %d brokers, controller %v", n, len(brokers), ctl != nil)
+		}
+		seen := map[int]bool{}
+		dirs := map[string]bool{}
+		nodes := brokers
+		if ctl != nil {
+			nodes = append(nodes, ctl)
+		}
+		for i, b := range nodes {
+			if b != ctl && (b.id != int32(i+1) || !b.isBroker()) {
+				t.Errorf("broker %d has id %d, broker %v", i, b.id, b.isBroker())
+			}
+			if dirs[b.dir] {
+				t.Errorf("directory %s given twice", b.dir)
+			}
+			dirs[b.dir] = true
+			for l, p := range b.ports {
+				if seen[p] {
+					t.Errorf("port %d given twice (%s of %s)", p, l, b.label)
+				}
+				seen[p] = true
+			}
+		}
+		if want := 4; n == 1 && len(seen) != want {
+			t.Errorf("single node: %d ports, want %d", len(seen), want)
+		}
+		if want := 1 + 3*n; n > 1 && len(seen) != want {
+			t.Errorf("%d brokers: %d ports, want %d", n, len(seen), want)
+		}
+	}
+}
+
 func TestScramArgs(t *testing.T) {
 	got := strings.Join(scramArgs([]User{Alice}), " ")
 	want := "--add-scram SCRAM-SHA-256=[name=alice,password=alice-secret] --add-scram SCRAM-SHA-512=[name=alice,password=alice-secret]"

@@ -3,11 +3,14 @@
 // time, so the copy loop pays nothing for metrics: its counters are the
 // atomics it keeps for the console anyway.
 //
-// Metric names are stable (dashboards and alerts rely on them); every series
-// carries the labels task and flow ("<source alias>-><target alias>").
+// Metric names are stable (dashboards and alerts rely on them, and
+// docs/METRICS.md describes each); every series carries the labels task and
+// flow ("<source alias>-><target alias>"), per-partition ones topic and
+// partition too.
 package metrics
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +27,10 @@ type Source interface {
 	Status(name string) (engine.TaskStatus, bool)
 }
 
-var labels = []string{"task", "flow"}
+var (
+	labels     = []string{"task", "flow"}
+	partLabels = []string{"task", "flow", "topic", "partition"}
+)
 
 func desc(name, help string) *prometheus.Desc {
 	return prometheus.NewDesc(name, help, labels, nil)
@@ -43,6 +49,9 @@ var (
 	failedPartDesc = desc("kmirror_failed_partitions", "Partitions stopped for good until the task restarts (a record the target refuses, for one).")
 	ckptAgeDesc    = desc("kmirror_checkpoint_age_seconds", "Seconds since consumer-group offsets were last translated and synced (flows with sync consumer offsets on).")
 	ckptGroupsDesc = desc("kmirror_checkpoint_groups", "Consumer groups translated in the last consumer-offset sync.")
+	ckptFailDesc   = desc("kmirror_checkpoint_sync_failed", "1 when the last consumer-offset sync failed (see the task's status for the error), else 0.")
+	recopiedDesc   = desc("kmirror_recopied_records_total", "Records copied again after a restart from older progress: the duplicates this caused on the target, since this process started.")
+	partLagDesc    = prometheus.NewDesc("kmirror_partition_lag_records", "Records on a source partition not yet copied: its end offset minus the next offset to copy.", partLabels, nil)
 )
 
 // Collector is a prometheus.Collector over a Source.
@@ -55,7 +64,7 @@ func NewCollector(src Source) *Collector { return &Collector{src: src} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc} {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, partLagDesc} {
 		ch <- d
 	}
 }
@@ -85,6 +94,7 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 	counter(bytesDesc, float64(f.Bytes))
 	counter(skippedDesc, float64(f.SkippedLoops))
 	counter(restartsDesc, float64(f.Restarts))
+	counter(recopiedDesc, float64(f.Recopied))
 	gauge(lagRecordsDesc, float64(f.LagRecords))
 	gauge(lagSecondsDesc, f.LagSeconds)
 	gauge(upDesc, b2f(f.State == replicator.StateRunning))
@@ -94,11 +104,15 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 		if p.Failed {
 			failed++
 		}
+		// Source topic: the label users know, and unique within a flow.
+		ch <- prometheus.MustNewConstMetric(partLagDesc, prometheus.GaugeValue, float64(p.Lag),
+			task, f.Flow, p.Topic, strconv.Itoa(int(p.Partition)))
 	}
 	gauge(failedPartDesc, float64(failed))
 	if c := f.Checkpoints; c != nil && !c.LastRun.IsZero() {
 		gauge(ckptAgeDesc, time.Since(c.LastRun).Seconds())
 		gauge(ckptGroupsDesc, float64(len(c.Groups)))
+		gauge(ckptFailDesc, b2f(c.LastError != ""))
 	}
 }
 

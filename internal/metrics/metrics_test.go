@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -29,8 +30,9 @@ func (f fakeSource) Status(name string) (engine.TaskStatus, bool) {
 
 func TestCollectorReportsEachFlow(t *testing.T) {
 	src := fakeSource{"orders-dr": {Name: "orders-dr", State: engine.StateFailed, Flows: []replicator.FlowStatus{
-		{Flow: "A->B", State: replicator.StateRunning, Records: 42, Bytes: 4200, LagRecords: 7, LagSeconds: 1.5, Restarts: 2},
-		{Flow: "B->A", State: replicator.StateFailed, Partitions: []replicator.PartitionStatus{{Failed: true}, {}}},
+		{Flow: "A->B", State: replicator.StateRunning, Records: 42, Bytes: 4200, LagRecords: 7, LagSeconds: 1.5, Restarts: 2, Recopied: 3},
+		{Flow: "B->A", State: replicator.StateFailed, Partitions: []replicator.PartitionStatus{
+			{Topic: "orders", Partition: 0, Failed: true, Lag: 5}, {Topic: "orders", Partition: 1, Lag: 0}}},
 	}}}
 	want := `
 # HELP kmirror_replicated_records_total Records copied to the target and acknowledged, since this process started.
@@ -49,29 +51,63 @@ kmirror_lag_records{flow="B->A",task="orders-dr"} 0
 # TYPE kmirror_failed_partitions gauge
 kmirror_failed_partitions{flow="A->B",task="orders-dr"} 0
 kmirror_failed_partitions{flow="B->A",task="orders-dr"} 1
+# HELP kmirror_recopied_records_total Records copied again after a restart from older progress: the duplicates this caused on the target, since this process started.
+# TYPE kmirror_recopied_records_total counter
+kmirror_recopied_records_total{flow="A->B",task="orders-dr"} 3
+kmirror_recopied_records_total{flow="B->A",task="orders-dr"} 0
+# HELP kmirror_partition_lag_records Records on a source partition not yet copied: its end offset minus the next offset to copy.
+# TYPE kmirror_partition_lag_records gauge
+kmirror_partition_lag_records{flow="B->A",partition="0",task="orders-dr",topic="orders"} 5
+kmirror_partition_lag_records{flow="B->A",partition="1",task="orders-dr",topic="orders"} 0
 `
 	c := metrics.NewCollector(src)
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want),
-		"kmirror_replicated_records_total", "kmirror_flow_failed", "kmirror_lag_records", "kmirror_failed_partitions"); err != nil {
+		"kmirror_replicated_records_total", "kmirror_flow_failed", "kmirror_lag_records", "kmirror_failed_partitions",
+		"kmirror_recopied_records_total", "kmirror_partition_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 18 {
-		t.Fatalf("%d series, want 9 metrics x 2 flows", n)
+	if n := testutil.CollectAndCount(c); n != 22 {
+		t.Fatalf("%d series, want 10 metrics x 2 flows + 2 partitions", n)
 	}
 	if err := testutil.CollectAndCompare(metrics.NewCollector(fakeSource{}), strings.NewReader("")); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestCollectorReportsCheckpointAge(t *testing.T) {
-	src := fakeSource{"t": {Name: "t", Flows: []replicator.FlowStatus{{Flow: "A->B", State: replicator.StateRunning,
-		Checkpoints: &replicator.CheckpointStatus{LastRun: time.Now().Add(-90 * time.Second), Groups: []string{"g1", "g2"}}}}}}
-	c := metrics.NewCollector(src)
-	if n := testutil.CollectAndCount(c, "kmirror_checkpoint_age_seconds"); n != 1 {
-		t.Fatalf("%d checkpoint age series", n)
-	}
-	want := "# HELP kmirror_checkpoint_groups Consumer groups translated in the last consumer-offset sync.\n# TYPE kmirror_checkpoint_groups gauge\nkmirror_checkpoint_groups{flow=\"A->B\",task=\"t\"} 2\n"
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kmirror_checkpoint_groups"); err != nil {
-		t.Fatal(err)
+func TestCollectorReportsCheckpoints(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		ckpt       *replicator.CheckpointStatus
+		wantSeries int
+		groups     int
+		failed     int
+	}{
+		{name: "sync off", ckpt: nil},
+		{name: "not run yet", ckpt: &replicator.CheckpointStatus{}},
+		{name: "synced", ckpt: &replicator.CheckpointStatus{LastRun: time.Now().Add(-90 * time.Second), Groups: []string{"g1", "g2"}}, wantSeries: 1, groups: 2},
+		{name: "failed", ckpt: &replicator.CheckpointStatus{LastRun: time.Now(), LastError: "list groups: broker down"}, wantSeries: 1, failed: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := fakeSource{"t": {Name: "t", Flows: []replicator.FlowStatus{{Flow: "A->B", State: replicator.StateRunning, Checkpoints: tc.ckpt}}}}
+			c := metrics.NewCollector(src)
+			for _, name := range []string{"kmirror_checkpoint_age_seconds", "kmirror_checkpoint_groups", "kmirror_checkpoint_sync_failed"} {
+				if n := testutil.CollectAndCount(c, name); n != tc.wantSeries {
+					t.Fatalf("%d %s series, want %d", n, name, tc.wantSeries)
+				}
+			}
+			if tc.wantSeries == 0 {
+				return
+			}
+			want := fmt.Sprintf(`# HELP kmirror_checkpoint_groups Consumer groups translated in the last consumer-offset sync.
+# TYPE kmirror_checkpoint_groups gauge
+kmirror_checkpoint_groups{flow="A->B",task="t"} %d
+# HELP kmirror_checkpoint_sync_failed 1 when the last consumer-offset sync failed (see the task's status for the error), else 0.
+# TYPE kmirror_checkpoint_sync_failed gauge
+kmirror_checkpoint_sync_failed{flow="A->B",task="t"} %d
+`, tc.groups, tc.failed)
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kmirror_checkpoint_groups", "kmirror_checkpoint_sync_failed"); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }

@@ -100,11 +100,23 @@ func TestCheckpointsTranslateExactlyForLaggingGroupAndAfterRestart(t *testing.T)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		var res []GroupResult
+		targetAdmin := mustAdmin(t, k2)
 		waitFor(t, func() error { // the flow must have planned its partitions
 			var err error
+			// A commit to the target can fail for a moment (a new group's
+			// coordinator still loading under load); the next sync retries it.
 			res, err = r.SyncGroup(ctx, group)
 			if err != nil || len(res) == 0 || len(res[0].Checkpoints) != 2 {
 				return fmt.Errorf("%s: sync %+v, %v", label, res, err)
+			}
+			offsets, err := targetAdmin.ListConsumerGroupOffsets(group, map[string][]int32{topic: {0, 1}})
+			if err != nil {
+				return err
+			}
+			for p := int32(0); p < 2; p++ {
+				if b := offsets.GetBlock(topic, p); b == nil || b.Offset < 0 {
+					return fmt.Errorf("%s: partition %d not committed on the target yet: %v", label, p, res[0].Skipped)
+				}
 			}
 			return nil
 		})

@@ -14,56 +14,49 @@ import (
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/mm2"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
-// loadHistory reads the offset-syncs topic from its start, so translation
-// works right after a restart for offsets copied before it (MM2 keeps only
-// what it saw since its own start). Syncs of topics this flow does not
+// loadHistory reads the sync history back at start, so translation works
+// right after a restart for offsets copied before it (MM2 keeps only what it
+// saw since its own start): kmirror's history topic, with its links, then
+// MM2's offset-syncs topic for what lies before it (syncs MM2 wrote before
+// kmirror took over), unlinked. Syncs of topics this flow does not
 // replicate are ignored.
 func (r *Replicator) loadHistory(client sarama.Client) error {
-	consumer, err := sarama.NewConsumerFromClient(client)
-	if err != nil {
-		return err
+	part := func(topic string, partition int32) *partState {
+		return r.state.partition(Partition{Source: topic, Partition: partition, Target: r.flow.Policy.TargetTopic(topic)})
 	}
-	defer consumer.Close()
-	topic := r.flow.OffsetSyncsTopic
-	oldest, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
-	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
-	}
-	end, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
-	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
-	}
-	if end <= oldest {
-		return nil
-	}
-	pc, err := consumer.ConsumePartition(topic, 0, oldest)
-	if err != nil {
-		return fmt.Errorf("read offset syncs %s: %w", topic, err)
-	}
-	defer pc.Close()
-	n := 0
-	for {
-		select {
-		case m := <-pc.Messages():
-			if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
-				ps := r.state.partition(Partition{Source: s.Topic, Partition: s.Partition, Target: r.flow.Policy.TargetTopic(s.Topic)})
-				ps.mu.Lock()
-				ps.hist.Add(checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
-				ps.mu.Unlock()
-				n++
-			}
-			if m.Offset+1 >= end {
-				r.log.Info("offset sync history loaded", "topic", topic, "syncs", n)
-				return nil
-			}
-		case err := <-pc.Errors():
-			return fmt.Errorf("read offset syncs %s: %w", topic, err)
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("read offset syncs %s: no record for 30s before offset %d", topic, end)
+	linked := 0
+	err := readTopic(client, r.flow.SyncHistoryTopic, func(m *sarama.ConsumerMessage) {
+		if topic, partition, p, err := checkpoint.DecodeHistory(m.Key, m.Value); err == nil && r.flow.Policy.Selected(topic) {
+			ps := part(topic, partition)
+			ps.mu.Lock()
+			ps.hist.Add(p)
+			ps.mu.Unlock()
+			linked++
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("read sync history %s: %w", r.flow.SyncHistoryTopic, err)
 	}
+	older := map[*partState][]checkpoint.SyncPoint{}
+	err = readTopic(client, r.flow.OffsetSyncsTopic, func(m *sarama.ConsumerMessage) {
+		if s, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil && r.flow.Policy.Selected(s.Topic) {
+			ps := part(s.Topic, s.Partition)
+			older[ps] = append(older[ps], checkpoint.SyncPoint{Upstream: s.UpstreamOffset, Downstream: s.DownstreamOffset})
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read offset syncs %s: %w", r.flow.OffsetSyncsTopic, err)
+	}
+	for ps, points := range older {
+		ps.mu.Lock()
+		ps.hist.AddOlder(points)
+		ps.mu.Unlock()
+	}
+	r.log.Info("offset sync history loaded", "history", r.flow.SyncHistoryTopic, "linked", linked, "topic", r.flow.OffsetSyncsTopic, "partitions", len(older))
+	return nil
 }
 
 // checkpointer translates the source's consumer-group offsets and keeps the
@@ -78,6 +71,7 @@ type checkpointer struct {
 	log      *slog.Logger
 	mu       sync.Mutex                // one sync at a time: the interval and on-demand failovers
 	emitted  map[string]mm2.Checkpoint // last checkpoint written per group/topic/partition
+	loaded   bool                      // emitted holds what the topic had at start
 	producer sarama.SyncProducer
 }
 
@@ -86,7 +80,36 @@ type checkpointer struct {
 func (c *checkpointer) forget() {
 	c.mu.Lock()
 	c.emitted = map[string]mm2.Checkpoint{}
+	c.loaded = true // nothing to read back: the topic is new
 	c.mu.Unlock()
+}
+
+// loadEmitted reads the checkpoints topic once, so a restarted flow knows
+// the checkpoints written before it and never writes one behind them (as
+// MM2's CheckpointStore).
+func (c *checkpointer) loadEmitted() error {
+	if c.loaded {
+		return nil
+	}
+	err := readTopic(c.dst, c.flow.CheckpointsTopic, func(m *sarama.ConsumerMessage) {
+		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil {
+			c.emitted[string(cp.Key())] = cp
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("read checkpoints %s on the target: %w", c.flow.CheckpointsTopic, err)
+	}
+	c.loaded = true
+	return nil
+}
+
+// newerCheckpoint says whether cp replaces last for the same group and
+// partition, MM2 4.x's rule: after a rewind of the source group (its
+// upstream offset went back), or when the downstream offset moved forward.
+// Otherwise the checkpoint would move the target group backwards — a less
+// exact translation after a restart, say — and last stands.
+func newerCheckpoint(last, cp mm2.Checkpoint) bool {
+	return cp.UpstreamOffset < last.UpstreamOffset || cp.DownstreamOffset > last.DownstreamOffset
 }
 
 func (c *checkpointer) close() {
@@ -129,6 +152,10 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 		c.state.ckpt = st
 		c.state.mu.Unlock()
 	}()
+	if err := c.loadEmitted(); err != nil {
+		st.LastError = err.Error()
+		return nil, err
+	}
 	groups, err := c.sourceGroups(only)
 	if err != nil {
 		st.LastError = err.Error()
@@ -144,6 +171,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 	}
 	var results []GroupResult
 	var records []*sarama.ProducerMessage
+	before := map[string]mm2.Checkpoint{} // what emitted held for the records written now
 	for _, g := range groups {
 		resp, err := c.srcAdmin.ListConsumerGroupOffsets(g, request)
 		if err != nil {
@@ -164,17 +192,22 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 			}
 			cp := mm2.Checkpoint{Group: g, Topic: ps.Target, Partition: ps.Partition.Partition,
 				UpstreamOffset: b.Offset, DownstreamOffset: down, Metadata: b.Metadata}
+			key := string(cp.Key())
+			if last, ok := c.emitted[key]; ok && !newerCheckpoint(last, cp) {
+				cp = last // never backwards: the last checkpoint stands
+			} else {
+				records = append(records, &sarama.ProducerMessage{Topic: c.flow.CheckpointsTopic, Partition: 0,
+					Key: sarama.ByteEncoder(cp.Key()), Value: sarama.ByteEncoder(cp.Value())})
+				if _, seen := before[key]; !seen {
+					before[key] = c.emitted[key] // zero when none: dropped again on failure
+				}
+				c.emitted[key] = cp
+			}
 			res.Checkpoints = append(res.Checkpoints, cp)
 			if res.offsets[ps.Target] == nil {
 				res.offsets[ps.Target] = map[int32]int64{}
 			}
-			res.offsets[ps.Target][ps.Partition.Partition] = down
-			key := string(cp.Key())
-			if c.emitted[key] != cp { // only newer checkpoints are written, as MM2 does
-				records = append(records, &sarama.ProducerMessage{Topic: c.flow.CheckpointsTopic, Partition: 0,
-					Key: sarama.ByteEncoder(cp.Key()), Value: sarama.ByteEncoder(cp.Value())})
-				c.emitted[key] = cp
-			}
+			res.offsets[ps.Target][ps.Partition.Partition] = cp.DownstreamOffset
 		}
 		if len(res.Checkpoints) > 0 {
 			results = append(results, res)
@@ -186,8 +219,12 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 	}
 	if len(records) > 0 {
 		if err := c.write(records); err != nil {
-			for _, m := range records { // write again next time
-				delete(c.emitted, string(m.Key.(sarama.ByteEncoder)))
+			for key, last := range before { // write again next time
+				if last == (mm2.Checkpoint{}) {
+					delete(c.emitted, key)
+				} else {
+					c.emitted[key] = last
+				}
 			}
 			st.LastError = err.Error()
 			return results, err
@@ -217,7 +254,7 @@ func (c *checkpointer) sourceGroups(only string) ([]string, error) {
 	}
 	var out []string
 	for g := range all {
-		if !strings.HasPrefix(g, GroupPrefix) {
+		if !strings.HasPrefix(g, task.GroupPrefix) {
 			out = append(out, g)
 		}
 	}

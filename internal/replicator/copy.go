@@ -515,13 +515,15 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 			continue
 		}
 		changed := !ps.sync.have || down-up != ps.sync.down-ps.sync.up
+		var point *checkpoint.SyncPoint
 		if changed {
-			p := checkpoint.SyncPoint{Upstream: up, Downstream: down}
+			p := checkpoint.SyncPoint{Upstream: up, Downstream: down, Prev: ps.hist.PrevFor(up)}
 			ps.hist.Add(p)
 			ps.syncPending = append(ps.syncPending, p)
+			point = &p
 		}
 		ps.sync = syncState{have: true, up: up, down: down, at: now}
-		c.syncs = append(c.syncs, pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, changed})
+		c.syncs = append(c.syncs, pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, point})
 	}
 	last := b.ups[hi-1]
 	ps.next.Store(last + 1)
@@ -530,7 +532,7 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 	// Queued outside the lock: emit blocks while the sync producer is
 	// backed up, and its acknowledgements need the lock (syncDurable).
 	for _, s := range c.syncs {
-		c.w.syncs.emit(ps, s.sync, s.tracked)
+		c.w.syncs.emit(ps, s.sync, s.change)
 	}
 	var bytes int64
 	for _, n := range b.sizes[lo:hi] {
@@ -546,6 +548,6 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 // pendingSync is an offset sync decided under the partition's lock, queued
 // after it.
 type pendingSync struct {
-	sync    mm2.OffsetSync
-	tracked bool
+	sync   mm2.OffsetSync
+	change *checkpoint.SyncPoint // a distance change, for the sync history; nil for a periodic sync
 }

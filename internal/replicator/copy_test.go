@@ -109,7 +109,7 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 	cfg.Producer.Return.Successes = true
 	prod := mocks.NewAsyncProducer(t, cfg)
 	ps := &partState{Partition: Partition{Source: "orders", Target: "A.orders", Partition: 3}, hist: checkpoint.NewHistory(0), progDown: -1}
-	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: &syncWriter{topic: "syncs", prod: prod}, log: slog.Default()}
+	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: &syncWriter{topic: "syncs", history: "history", prod: prod}, log: slog.Default()}
 	c := &partitionCopy{w: w, ps: ps}
 
 	var b batch
@@ -125,11 +125,14 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 		{UpstreamOffset: 105, DownstreamOffset: 52},
 		{UpstreamOffset: 110, DownstreamOffset: 55},
 	}
-	for range want {
+	// Each is a distance change: MM2's record, then the history record
+	// linked to the change before it.
+	for range 2 * len(want) {
 		prod.ExpectInputAndSucceed()
 	}
 	c.acknowledge(&b, 0, 3, 50) // split in two ranges, as after a too-large answer
 	c.acknowledge(&b, 3, 6, 53)
+	prev := checkpoint.ChainStart
 	for i, w := range want {
 		m := <-prod.Successes()
 		k, _ := m.Key.Encode()
@@ -138,9 +141,18 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Topic != "orders" || got.Partition != 3 || got.UpstreamOffset != w.UpstreamOffset || got.DownstreamOffset != w.DownstreamOffset {
-			t.Fatalf("sync %d: %+v, want %+v", i, got, w)
+		if m.Topic != "syncs" || got.Topic != "orders" || got.Partition != 3 || got.UpstreamOffset != w.UpstreamOffset || got.DownstreamOffset != w.DownstreamOffset {
+			t.Fatalf("sync %d: %s %+v, want %+v", i, m.Topic, got, w)
 		}
+		m = <-prod.Successes()
+		k, _ = m.Key.Encode()
+		v, _ = m.Value.Encode()
+		topic, part, p, err := checkpoint.DecodeHistory(k, v)
+		if err != nil || m.Topic != "history" || topic != "orders" || part != 3 ||
+			p != (checkpoint.SyncPoint{Upstream: w.UpstreamOffset, Downstream: w.DownstreamOffset, Prev: prev}) {
+			t.Fatalf("history record %d: %s %s-%d %+v %v, want %+v linked to %d", i, m.Topic, topic, part, p, err, w, prev)
+		}
+		prev = w.UpstreamOffset
 	}
 	if len(ps.syncPending) != 3 || ps.hist.Len() != 3 {
 		t.Fatalf("pending %v, history %d: every distance change is tracked until durable", ps.syncPending, ps.hist.Len())

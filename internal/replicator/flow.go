@@ -57,28 +57,29 @@ type Flow struct {
 	StartOffset       string
 	Compression       sarama.CompressionCodec
 	ReplicationFactor int16
-	// OffsetSyncs is where offset syncs are written: the task's current
-	// cluster, topic mm2-offset-syncs.<peer alias>.internal.
+	// OffsetSyncs is where offset syncs are written (task.FlowSpec says
+	// which cluster and topic).
 	OffsetSyncs      cluster.Settings
 	OffsetSyncsTopic string
+	// SyncHistoryTopic, on the OffsetSyncs cluster, keeps every
+	// distance-change sync with its link (checkpoint.SyncPoint.Prev).
+	SyncHistoryTopic string
 	// SyncGroupOffsets turns on checkpoints: consumer-group offsets of the
 	// source translated to the target, written as MM2 checkpoints to
 	// CheckpointsTopic on the target and committed to idle target groups.
 	SyncGroupOffsets bool
 	CheckpointsTopic string
+	// ProgressTopic, on the target, keeps the flow's progress where it does
+	// not expire (progresslog.go).
+	ProgressTopic string
 }
 
 // Name is "<source alias>-><target alias>", the flow's stable label.
 func (f Flow) Name() string { return f.Source.Alias + "->" + f.Target.Alias }
 
 // Group is the consumer group on the source cluster that holds the flow's
-// progress. Its "kmirror." prefix keeps it out of consumer-offset sync.
-func (f Flow) Group() string {
-	return "kmirror." + f.Task + "." + f.Source.Alias + "-" + f.Target.Alias
-}
-
-// GroupPrefix marks kmirror's own progress groups.
-const GroupPrefix = "kmirror."
+// progress. Its prefix keeps it out of consumer-offset sync.
+func (f Flow) Group() string { return task.FlowGroup(f.Task, f.Source.Alias, f.Target.Alias) }
 
 // Compression maps the task's codec name to sarama's.
 func Compression(name string) (sarama.CompressionCodec, error) {
@@ -97,8 +98,8 @@ func Compression(name string) (sarama.CompressionCodec, error) {
 	return 0, fmt.Errorf("unknown compression %q: use none, gzip, snappy, lz4 or zstd", name)
 }
 
-// FlowsOf derives a task's flows: pull = peer -> current, push = current ->
-// peer, bidirectional = both. current and peer are the resolved clusters.
+// FlowsOf resolves a task's flows (task.Task.Flows says which, and their
+// names) to the clusters: current and peer are the resolved settings.
 func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 	t = t.WithDefaults()
 	codec, err := Compression(t.Rules.Compression)
@@ -112,53 +113,34 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			mappings[m.Source] = m.Target
 		}
 	}
-	cur := Endpoint{Alias: t.Current.Alias, Settings: current}
-	per := Endpoint{Alias: t.Peer.Alias, Settings: peer}
-	mk := func(src, dst Endpoint) (Flow, error) {
-		// Offset syncs live on the current cluster (push: at the source,
-		// pull: at the target, as the seed says). The peer -> current half
-		// of a bidirectional task keeps them at its source instead, MM2's
-		// default layout: both halves in one topic would key syncs of two
-		// different source topics named alike the same way.
-		syncsAt, syncsTopic := current, t.OffsetSyncsTopic()
-		if t.Rules.Direction == task.DirectionBidirectional && src.Alias == t.Peer.Alias {
-			syncsAt, syncsTopic = peer, "mm2-offset-syncs."+t.Current.Alias+".internal"
-		}
-		p, err := policy.Compile(src.Alias, dst.Alias, t.Rules.Topics, t.Rules.TopicsRegex, t.Rules.RenameTopics, mappings)
+	settings := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
+	specs := t.Flows()
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("unknown direction %q: use pull, push or bidirectional", t.Rules.Direction)
+	}
+	flows := make([]Flow, 0, len(specs))
+	for _, fs := range specs {
+		p, err := policy.Compile(fs.SourceAlias, fs.TargetAlias, t.Rules.Topics, t.Rules.TopicsRegex, t.Rules.RenameTopics, mappings)
 		if err != nil {
-			return Flow{}, err
+			return nil, err
 		}
-		return Flow{
-			Task: t.Name, Source: src, Target: dst, Policy: p,
+		flows = append(flows, Flow{
+			Task:              t.Name,
+			Source:            Endpoint{Alias: fs.SourceAlias, Settings: settings[fs.Source]},
+			Target:            Endpoint{Alias: fs.TargetAlias, Settings: settings[fs.Target]},
+			Policy:            p,
 			Workers:           t.Rules.Tasks,
 			AddSourceHeader:   t.Rules.AddSourceHeader,
 			StartOffset:       t.Rules.StartOffset,
 			Compression:       codec,
 			ReplicationFactor: int16(t.Rules.ReplicationFactor),
-			OffsetSyncs:       syncsAt,
-			OffsetSyncsTopic:  syncsTopic,
+			OffsetSyncs:       settings[fs.OffsetSyncs],
+			OffsetSyncsTopic:  fs.OffsetSyncsTopic,
+			SyncHistoryTopic:  fs.SyncHistoryTopic,
 			SyncGroupOffsets:  t.Rules.SyncConsumerOffsets,
-			CheckpointsTopic:  task.CheckpointsTopic(src.Alias),
-		}, nil
-	}
-	var pairs [][2]Endpoint
-	switch t.Rules.Direction {
-	case task.DirectionPush:
-		pairs = [][2]Endpoint{{cur, per}}
-	case task.DirectionPull:
-		pairs = [][2]Endpoint{{per, cur}}
-	case task.DirectionBidirectional:
-		pairs = [][2]Endpoint{{cur, per}, {per, cur}}
-	default:
-		return nil, fmt.Errorf("unknown direction %q: use pull, push or bidirectional", t.Rules.Direction)
-	}
-	flows := make([]Flow, 0, len(pairs))
-	for _, p := range pairs {
-		f, err := mk(p[0], p[1])
-		if err != nil {
-			return nil, err
-		}
-		flows = append(flows, f)
+			CheckpointsTopic:  fs.CheckpointsTopic,
+			ProgressTopic:     fs.ProgressTopic,
+		})
 	}
 	return flows, nil
 }
@@ -178,6 +160,10 @@ type Options struct {
 	SyncInterval time.Duration
 	// MaxBackoff caps the wait between restarts after errors. Default 30s.
 	MaxBackoff time.Duration
+	// ProgressLogInterval is how often a partition's moved progress is also
+	// written to the flow's progress topic (every clean stop writes it
+	// too). Default 10s.
+	ProgressLogInterval time.Duration
 	// CheckpointInterval is how often consumer-group offsets are translated
 	// and synced when the flow syncs them. Default 60s (the seed's "once a
 	// minute").
@@ -196,6 +182,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second
+	}
+	if o.ProgressLogInterval <= 0 {
+		o.ProgressLogInterval = 10 * time.Second
 	}
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = time.Minute

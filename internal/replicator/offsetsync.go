@@ -6,6 +6,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/mm2"
 )
@@ -33,20 +34,23 @@ func shouldSync(s syncState, up, down int64, now time.Time, maxAge time.Duration
 }
 
 // syncWriter writes offset syncs in MM2's format to partition 0 of the
-// offset-syncs topic, in order, retrying for minutes like the data producer.
+// offset-syncs topic, and every distance-change sync also to kmirror's sync
+// history topic (checkpoint/record.go), in order, retrying for minutes like
+// the data producer.
 //
-// A sync where the upstream/downstream distance changes is load-bearing:
-// after a restart, translation reads the history back from this topic, and
-// a missing change would translate offsets past it with the old distance —
-// possibly ahead of the copy. So such a sync is tracked as pending on its
-// partition until the broker acknowledged it, and progress is never
-// committed past a pending sync (progress.commit): if it is lost, the
-// records from it on are copied again and synced again.
+// A distance-change sync is load-bearing: after a restart, translation reads
+// the history back, and a missing change would translate offsets past it
+// with the old distance — possibly ahead of the copy. So such a sync is
+// tracked as pending on its partition until the broker acknowledged its
+// history record, and progress is never committed past a pending sync
+// (progress.commit): if it is lost, the records from it on are copied again
+// and synced again. MM2's record of it is for MM2's readers and not waited
+// for.
 type syncWriter struct {
-	topic string
-	prod  sarama.AsyncProducer
-	onErr func(error)
-	done  chan struct{}
+	topic, history string
+	prod           sarama.AsyncProducer
+	onErr          func(error)
+	done           chan struct{}
 }
 
 // syncRef is what a sync's acknowledgement needs.
@@ -56,7 +60,7 @@ type syncRef struct {
 	tracked  bool
 }
 
-func newSyncWriter(s cluster.Settings, clientID, topic string, onErr func(error)) (*syncWriter, error) {
+func newSyncWriter(s cluster.Settings, clientID, topic, history string, onErr func(error)) (*syncWriter, error) {
 	cfg, err := s.Config(clientID)
 	if err != nil {
 		return nil, err
@@ -75,7 +79,7 @@ func newSyncWriter(s cluster.Settings, clientID, topic string, onErr func(error)
 	if err != nil {
 		return nil, err
 	}
-	w := &syncWriter{topic: topic, prod: prod, onErr: onErr, done: make(chan struct{})}
+	w := &syncWriter{topic: topic, history: history, prod: prod, onErr: onErr, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -98,13 +102,21 @@ func newSyncWriter(s cluster.Settings, clientID, topic string, onErr func(error)
 	return w, nil
 }
 
-// emit queues a sync; tracked marks a distance change (see syncWriter).
-func (w *syncWriter) emit(ps *partState, s mm2.OffsetSync, tracked bool) {
+// emit queues a sync; change is set for a distance change (see syncWriter).
+func (w *syncWriter) emit(ps *partState, s mm2.OffsetSync, change *checkpoint.SyncPoint) {
 	w.prod.Input() <- &sarama.ProducerMessage{
 		Topic: w.topic, Partition: 0,
 		Key:      sarama.ByteEncoder(s.Key()),
 		Value:    sarama.ByteEncoder(s.Value()),
-		Metadata: syncRef{ps: ps, upstream: s.UpstreamOffset, tracked: tracked},
+		Metadata: syncRef{},
+	}
+	if change != nil {
+		w.prod.Input() <- &sarama.ProducerMessage{
+			Topic: w.history, Partition: 0,
+			Key:      sarama.ByteEncoder(checkpoint.HistoryKey(s.Topic, s.Partition, *change)),
+			Value:    sarama.ByteEncoder(checkpoint.HistoryValue(*change)),
+			Metadata: syncRef{ps: ps, upstream: change.Upstream, tracked: true},
+		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -15,20 +16,33 @@ import (
 // later share a flow through that group (SPEC §8).
 //
 // Commits happen on an interval and at a clean stop, not per record: the
-// copy loop only stores the acknowledged position in an atomic.
+// copy loop only stores the acknowledged position in an atomic. A group's
+// offsets expire on the broker, so the same positions also go to the flow's
+// progress log on the target (progresslog.go), which does not expire.
 type progress struct {
 	client sarama.Client
 	admin  sarama.ClusterAdmin
 	group  string
+	log    *progressLog
 	last   map[*partState]storedProgress // what was last committed
+	// lastAll is when every partition was last committed, moved or not:
+	// an idle partition's offsets are committed again every recommitEvery
+	// so the group does not expire while the flow runs.
+	lastAll time.Time
 }
 
-func newProgress(client sarama.Client, group string) (*progress, error) {
+// recommitEvery is how often unchanged positions are committed again. Far
+// below any sensible offsets.retention.minutes (7 days by default, at least
+// a minute in tests), and cheap: one request per worker.
+const recommitEvery = 20 * time.Second
+
+func newProgress(client sarama.Client, group string, log *progressLog) (*progress, error) {
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
 		return nil, err
 	}
-	return &progress{client: client, admin: admin, group: group, last: map[*partState]storedProgress{}}, nil
+	return &progress{client: client, admin: admin, group: group, log: log,
+		last: map[*partState]storedProgress{}, lastAll: time.Now()}, nil
 }
 
 // storedProgress is a partition's committed position: the next source
@@ -42,8 +56,25 @@ type storedProgress struct {
 const metadataPrefix = "kmirror:d="
 
 // load returns the stored progress per partition, offset -1 where none is
-// stored.
+// stored: the further of the group's and the progress log's.
 func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error) {
+	fromGroup, err := p.loadGroup(parts)
+	if err != nil {
+		return nil, err
+	}
+	fromLog, err := p.log.read(parts)
+	if err != nil {
+		return nil, err
+	}
+	for pt, sp := range fromLog {
+		if sp.offset > fromGroup[pt].offset {
+			fromGroup[pt] = sp
+		}
+	}
+	return fromGroup, nil
+}
+
+func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, error) {
 	req := map[string][]int32{}
 	for _, pt := range parts {
 		req[pt.Source] = append(req[pt.Source], pt.Partition)
@@ -76,14 +107,23 @@ func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error)
 	return out, nil
 }
 
-// commit stores the positions that moved since the last commit.
-func (p *progress) commit(states []*partState) error {
+// commit stores the positions that moved since the last commit in the
+// group, and in the progress log when it is due or final (a clean stop).
+func (p *progress) commit(states []*partState, final bool) error {
+	return errors.Join(p.commitGroup(states), p.log.write(states, final))
+}
+
+func (p *progress) commitGroup(states []*partState) error {
 	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)
 	var pending []*partState
 	commits := map[*partState]storedProgress{}
+	all := time.Since(p.lastAll) >= recommitEvery
+	if all {
+		p.lastAll = time.Now()
+	}
 	for _, ps := range states {
 		next, down := ps.committable()
-		if last, ok := p.last[ps]; next < 0 || (ok && last == storedProgress{next, down}) {
+		if last, ok := p.last[ps]; next < 0 || (ok && !all && last == storedProgress{next, down}) {
 			continue
 		}
 		meta := ""

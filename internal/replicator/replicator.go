@@ -134,19 +134,26 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		return fmt.Errorf("target %s: %w", r.flow.Target.Alias, err)
 	}
 	defer dstAdmin.Close()
+	if _, err := ensureInternalTopic(dst, dstAdmin, r.flow.ProgressTopic, r.flow.ReplicationFactor, progressTopicConfig); err != nil {
+		return err
+	}
 	syncClient, syncAdmin, err := adminClient(r.flow.OffsetSyncs, id+"-offset-syncs")
 	if err != nil {
 		return fmt.Errorf("offset syncs cluster: %w", err)
 	}
 	defer syncAdmin.Close()
-	if _, err := EnsureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor); err != nil {
+	if _, err := ensureInternalTopic(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, r.flow.ReplicationFactor, nil); err != nil {
+		return err
+	}
+	if _, err := ensureInternalTopic(syncClient, syncAdmin, r.flow.SyncHistoryTopic, r.flow.ReplicationFactor, syncHistoryConfig); err != nil {
 		return err
 	}
 	// Progress waits for distance-change syncs to be written: wait for the
 	// (possibly just created) topic to have a leader, so the first syncs
 	// do not sit in backoff.
 	waitLeader(ctx, syncClient, r.flow.OffsetSyncsTopic, 10*time.Second)
-	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, func(err error) {
+	waitLeader(ctx, syncClient, r.flow.SyncHistoryTopic, 10*time.Second)
+	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, r.flow.SyncHistoryTopic, func(err error) {
 		r.state.setError("write offset sync (progress is held back until it is written again): " + err.Error())
 	})
 	if err != nil {
@@ -161,7 +168,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		r.historyLoaded = true
 	}
 	if r.flow.SyncGroupOffsets {
-		if _, err := EnsureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor); err != nil {
+		if _, err := ensureInternalTopic(dst, dstAdmin, r.flow.CheckpointsTopic, r.flow.ReplicationFactor, nil); err != nil {
 			return err
 		}
 		cp := r.newCheckpointer(srcAdmin, dst, dstAdmin)
@@ -230,9 +237,13 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			}
 			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
 		}
-		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic,
-			"offset syncs written before are lost: after a restart of kmirror, group offsets older than now cannot be translated (this process still has them in memory)")
-		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic,
+		r.checkInternal(dst, dstAdmin, r.flow.ProgressTopic, progressTopicConfig,
+			"until the next progress write, the flow's progress is kept only in its consumer group on the source, which Kafka expires after offsets.retention.minutes")
+		r.checkInternal(syncClient, syncAdmin, r.flow.SyncHistoryTopic, syncHistoryConfig,
+			"distance changes written before are lost: after a restart of kmirror, group offsets older than now are translated with MM2's safe rule (behind) or not at all")
+		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, nil,
+			"MM2's tools lose the offset syncs written before; kmirror's own translation keeps them in its sync history")
+		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic, nil,
 			"checkpoints are written again at the next consumer offset sync") {
 			r.mu.Lock()
 			cp := r.ckpt
@@ -291,19 +302,34 @@ func waitLeader(ctx context.Context, client sarama.Client, topic string, timeout
 	}
 }
 
-// EnsureInternalTopic creates one of kmirror's MM2-compatible internal topics
-// (1 partition, compacted) when missing, and says whether it did. The
-// replication factor is capped at the cluster's broker count.
-func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16) (created bool, err error) {
+// progressTopicConfig rolls the progress topic's segments hourly: only
+// closed segments are compacted, and a worker reads the whole topic at
+// start, so the uncompacted part stays about an hour of writes.
+var progressTopicConfig = map[string]string{"segment.ms": "3600000"}
+
+// syncHistoryConfig: every key is a distinct sync (compaction keeps them
+// all), so old ones go by time; a group lagging more than 30 days is
+// translated with MM2's safe rule or not at all.
+var syncHistoryConfig = map[string]string{"cleanup.policy": "compact,delete", "retention.ms": "2592000000"}
+
+// ensureInternalTopic creates one of kmirror's internal topics (1 partition,
+// compacted, plus extra configs) when missing, and says whether it did. The
+// replication factor is the task's, else 3 (internal topics hold progress
+// and translation: they get the durability a production cluster gives its
+// own internal topics), capped at the cluster's broker count.
+func ensureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic string, rf int16, extra map[string]string) (created bool, err error) {
 	if rf < 1 {
-		rf = 1
+		rf = 3
 	}
 	if n := int16(len(client.Brokers())); n > 0 && rf > n {
 		rf = n
 	}
-	compact := "compact"
+	configs := map[string]*string{"cleanup.policy": ptr("compact")}
+	for k, v := range extra {
+		configs[k] = ptr(v)
+	}
 	err = admin.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: rf,
-		ConfigEntries: map[string]*string{"cleanup.policy": &compact}}, false)
+		ConfigEntries: configs}, false)
 	switch {
 	case err == nil:
 		return true, nil
@@ -316,8 +342,8 @@ func EnsureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic 
 // checkInternal recreates an internal topic deleted while the flow runs
 // and says so in the status: replication goes on, but syncs or checkpoints
 // written before are gone.
-func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic, lost string) (created bool) {
-	created, err := EnsureInternalTopic(client, admin, topic, r.flow.ReplicationFactor)
+func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic string, extra map[string]string, lost string) (created bool) {
+	created, err := ensureInternalTopic(client, admin, topic, r.flow.ReplicationFactor, extra)
 	switch {
 	case err != nil:
 		msg := fmt.Sprintf("internal topic %s is missing and could not be recreated: %v — %s", topic, err, lost)
@@ -330,3 +356,5 @@ func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdm
 	}
 	return created
 }
+
+func ptr(s string) *string { return &s }

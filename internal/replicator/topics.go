@@ -128,14 +128,20 @@ func (p *planner) create(pair policy.Pair, partitions int32, configs map[string]
 	for k, v := range configs {
 		entries[k] = &v
 	}
-	p.log.Info("creating target topic", "topic", pair.Target, "partitions", partitions, "replication_factor", p.flow.ReplicationFactor)
+	// A task without a replication factor leaves it to the target's
+	// default.replication.factor: -1 asks the broker to apply it.
+	rf := p.flow.ReplicationFactor
+	if rf < 1 {
+		rf = -1
+	}
+	p.log.Info("creating target topic", "topic", pair.Target, "partitions", partitions, "replication_factor", rf)
 	err := p.dstAdmin.CreateTopic(pair.Target, &sarama.TopicDetail{
 		NumPartitions:     partitions,
-		ReplicationFactor: p.flow.ReplicationFactor,
+		ReplicationFactor: rf,
 		ConfigEntries:     entries,
 	}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create target topic %s (%d partitions, replication factor %d): %w", pair.Target, partitions, p.flow.ReplicationFactor, err)
+		return fmt.Errorf("create target topic %s (%d partitions, replication factor %d): %w", pair.Target, partitions, rf, err)
 	}
 	if p.applied == nil {
 		p.applied = map[string]map[string]string{}

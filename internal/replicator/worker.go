@@ -72,6 +72,11 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 	c.Net.DialTimeout = 10 * time.Second
 	c.Net.ReadTimeout = produceTimeout + 10*time.Second
 	c.Metadata.Timeout = 15 * time.Second
+	// The progress log's producer (progresslog.go) writes through this
+	// client: durable writes, answered.
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Producer.Return.Successes = true
+	c.Producer.Partitioner = sarama.NewManualPartitioner
 	return c, nil
 }
 
@@ -105,7 +110,12 @@ func (w *worker) run(ctx context.Context) error {
 		w.state.setError(warning)
 		w.log.Warn(warning)
 	}
-	prog, err := newProgress(src, w.flow.Group())
+	plog, err := newProgressLog(dst, w.flow.ProgressTopic, w.flow, w.opts.ProgressLogInterval)
+	if err != nil {
+		return err
+	}
+	defer plog.close()
+	prog, err := newProgress(src, w.flow.Group(), plog)
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
 	}
@@ -128,7 +138,7 @@ func (w *worker) run(ctx context.Context) error {
 			pc.AsyncClose()
 		}
 		awaitSyncs(states, syncFlushWait)
-		if err := prog.commit(states); err != nil {
+		if err := prog.commit(states, true); err != nil {
 			w.state.setError(err.Error())
 			w.log.Warn("final progress commit failed; records since the last commit will be copied again", "error", err)
 		}
@@ -201,7 +211,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	// The resolved start positions are stored at once, so a restart before
 	// the first record does not move "latest" past records produced since.
-	if err := prog.commit(states); err != nil {
+	if err := prog.commit(states, true); err != nil {
 		cleanup()
 		return err
 	}
@@ -231,7 +241,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
-			if err := prog.commit(states); err != nil {
+			if err := prog.commit(states, false); err != nil {
 				w.state.setError(err.Error())
 				w.log.Warn("progress commit failed; will retry", "error", err)
 			}

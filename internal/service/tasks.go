@@ -56,7 +56,7 @@ type TaskInfo struct {
 	DesiredState string     `json:"desired_state"`
 	Status       TaskStatus `json:"status"`
 	LastAction   LastAction `json:"last_action"`
-	// InternalTopics are the MM2-compatible topics the task uses (SPEC §5).
+	// InternalTopics are the topics the task keeps besides the data.
 	InternalTopics []InternalTopic `json:"internal_topics"`
 	CreatedAt      time.Time       `json:"created_at"`
 	// Warnings are set by CreateTask only: rules the task bends without
@@ -86,12 +86,8 @@ type LastAction struct {
 	At     time.Time `json:"at"`
 }
 
-// InternalTopic is one of a task's MM2-compatible internal topics.
-type InternalTopic struct {
-	// Cluster is the side it lives on: current or peer.
-	Cluster string `json:"cluster"`
-	Topic   string `json:"topic"`
-}
+// InternalTopic is one of a task's internal topics and the side it lives on.
+type InternalTopic = task.InternalTopic
 
 // taskLocks serialises state changes of one task (pause, resume, restart,
 // delete) without making one task's graceful stop hold up another's.
@@ -487,7 +483,7 @@ func (s *Service) taskInfo(r store.Task) TaskInfo {
 		DesiredState:   r.DesiredState,
 		Status:         s.status(r),
 		LastAction:     LastAction{Action: r.LastAction, By: r.LastActionBy, At: r.LastActionAt},
-		InternalTopics: internalTopics(t),
+		InternalTopics: t.InternalTopics(),
 		CreatedAt:      r.CreatedAt,
 	}
 }
@@ -508,22 +504,6 @@ func (s *Service) status(r store.Task) TaskStatus {
 	default:
 		return TaskStatus{State: StateFailed, Reason: "not running in this kmirror process: restart the task", Flows: []replicator.FlowStatus{}}
 	}
-}
-
-// internalTopics lists a task's MM2-compatible internal topics (SPEC §5).
-func internalTopics(t task.Task) []InternalTopic {
-	out := []InternalTopic{{Cluster: "current", Topic: t.OffsetSyncsTopic()}}
-	if !t.Rules.SyncConsumerOffsets {
-		return out
-	}
-	d := t.Rules.Direction
-	if d == task.DirectionPull || d == task.DirectionBidirectional {
-		out = append(out, InternalTopic{Cluster: "current", Topic: task.CheckpointsTopic(t.Peer.Alias)})
-	}
-	if d == task.DirectionPush || d == task.DirectionBidirectional {
-		out = append(out, InternalTopic{Cluster: "peer", Topic: task.CheckpointsTopic(t.Current.Alias)})
-	}
-	return out
 }
 
 // DeleteTask stops a task (gracefully: its progress is committed) and

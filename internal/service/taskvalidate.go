@@ -314,8 +314,8 @@ func validateRules(p *Problems, t task.Task) {
 	if r.Direction == task.DirectionBidirectional && !r.RenameTopics && !r.AddSourceHeader {
 		p.Add("rules.add_source_header", "a bidirectional task needs add source header or rename topics on: without either, records would be copied back and forth forever")
 	}
-	if r.ReplicationFactor < 1 {
-		p.Add("rules.replication_factor", "replication factor must be at least 1")
+	if r.ReplicationFactor < 1 && r.ReplicationFactor != task.DefaultReplicationFactor {
+		p.Add("rules.replication_factor", "replication factor must be at least 1, or left out (-1) for the target cluster's default.replication.factor")
 	} else if r.ReplicationFactor > maxReplicationFactor {
 		p.Add("rules.replication_factor", "replication factor must be at most %d (Kafka's limit), and no more than the target cluster's broker count", maxReplicationFactor)
 	}

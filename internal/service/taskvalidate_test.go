@@ -219,7 +219,8 @@ func TestValidateTask(t *testing.T) {
 		// replication factor
 		{"replication factor 3", func(x *task.Task) { x.Rules.ReplicationFactor = 3 }, nil},
 		{"replication factor 0", func(x *task.Task) { x.Rules.ReplicationFactor = 0 }, []fp{{"rules.replication_factor", "at least 1"}}},
-		{"replication factor negative", func(x *task.Task) { x.Rules.ReplicationFactor = -1 }, []fp{{"rules.replication_factor", "at least 1"}}},
+		{"replication factor left to the target", func(x *task.Task) { x.Rules.ReplicationFactor = -1 }, nil},
+		{"replication factor negative", func(x *task.Task) { x.Rules.ReplicationFactor = -2 }, []fp{{"rules.replication_factor", "at least 1"}}},
 		{"replication factor too big", func(x *task.Task) { x.Rules.ReplicationFactor = 40000 }, []fp{{"rules.replication_factor", "at most 32767"}}},
 
 		// start offset

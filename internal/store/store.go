@@ -64,7 +64,7 @@ func OpenFile(ctx context.Context, path string) (*DB, error) {
 	}
 	if err := Migrate(ctx, sqldb, migrations.FS); err != nil {
 		sqldb.Close()
-		return nil, err
+		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
 	return &DB{db: sqldb}, nil
 }

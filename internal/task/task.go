@@ -93,9 +93,10 @@ type Mapping struct {
 // DefaultTasks is the seed's default parallelism per flow.
 const DefaultTasks = 2
 
-// DefaultReplicationFactor is the replication factor of created topics when
-// the task does not say.
-const DefaultReplicationFactor = 1
+// DefaultReplicationFactor stands for a task that does not set one: topics
+// created on the target get the target's default.replication.factor (-1 is
+// Kafka's own way to ask for the broker's default when creating a topic).
+const DefaultReplicationFactor = -1
 
 // PasswordMask stands for a set password in exported JSON. A task holding it
 // as its password is refused (the real password must be given again), so a
@@ -155,13 +156,6 @@ func (t Task) WithDefaults() Task {
 	}
 	return t
 }
-
-// OffsetSyncsTopic is the MM2 offset-syncs topic on the current cluster.
-func (t Task) OffsetSyncsTopic() string { return "mm2-offset-syncs." + t.Peer.Alias + ".internal" }
-
-// CheckpointsTopic is the MM2 checkpoints topic for records replicated from
-// the cluster with the given alias; it lives on the other cluster.
-func CheckpointsTopic(sourceAlias string) string { return sourceAlias + ".checkpoints.internal" }
 
 // Resolve finds the clusters a task connects: the current cluster by name,
 // the peer by name or from the task's own address and credentials.

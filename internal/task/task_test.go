@@ -50,10 +50,10 @@ func TestResolve(t *testing.T) {
 func TestDefaultsAndTopicNames(t *testing.T) {
 	got := Task{Current: Current{Alias: "A"}, Peer: Peer{Alias: "B"}}.WithDefaults()
 	if got.Type != TypeKafkaReplication || got.Rules.Tasks != DefaultTasks || got.Rules.StartOffset != StartEarliest ||
-		got.Rules.Compression != "none" || got.Rules.ReplicationFactor != 1 {
+		got.Rules.Compression != "none" || got.Rules.ReplicationFactor != DefaultReplicationFactor {
 		t.Fatalf("defaults %+v", got.Rules)
 	}
-	if got.OffsetSyncsTopic() != "mm2-offset-syncs.B.internal" || CheckpointsTopic("A") != "A.checkpoints.internal" {
+	if OffsetSyncsTopic(got.Peer.Alias) != "mm2-offset-syncs.B.internal" || CheckpointsTopic("A") != "A.checkpoints.internal" {
 		t.Fatal("internal topic names are MM2's")
 	}
 }

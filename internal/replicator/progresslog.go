@@ -1,0 +1,167 @@
+package replicator
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// progressLog keeps a flow's progress in a compacted topic on the target
+// cluster (task.ProgressTopic), besides the flow's consumer group on the
+// source.
+//
+// Why both: Kafka drops a group's committed offsets offsets.retention.minutes
+// (7 days by default) after its last commit. A task paused, or a kmirror
+// stopped, for longer would then find no progress and start again from its
+// start offset — every record copied twice, or with "latest", records
+// skipped. A compacted topic keeps the last record of every key for good
+// (MM2 keeps its progress the same way, in Connect's offsets topic). The
+// group stays the fast path, committed every CommitInterval and read by
+// standard Kafka tools for lag; the topic is written every LogInterval for
+// the partitions that moved, and for all that moved at every clean stop.
+// Both only ever hold acknowledged positions, so at start the further of
+// the two is taken.
+//
+// Records: key {"task","flow","topic","partition"} (JSON, fields in that
+// order, so equal keys are equal bytes and compaction keeps the last), value
+// {"next","down"}: the next source offset to copy and the target position
+// after the last copied record (-1 unknown).
+type progressLog struct {
+	topic      string
+	task, flow string
+	client     sarama.Client // the target
+	prod       sarama.SyncProducer
+	every      time.Duration
+	lastAt     time.Time
+	last       map[*partState]storedProgress // what was last written
+}
+
+type progressKey struct {
+	Task      string `json:"task"`
+	Flow      string `json:"flow"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+type progressValue struct {
+	Next int64 `json:"next"`
+	Down int64 `json:"down"`
+}
+
+// newProgressLog writes through target, a client whose producer settings are
+// acks=all with successes returned (worker.targetConfig).
+func newProgressLog(target sarama.Client, topic string, f Flow, every time.Duration) (*progressLog, error) {
+	prod, err := sarama.NewSyncProducerFromClient(target)
+	if err != nil {
+		return nil, fmt.Errorf("progress producer on target %s: %w", f.Target.Alias, err)
+	}
+	return &progressLog{topic: topic, task: f.Task, flow: f.Name(), client: target, prod: prod,
+		every: every, last: map[*partState]storedProgress{}}, nil
+}
+
+func (l *progressLog) close() { _ = l.prod.Close() }
+
+// read returns the newest record of each of parts, offset -1 where none. It
+// reads the topic from its start to the end it had when called.
+func (l *progressLog) read(parts []Partition) (map[Partition]storedProgress, error) {
+	out := make(map[Partition]storedProgress, len(parts))
+	want := make(map[progressKey]Partition, len(parts))
+	for _, p := range parts {
+		out[p] = storedProgress{-1, -1}
+		want[progressKey{l.task, l.flow, p.Source, p.Partition}] = p
+	}
+	err := readTopic(l.client, l.topic, func(m *sarama.ConsumerMessage) {
+		var k progressKey
+		if json.Unmarshal(m.Key, &k) != nil {
+			return
+		}
+		p, ok := want[k]
+		if !ok {
+			return
+		}
+		var v progressValue
+		if m.Value == nil || json.Unmarshal(m.Value, &v) != nil {
+			out[p] = storedProgress{-1, -1} // a tombstone or a record we cannot read
+			return
+		}
+		out[p] = storedProgress{v.Next, v.Down}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read progress from %s on the target: %w", l.topic, err)
+	}
+	return out, nil
+}
+
+// write stores the positions that moved since the last write, at most every
+// l.every unless final.
+func (l *progressLog) write(states []*partState, final bool) error {
+	now := time.Now()
+	if !final && now.Sub(l.lastAt) < l.every {
+		return nil
+	}
+	var msgs []*sarama.ProducerMessage
+	wrote := map[*partState]storedProgress{}
+	for _, ps := range states {
+		next, down := ps.committable()
+		if last, ok := l.last[ps]; next < 0 || (ok && last == storedProgress{next, down}) {
+			continue
+		}
+		k, _ := json.Marshal(progressKey{l.task, l.flow, ps.Source, ps.Partition.Partition})
+		v, _ := json.Marshal(progressValue{next, down})
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: l.topic, Partition: 0,
+			Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)})
+		wrote[ps] = storedProgress{next, down}
+	}
+	l.lastAt = now
+	if len(msgs) == 0 {
+		return nil
+	}
+	if err := l.prod.SendMessages(msgs); err != nil {
+		return fmt.Errorf("write progress to %s on the target: %w", l.topic, err)
+	}
+	for ps, sp := range wrote {
+		l.last[ps] = sp
+	}
+	return nil
+}
+
+// readTopic hands every record of partition 0 of topic, from its start to
+// the end it has now, to fn, in order.
+func readTopic(client sarama.Client, topic string, fn func(*sarama.ConsumerMessage)) error {
+	oldest, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		return err
+	}
+	end, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
+	if err != nil {
+		return err
+	}
+	if end <= oldest {
+		return nil
+	}
+	consumer, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		return err
+	}
+	defer consumer.Close()
+	pc, err := consumer.ConsumePartition(topic, 0, oldest)
+	if err != nil {
+		return err
+	}
+	defer pc.Close()
+	for {
+		select {
+		case m := <-pc.Messages():
+			fn(m)
+			if m.Offset+1 >= end {
+				return nil
+			}
+		case err := <-pc.Errors():
+			return err
+		case <-time.After(30 * time.Second):
+			return fmt.Errorf("no record for 30s before offset %d", end)
+		}
+	}
+}

@@ -1,0 +1,164 @@
+package store_test
+
+import (
+	"context"
+	"database/sql"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/migrations"
+)
+
+// seeds are rows written right after a migration, in the schema of that
+// migration, as the kmirror that shipped it wrote them. Every migration
+// needs an entry: the upgrade test below fills a database with the rows of
+// each earlier schema, migrates it to the newest and checks them. A
+// migration that reshapes rows updates the checks, never the seeds.
+var seeds = map[int][]string{
+	1: {
+		`INSERT INTO users (name, password_hash, created_at) VALUES ('seed-user', '$2a$10$seedhash', 1700000000)`,
+		`INSERT INTO clusters (name, bootstrap_servers, security_protocol, sasl_mechanism, username, password_ciphertext, ca_pem, created_at)
+		 VALUES ('seed-east', 'a:9092,b:9092', 'SASL_SSL', 'SCRAM-SHA-512', 'alice', X'010203', 'PEM', 1700000001)`,
+		`INSERT INTO clusters (name, bootstrap_servers, security_protocol, created_at) VALUES ('seed-west', 'c:9092', 'PLAINTEXT', 1700000002)`,
+		`INSERT INTO settings (key, value) VALUES ('seed-setting', 'kept')`,
+	},
+	2: {
+		`INSERT INTO tasks (name, current_cluster, peer_cluster, spec, peer_password_ciphertext, desired_state, last_action, last_action_by, last_action_at, last_error, created_at)
+		 VALUES ('seed-task', 'seed-east', 'seed-west',
+		 '{"name":"seed-task","type":"kafka-replication","current":{"cluster":"seed-east","alias":"A"},"peer":{"alias":"B","config_type":"cluster","cluster":"seed-west"},"rules":{"direction":"push","topics":["orders"],"tasks":2,"rename_topics":false,"add_source_header":false,"sync_consumer_offsets":false,"replication_factor":0,"start_offset":"","compression":""}}',
+		 NULL, 'paused', 'pause', 'seed-user', 1700000010, 'peer unreachable', 1700000003)`,
+		`INSERT INTO tasks (name, current_cluster, peer_cluster, spec, peer_password_ciphertext, desired_state, last_action, last_action_by, last_action_at, created_at)
+		 VALUES ('seed-by-address', 'seed-east', NULL,
+		 '{"name":"seed-by-address","type":"kafka-replication","current":{"cluster":"seed-east","alias":"A"},"peer":{"alias":"B","config_type":"address","address":["x:9092"],"security_protocol":"SASL_PLAINTEXT","sasl_mechanism":"PLAIN","username":"u"},"rules":{"direction":"pull","topics":["orders"],"tasks":1,"rename_topics":true,"add_source_header":false,"sync_consumer_offsets":false,"replication_factor":0,"start_offset":"","compression":""}}',
+		 X'090909', 'running', 'create', 'api', 1700000004, 1700000004)`,
+	},
+}
+
+// migrationsUpTo is the embedded migrations of version <= v, and the sorted
+// versions of all of them.
+func migrationsUpTo(t *testing.T, v int) (fstest.MapFS, []int) {
+	t.Helper()
+	entries, err := fs.ReadDir(migrations.FS, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := fstest.MapFS{}
+	var all []int
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		n, err := strconv.Atoi(num)
+		if !ok || err != nil || !strings.HasSuffix(e.Name(), ".up.sql") {
+			continue
+		}
+		all = append(all, n)
+		if n <= v {
+			b, err := fs.ReadFile(migrations.FS, e.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			sub[e.Name()] = &fstest.MapFile{Data: b}
+		}
+	}
+	sort.Ints(all)
+	return sub, all
+}
+
+func TestEveryMigrationHasSeedRows(t *testing.T) {
+	_, all := migrationsUpTo(t, 0)
+	for _, v := range all {
+		if len(seeds[v]) == 0 {
+			t.Errorf("migration %04d has no seed rows: add rows in its schema to seeds in upgrade_test.go", v)
+		}
+	}
+}
+
+// Every earlier schema, holding rows, migrates to the newest with its rows
+// intact and readable by this binary.
+func TestUpgradeFromEachEarlierSchemaKeepsTheRows(t *testing.T) {
+	ctx := context.Background()
+	_, all := migrationsUpTo(t, 0)
+	newest := all[len(all)-1]
+	// From the newest too: no migration is pending, but its seed rows are
+	// checked to be what this binary reads back.
+	for _, from := range all {
+		t.Run("from "+strconv.Itoa(from), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), store.FileName)
+			raw, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One migration at a time, each followed by its rows, as a
+			// database upgraded release by release would hold them.
+			for _, v := range all {
+				if v > from {
+					break
+				}
+				sub, _ := migrationsUpTo(t, v)
+				if err := store.Migrate(ctx, raw, sub); err != nil {
+					t.Fatalf("migrate to %d: %v", v, err)
+				}
+				for _, s := range seeds[v] {
+					if _, err := raw.ExecContext(ctx, s); err != nil {
+						t.Fatalf("seed rows of %d: %v", v, err)
+					}
+				}
+			}
+			raw.Close()
+
+			db, err := store.OpenFile(ctx, path)
+			if err != nil {
+				t.Fatalf("upgrade from %d: %v", from, err)
+			}
+			defer db.Close()
+			if v, err := db.SchemaVersion(ctx); err != nil || v != newest {
+				t.Fatalf("schema version %d (err %v), want %d", v, err, newest)
+			}
+			checkSeedRows(t, db, from)
+		})
+	}
+}
+
+// checkSeedRows checks, through the store's own reads, the rows seeded up
+// to version from.
+func checkSeedRows(t *testing.T, db *store.DB, from int) {
+	t.Helper()
+	ctx := context.Background()
+	if from >= 1 {
+		u, err := db.User(ctx, "seed-user")
+		if err != nil || u.PasswordHash != "$2a$10$seedhash" || u.CreatedAt.Unix() != 1700000000 {
+			t.Errorf("user: %+v, %v", u, err)
+		}
+		c, err := db.Cluster(ctx, "seed-east")
+		if err != nil || strings.Join(c.BootstrapServers, ",") != "a:9092,b:9092" || c.SecurityProtocol != "SASL_SSL" ||
+			c.SASLMechanism != "SCRAM-SHA-512" || c.Username != "alice" || string(c.PasswordCiphertext) != "\x01\x02\x03" || c.CAPEM != "PEM" {
+			t.Errorf("cluster: %+v, %v", c, err)
+		}
+		if cs, err := db.ListClusters(ctx); err != nil || len(cs) != 2 {
+			t.Errorf("clusters: %d, %v; want 2", len(cs), err)
+		}
+		var value string
+		if err := db.SQL().QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'seed-setting'`).Scan(&value); err != nil || value != "kept" {
+			t.Errorf("setting: %q, %v", value, err)
+		}
+	}
+	if from >= 2 {
+		tk, err := db.Task(ctx, "seed-task")
+		if err != nil || tk.DesiredState != store.DesiredPaused || tk.LastActionBy != "seed-user" || tk.LastError != "peer unreachable" ||
+			tk.Spec.Peer.Cluster != "seed-west" || tk.Spec.Rules.Tasks != 2 || tk.LastActionAt.Unix() != 1700000010 {
+			t.Errorf("task: %+v, %v", tk, err)
+		}
+		tk, err = db.Task(ctx, "seed-by-address")
+		if err != nil || string(tk.PeerPasswordCiphertext) != "\x09\x09\x09" || tk.Spec.Peer.Address[0] != "x:9092" || !tk.Spec.Rules.RenameTopics {
+			t.Errorf("task by address: %+v, %v", tk, err)
+		}
+		if names, err := db.TasksUsingCluster(ctx, "seed-east"); err != nil || len(names) != 2 {
+			t.Errorf("tasks using seed-east: %v, %v", names, err)
+		}
+	}
+}

@@ -1,0 +1,120 @@
+package task
+
+// This file is the one place that says what a task implies on the clusters:
+// its flows, their aliases, and where each keeps its internal topics and
+// progress (as MirrorMaker 2's ReplicationPolicy owns its naming). The
+// replicator, the service (internal topics shown to users) and any other
+// engine ask it; none derives these on its own.
+
+// Side names one of a task's two clusters.
+type Side string
+
+const (
+	SideCurrent Side = "current"
+	SidePeer    Side = "peer"
+)
+
+// FlowSpec is one direction of a task, source -> target, with the names of
+// everything it keeps on the clusters.
+type FlowSpec struct {
+	Source, Target           Side
+	SourceAlias, TargetAlias string
+	// OffsetSyncs is where offset syncs go: the current cluster, topic
+	// mm2-offset-syncs.<peer alias>.internal. The peer -> current half of a
+	// bidirectional task keeps them at its source instead,
+	// mm2-offset-syncs.<current alias>.internal on the peer (MM2's default
+	// layout): both halves in one topic would key syncs of two different
+	// source topics named alike the same way.
+	OffsetSyncs      Side
+	OffsetSyncsTopic string
+	// SyncHistoryTopic, next to OffsetSyncsTopic, keeps every
+	// distance-change sync with its link to the one before (kmirror's own;
+	// see internal/checkpoint).
+	SyncHistoryTopic string
+	// CheckpointsTopic, on the target, is written when consumer offsets are
+	// synced.
+	CheckpointsTopic string
+	// ProgressTopic, on the target, keeps the flow's progress where Kafka
+	// does not expire it.
+	ProgressTopic string
+	// Group, on the source, holds the flow's progress as committed offsets.
+	Group string
+}
+
+// Name is "<source alias>-><target alias>", the flow's stable label.
+func (f FlowSpec) Name() string { return f.SourceAlias + "->" + f.TargetAlias }
+
+// GroupPrefix marks kmirror's own progress groups, which consumer-offset
+// sync leaves alone.
+const GroupPrefix = "kmirror."
+
+// FlowGroup is the consumer group on the source that holds a flow's
+// progress.
+func FlowGroup(taskName, sourceAlias, targetAlias string) string {
+	return GroupPrefix + taskName + "." + sourceAlias + "-" + targetAlias
+}
+
+// Flows are the task's directions: pull = peer -> current, push = current ->
+// peer, bidirectional = both (current -> peer first). An unknown direction
+// has none.
+func (t Task) Flows() []FlowSpec {
+	mk := func(src, dst Side) FlowSpec {
+		alias := map[Side]string{SideCurrent: t.Current.Alias, SidePeer: t.Peer.Alias}
+		f := FlowSpec{Source: src, Target: dst, SourceAlias: alias[src], TargetAlias: alias[dst],
+			OffsetSyncs: SideCurrent, OffsetSyncsTopic: OffsetSyncsTopic(t.Peer.Alias),
+			SyncHistoryTopic: SyncHistoryTopic(t.Peer.Alias),
+			CheckpointsTopic: CheckpointsTopic(alias[src]),
+			ProgressTopic:    ProgressTopic(alias[src]),
+			Group:            FlowGroup(t.Name, alias[src], alias[dst])}
+		if t.Rules.Direction == DirectionBidirectional && src == SidePeer {
+			f.OffsetSyncs, f.OffsetSyncsTopic = SidePeer, OffsetSyncsTopic(t.Current.Alias)
+			f.SyncHistoryTopic = SyncHistoryTopic(t.Current.Alias)
+		}
+		return f
+	}
+	switch t.Rules.Direction {
+	case DirectionPush:
+		return []FlowSpec{mk(SideCurrent, SidePeer)}
+	case DirectionPull:
+		return []FlowSpec{mk(SidePeer, SideCurrent)}
+	case DirectionBidirectional:
+		return []FlowSpec{mk(SideCurrent, SidePeer), mk(SidePeer, SideCurrent)}
+	}
+	return nil
+}
+
+// InternalTopic is one of kmirror's topics on a side of a task.
+type InternalTopic struct {
+	Cluster Side   `json:"cluster"`
+	Topic   string `json:"topic"`
+}
+
+// InternalTopics lists every topic the task's flows write besides the data:
+// offset syncs, progress, and checkpoints when consumer offsets are synced.
+func (t Task) InternalTopics() []InternalTopic {
+	var out []InternalTopic
+	for _, f := range t.Flows() {
+		out = append(out, InternalTopic{f.OffsetSyncs, f.OffsetSyncsTopic}, InternalTopic{f.OffsetSyncs, f.SyncHistoryTopic},
+			InternalTopic{f.Target, f.ProgressTopic})
+		if t.Rules.SyncConsumerOffsets {
+			out = append(out, InternalTopic{f.Target, f.CheckpointsTopic})
+		}
+	}
+	return out
+}
+
+// OffsetSyncsTopic is MM2's offset-syncs topic name for a cluster alias.
+func OffsetSyncsTopic(alias string) string { return "mm2-offset-syncs." + alias + ".internal" }
+
+// SyncHistoryTopic is kmirror's offset-sync history beside MM2's
+// offset-syncs topic for the same alias.
+func SyncHistoryTopic(alias string) string { return "kmirror-offset-syncs." + alias + ".internal" }
+
+// CheckpointsTopic is the MM2 checkpoints topic for records replicated from
+// the cluster with the given alias; it lives on the other cluster.
+func CheckpointsTopic(sourceAlias string) string { return sourceAlias + ".checkpoints.internal" }
+
+// ProgressTopic is where kmirror keeps the progress of flows copying from
+// the cluster with the given alias: a compacted topic on the flow's target
+// (kmirror's own; MM2 keeps its progress in Connect's offsets topic).
+func ProgressTopic(sourceAlias string) string { return "kmirror-progress." + sourceAlias + ".internal" }
