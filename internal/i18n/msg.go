@@ -168,5 +168,18 @@ func (c *formatCatalog) translate(s string, depth int) string {
 		}
 		return fmt.Sprintf(e.to, args...)
 	}
+	// Messages joined with "; " (a check step's findings) are translated
+	// part by part.
+	if parts := strings.Split(s, "; "); len(parts) > 1 {
+		changed := false
+		for i, p := range parts {
+			if t := c.translate(p, depth+1); t != p {
+				parts[i], changed = t, true
+			}
+		}
+		if changed {
+			return strings.Join(parts, "；")
+		}
+	}
 	return s
 }

@@ -123,3 +123,16 @@ func TestEveryServiceProblemIsTranslated(t *testing.T) {
 		t.Fatalf("found %d problem formats: is the pattern still right?", found)
 	}
 }
+
+// A check step's findings, joined with "; ", are translated part by part.
+func TestMsgTranslatesJoinedParts(t *testing.T) {
+	in := "describe topics: 3 visible; create topics: allowed (validated only, nothing created); read consumer-group offsets: allowed"
+	want := "查看Topic：可見3個；創建Topic：允許（僅校驗，未創建）；讀取消費進度：允許"
+	if got := Msg(zhCtx(), in); got != want {
+		t.Errorf("Msg(%q) = %q, want %q", in, got, want)
+	}
+	in = "1 broker (ids 1), controller 1, Kafka 4.3 or newer"
+	if got := Msg(zhCtx(), in); got != "1個Broker（ID：1），控制器1，Kafka 4.3 or newer" {
+		t.Errorf("Msg(%q) = %q", in, got)
+	}
+}
