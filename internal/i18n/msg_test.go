@@ -136,3 +136,16 @@ func TestMsgTranslatesJoinedParts(t *testing.T) {
 		t.Errorf("Msg(%q) = %q", in, got)
 	}
 }
+
+// The connectivity check's messages read in zh-TW too, the address kept.
+func TestMsgCheckSteps(t *testing.T) {
+	for in, want := range map[string]string{
+		"cannot reach 10.0.0.1:9092: connection refused — check the address and that the broker is running": "無法連接10.0.0.1:9092：連接被拒絕 — 請檢查地址以及Broker是否在運行",
+		`TLS 1.3 with k1:9093; certificate "k1" issued by "ca", valid until 2027-01-01`:                     `TLS 1.3，連接k1:9093；證書"k1"由"ca"簽發，有效期至2027-01-01`,
+		"not run: the tcp step failed": "未運行：tcp步驟失敗",
+	} {
+		if got := Msg(zhCtx(), in); got != want {
+			t.Errorf("Msg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
