@@ -139,6 +139,13 @@ func TestEveryPageIsAccessible(t *testing.T) {
 			b.waitFor("page settled", `!document.querySelector(".htmx-request")`, 10*time.Second)
 			report(path)
 			visited = append(visited, path)
+			if lang == "zh-TW" && strings.HasSuffix(path, "/new") {
+				// The script's topic box takes its words from the page.
+				ph, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="topic-input"]').placeholder`))
+				if err != nil || ph != "輸入Topic名稱後按Enter" {
+					t.Errorf("zh-TW topic input placeholder %q (%v)", ph, err)
+				}
+			}
 		}
 		// A refused form shows its messages: checked as a user sees them.
 		b.run("refused task form "+lang, chromedp.Navigate(base+"/instances/east/smart-connect/new"),
