@@ -560,7 +560,7 @@ func TaskStatusView(csrf string, v TaskView) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if v.Task.Status.Reason != "" {
-			templ_7745c5c3_Err = errorBox("task-reason", "", v.Task.Status.Reason).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = errorBox("task-reason", "", i18n.Msg(ctx, v.Task.Status.Reason)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/i18n"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/views"
@@ -87,7 +88,7 @@ func (h *smartConnect) create(c echo.Context) error {
 			return err
 		}
 		f.Problems = onForm(e.Problems)
-		f.Message = tr(c, "sc.not_created_because", "Reason", e.Message)
+		f.Message = tr(c, "sc.not_created_because", "Reason", i18n.Msg(c.Request().Context(), e.Message))
 		if len(e.Problems) > 0 {
 			f.Message = tr(c, "sc.not_created")
 		}

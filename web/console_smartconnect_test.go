@@ -228,3 +228,40 @@ func TestTaskFormChoicesConstraintsAndEffectiveTasks(t *testing.T) {
 		t.Errorf("zh-TW constraints: %q", c.Text())
 	}
 }
+
+// han finds a Chinese character: a translated message has some, an English
+// one none.
+var han = regexp.MustCompile(`\p{Han}`)
+
+// TestTraditionalChineseShowsNoEnglishProblems: the service's validation
+// messages appear translated on zh-TW pages: the task form, the instance
+// form and the import.
+func TestTraditionalChineseShowsNoEnglishProblems(t *testing.T) {
+	e := newTaskEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	e.get(e.client, "/lang?to=zh-TW&next=/instances")
+	form := e.get(e.client, "/instances/east/smart-connect/new")
+	bad := taskFormValues(form.csrf(t), "x")
+	for k, v := range map[string]string{"current.alias": "A B", "peer.alias": "", "rules.direction": "", "rules.tasks": "0",
+		"rules.replication_factor": "0", "rules.topics": "orders\norders\n__consumer_offsets", "rules.start_offset": "soon"} {
+		bad.Set(k, v)
+	}
+	pages := map[string]page{
+		"task form": e.postForm(e.client, "/instances/east/smart-connect", bad, nil),
+		"instance form": e.postForm(e.client, "/instances", url.Values{"_csrf": {form.csrf(t)}, "name": {"bad name"},
+			"bootstrap_servers": {"nohost"}, "security_protocol": {"PLAINTEXT"}, "username": {"u"}}, nil),
+		"import": e.postForm(e.client, "/dashboard/import", url.Values{"_csrf": {form.csrf(t)},
+			"task_json": {`{"name":"x","rules":{"tasks":0,"direction":"sideways"}}`}}, nil),
+	}
+	for name, p := range pages {
+		msgs := p.doc.Find(`.error, .form-error li, .form-error p, [data-testid="import-problem"]`)
+		if p.status != http.StatusUnprocessableEntity || msgs.Length() < 3 {
+			t.Fatalf("%s: %d with %d messages, want a 422 with several", name, p.status, msgs.Length())
+		}
+		msgs.Each(func(_ int, s *goquery.Selection) {
+			if text := strings.TrimSpace(s.Text()); text != "" && !han.MatchString(text) {
+				t.Errorf("%s: English message on a zh-TW page: %q", name, text)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kmirror/kmirror/internal/i18n"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/views"
 )
@@ -43,7 +44,7 @@ func (s *Server) flash(c echo.Context, banners ...views.Flash) {
 func createdBanners(c echo.Context, info service.TaskInfo) []views.Flash {
 	out := []views.Flash{{Kind: views.FlashSuccess, Message: tr(c, "task.created", "Name", info.Name)}}
 	for _, w := range info.Warnings {
-		out = append(out, views.Flash{Kind: views.FlashError, Message: tr(c, "flash.warning", "Text", w)})
+		out = append(out, views.Flash{Kind: views.FlashError, Message: tr(c, "flash.warning", "Text", i18n.Msg(c.Request().Context(), w))})
 	}
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -163,5 +165,24 @@ func TestUserAndTokenCommands(t *testing.T) {
 	}
 	if out, err := cli(t, base, "user", "remove", "olga"); err != nil || !strings.Contains(out, "removed") {
 		t.Fatalf("user remove: %v\n%s", err, out)
+	}
+}
+
+// A task exported from the console (its password masked) and created again
+// with the CLI is refused, asking for the password, as the console does.
+func TestCLIRefusesAMaskedPassword(t *testing.T) {
+	base, _ := serveDemo(t)
+	exported := `{"name": "from-export", "type": "kafka-replication",
+	  "current": {"cluster": "east", "alias": "A"},
+	  "peer": {"alias": "C", "config_type": "address", "address": ["127.0.0.1:9"], "security_protocol": "SASL_PLAINTEXT",
+	           "sasl_mechanism": "PLAIN", "username": "u", "password": "********"},
+	  "rules": {"direction": "push", "topics": ["orders-copy"]}}`
+	path := filepath.Join(t.TempDir(), "task.json")
+	if err := os.WriteFile(path, []byte(exported), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli(t, base, "task", "create", "-f", path)
+	if err == nil || !strings.Contains(err.Error()+out, "peer.password") || !strings.Contains(err.Error()+out, "masked") {
+		t.Fatalf("create from a masked export: %v\n%s", err, out)
 	}
 }

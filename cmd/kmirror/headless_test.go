@@ -150,7 +150,7 @@ func TestRunProcessSIGTERMMidCopyCopiesNothingTwice(t *testing.T) {
 	tk := task.Task{Name: "sigterm-task", Type: task.TypeKafkaReplication,
 		Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-		Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, Tasks: 2, RenameTopics: true}}
+		Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, Tasks: 2, ReplicationFactor: task.DefaultReplicationFactor, RenameTopics: true}}
 	path := writeSpec(t, engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
 	args := []string{"run", "-f", path, "--log-format", "json", "--log-level", "debug", "--status-interval", "500ms"}
 

@@ -100,9 +100,14 @@ func TestSmartConnectWalk(t *testing.T) {
 		setSelect(`#f-peer-cluster`, "west"),
 		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-push"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="topic-input"]`), topic+kb.Enter),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-chip"]`)),
-		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.rename_topics"]`)))
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-chip"]`)))
+	// The name's message going shifts the form up: click once it is gone,
+	// or the click lands on the box below.
 	b.waitFor("name message gone", `document.querySelector('[data-testid="error-name"]') === null`, 15*time.Second)
+	b.run("turn rename on", chromedp.Click(chromedp.CSS(`[data-testid="field-rules.rename_topics"]`)))
+	if !b.evalBool(`document.querySelector('[data-testid="field-rules.rename_topics"]').checked`) {
+		t.Fatal("rename topics not turned on")
+	}
 	b.waitFor("preview of the renamed topic",
 		fmt.Sprintf(`!!document.querySelector('[data-testid="preview-pair"][data-source=%s][data-target=%s]')`, strconv.Quote(topic), strconv.Quote("A."+topic)), 15*time.Second)
 	if b.evalBool(`document.querySelector("#f-peer-username").checkVisibility()`) {

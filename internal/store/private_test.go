@@ -4,7 +4,9 @@ import (
 	"context"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/store"
@@ -60,5 +62,27 @@ func checkMode(t *testing.T, path string, want fs.FileMode) {
 	}
 	if got := fi.Mode().Perm(); got != want {
 		t.Errorf("%s: mode %v, want %v", path, got, want)
+	}
+}
+
+// TestOpenRefusesADataDirectoryItCannotMakePrivate: when the permissions
+// cannot be changed (here: an immutable directory, which even root cannot
+// chmod), the start is refused with the reason, not run with readable data.
+func TestOpenRefusesADataDirectoryItCannotMakePrivate(t *testing.T) {
+	chattr, err := exec.LookPath("chattr")
+	if err != nil {
+		t.Skip("chattr not found (e2fsprogs): it makes a directory whose mode cannot be changed")
+	}
+	dir := filepath.Join(t.TempDir(), "immutable")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(chattr, "+i", dir).CombinedOutput(); err != nil {
+		t.Skipf("this file system cannot make a directory immutable: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(chattr, "-i", dir).Run() })
+	_, err = store.Open(context.Background(), dir)
+	if err == nil || !strings.Contains(err.Error(), "cannot be made private") || !strings.Contains(err.Error(), dir) {
+		t.Fatalf("open: %v, want a refusal naming the directory", err)
 	}
 }

@@ -1,0 +1,151 @@
+package i18n
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func zhCtx() context.Context {
+	return WithLocalizer(context.Background(), Default().Localizer("zh-TW", ""))
+}
+
+// TestServiceFormats: every translation loads, and a message made from
+// its English format comes back translated with every argument in it.
+func TestServiceFormats(t *testing.T) {
+	c, err := loadFormats("zh-TW")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := serviceFiles.ReadFile("service/zh-TW.json")
+	var m map[string]string
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for from := range m {
+		_, verbs, _ := compileFormat(from)
+		args := make([]any, len(verbs))
+		for i, v := range verbs {
+			if v == 'd' {
+				args[i] = 1000 + i
+			} else {
+				args[i] = fmt.Sprintf("arg%d", i)
+			}
+		}
+		msg := fmt.Sprintf(from, args...)
+		got := c.translate(msg, 0)
+		if got == msg {
+			t.Errorf("%q: not translated", msg)
+			continue
+		}
+		for _, a := range args {
+			if !strings.Contains(got, fmt.Sprint(a)) {
+				t.Errorf("%q: translation %q lost argument %v", from, got, a)
+			}
+		}
+	}
+	if len(c.entries)+len(c.exact) != len(m) {
+		t.Errorf("%d formats loaded of %d", len(c.entries)+len(c.exact), len(m))
+	}
+}
+
+func TestMsg(t *testing.T) {
+	zh := zhCtx()
+	for _, c := range []struct{ in, want string }{
+		{"name is required", "任務名稱為必填項"},
+		{`topic "a.b" is listed twice`, `Topic "a.b"重復`},
+		{"tasks must be at least 1 (the default is 2)", "任務數至少為1（默認值為2）"},
+		// An argument that is itself a message is translated too.
+		{"current alias is required", "當前Kafka別名為必填項"},
+		{"peer: PLAINTEXT does not authenticate: choose SASL_PLAINTEXT or SASL_SSL, or clear the password", "對端：PLAINTEXT不做認證：請選擇SASL_PLAINTEXT或SASL_SSL，或清空密碼"},
+		// Arguments in another order than in English.
+		{"replication factor 3 is more than the 1 broker(s) of west, where this task creates topics: use at most 1", "副本數3大於west的Broker數1（本任務在其上創建Topic）：最多使用1"},
+		{"something the catalogue does not have", "something the catalogue does not have"},
+	} {
+		if got := Msg(zh, c.in); got != c.want {
+			t.Errorf("Msg(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+	if got := Msg(context.Background(), "name is required"); got != "name is required" {
+		t.Errorf("English: %q", got)
+	}
+}
+
+// problemFormat finds the validation problems the service makes:
+// p.Add("field", "format", ...) and p.Add(field, "format", ...).
+var problemFormat = regexp.MustCompile(`\.Add\(\s*(?:"[^"]*"|[\w.]+)\s*,\s*("(?:[^"\\]|\\.)*")`)
+
+// TestEveryServiceProblemIsTranslated: a validation problem added to the
+// service without a zh-TW translation fails here, not on a page.
+func TestEveryServiceProblemIsTranslated(t *testing.T) {
+	c, err := loadFormats("zh-TW")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join("..", "service", "*.go"))
+	found := 0
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range problemFormat.FindAllStringSubmatch(string(b), -1) {
+			var format string
+			if err := json.Unmarshal([]byte(m[1]), &format); err != nil {
+				t.Fatal(err)
+			}
+			if format == "%s" {
+				continue // a message made elsewhere, checked there
+			}
+			found++
+			_, inExact := c.exact[format]
+			inEntries := false
+			for _, e := range c.entries {
+				re, _, _ := compileFormat(format)
+				if e.re.String() == re.String() {
+					inEntries = true
+				}
+			}
+			if !inExact && !inEntries {
+				t.Errorf("%s: %q has no zh-TW translation: add it to internal/i18n/service/zh-TW.json", filepath.Base(f), format)
+			}
+		}
+	}
+	if found < 50 {
+		t.Fatalf("found %d problem formats: is the pattern still right?", found)
+	}
+}
+
+// A check step's findings, joined with "; ", are translated part by part.
+func TestMsgTranslatesJoinedParts(t *testing.T) {
+	in := "describe topics: 3 visible; create topics: allowed (validated only, nothing created); read consumer-group offsets: allowed"
+	want := "查看Topic：可見3個；創建Topic：允許（僅校驗，未創建）；讀取消費進度：允許"
+	if got := Msg(zhCtx(), in); got != want {
+		t.Errorf("Msg(%q) = %q, want %q", in, got, want)
+	}
+	in = "1 broker (ids 1), controller 1, Kafka 4.3 or newer"
+	if got := Msg(zhCtx(), in); got != "1個Broker（ID：1），控制器1，Kafka 4.3 or newer" {
+		t.Errorf("Msg(%q) = %q", in, got)
+	}
+}
+
+// The connectivity check's messages read in zh-TW too, the address kept.
+func TestMsgCheckSteps(t *testing.T) {
+	for in, want := range map[string]string{
+		"cannot reach 10.0.0.1:9092: connection refused — check the address and that the broker is running": "無法連接10.0.0.1:9092：連接被拒絕 — 請檢查地址以及Broker是否在運行",
+		`TLS 1.3 with k1:9093; certificate "k1" issued by "ca", valid until 2027-01-01`:                     `TLS 1.3，連接k1:9093；證書"k1"由"ca"簽發，有效期至2027-01-01`,
+		"not run: the tcp step failed": "未運行：tcp步驟失敗",
+	} {
+		if got := Msg(zhCtx(), in); got != want {
+			t.Errorf("Msg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
