@@ -120,10 +120,23 @@ func (w *syncWriter) emit(ps *partState, s mm2.OffsetSync, change *checkpoint.Sy
 	}
 }
 
-// close flushes pending syncs.
-func (w *syncWriter) close() {
+// syncCloseWait bounds how long a stopping flow waits for syncs still on
+// their way: a pause or delete must end within seconds even while the
+// offset-syncs cluster is away.
+const syncCloseWait = 10 * time.Second
+
+// close flushes pending syncs, waiting at most syncCloseWait. Syncs not
+// written by then held progress back (it was committed before them), so
+// their records are copied and synced again at the next start; the
+// producer finishes or gives up in the background.
+func (w *syncWriter) close() (flushed bool) {
 	w.prod.AsyncClose()
-	<-w.done
+	select {
+	case <-w.done:
+		return true
+	case <-time.After(syncCloseWait):
+		return false
+	}
 }
 
 // retryBackoff grows from 100ms to 2s: with 600 retries, minutes of outage

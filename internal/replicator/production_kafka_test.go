@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -333,4 +334,104 @@ func readTopicForTest(t *testing.T, s cluster.Settings, topic string, fn func(*s
 	t.Helper()
 	c, _ := admin(t, s)
 	return readTopic(c, topic, fn)
+}
+
+// Behaviour: bounded waits, visible state. Two of the three brokers that
+// hold the offset-syncs topics are killed (min.insync.replicas 2: no sync
+// can be written), while records with upstream gaps keep coming: the flow
+// goes on copying, shows DEGRADED naming the partition held back and why,
+// and a stop still ends within seconds. Not parallel: it takes brokers away.
+func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
+	k := rf3(t)
+	src := k.Settings(cluster.Plaintext, "")
+	dst := kafkatest.Shared(t, 1).Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 1, nil)
+	tk := newTask("syncs-away", task.DirectionPush, []string{topic})
+	tk.Current.Alias, tk.Peer.Alias = "DA", "DB"
+	fs := tk.Flows()[0]
+	flows, err := FlowsOf(tk, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := New(flows[0], testOpts, nil)
+	done := make(chan struct{})
+	go func() { defer close(done); r.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	// Records, every third one from the target (an upstream gap: a distance
+	// change, so a sync progress must wait for).
+	batch := func(from int) {
+		var msgs []*sarama.ProducerMessage
+		for i := from; i < from+30; i++ {
+			m := &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(fmt.Sprintf("k%d", i)), Value: sarama.StringEncoder("v")}
+			if i%3 == 1 {
+				m.Headers = []sarama.RecordHeader{{Key: []byte(task.SourceHeader), Value: []byte("DB")}}
+			}
+			msgs = append(msgs, m)
+		}
+		produce(t, src, msgs...)
+	}
+	batch(0)
+	waitCaughtUp(t, r, src, topic, time.Minute)
+
+	// Take away every broker but the one leading the source partition, so
+	// the source stays readable and no offset sync can reach min ISR.
+	keep, err := k.Leader(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var killed []int32
+	for _, id := range k.BrokerIDs() {
+		if id != keep {
+			if err := k.KillBroker(id); err != nil {
+				t.Fatal(err)
+			}
+			killed = append(killed, id)
+		}
+	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer rcancel()
+		for _, id := range killed {
+			if err := k.RestartBroker(rctx, id); err != nil {
+				t.Errorf("restart broker %d: %v", id, err)
+			}
+		}
+	}()
+	batch(30)
+	var st FlowStatus
+	waitForLong(t, 2*time.Minute, func() error {
+		st = r.Status()
+		if st.State != StateDegraded || !strings.Contains(st.Reason, "held at offset") || !strings.Contains(st.Reason, "offset sync") {
+			return fmt.Errorf("state %s (%s), last error %s", st.State, st.Reason, st.LastError)
+		}
+		return nil
+	})
+	t.Logf("with %s's brokers %v gone: %s: %s", fs.OffsetSyncsTopic, killed, st.State, st.Reason)
+
+	began := time.Now()
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute): // a hang detector, not a timing assertion
+		t.Fatal("the flow did not stop within 2 minutes with its offset-syncs cluster away")
+	}
+	t.Logf("stopped in %s with the offset syncs unwritable", time.Since(began).Round(time.Millisecond))
+}
+
+// waitForLong is waitFor with its own limit.
+func waitForLong(t *testing.T, limit time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

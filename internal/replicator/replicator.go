@@ -177,7 +177,11 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("offset syncs producer: %w", err)
 	}
-	defer syncs.close()
+	defer func() {
+		if !syncs.close() {
+			r.log.Warn("offset syncs still unwritten at the stop; the records after them are copied again at the next start", "topic", r.flow.OffsetSyncsTopic, "waited", syncCloseWait)
+		}
+	}()
 
 	if !r.historyLoaded {
 		if err := r.loadHistory(syncClient); err != nil {
