@@ -391,6 +391,9 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 	for attempt := 0; ; attempt++ {
 		base, err := produceOnce(dst, req, topic, part)
 		if err == nil {
+			if !since.IsZero() {
+				ps.unstall()
+			}
 			return base, nil
 		}
 		renewed := false
@@ -416,15 +419,22 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 				c.w.log.Warn(msg)
 			}
 		}
-		if !(renewed || retriable(err)) || ctx.Err() != nil {
+		denied := authDenied(err)
+		if !(renewed || denied || retriable(err)) || ctx.Err() != nil {
 			return -1, err
 		}
 		if since.IsZero() {
 			since = time.Now()
 			msg := fmt.Sprintf("produce to %s-%d: %v; retrying for up to %s", topic, part, err, produceRetryFor)
+			if denied {
+				// Rights are an operator's fix: this partition waits for
+				// them, retrying, and the flow's others go on copying.
+				msg = fmt.Sprintf("produce to %s-%d: %v: grant this task's user WRITE on topic %s on the target; retrying until then (the flow's other partitions go on)", topic, part, err, topic)
+			}
+			ps.stall(msg, since)
 			c.w.state.setError(msg)
 			c.w.log.Warn(msg)
-		} else if time.Since(since) > produceRetryFor {
+		} else if time.Since(since) > produceRetryFor && !denied {
 			return -1, fmt.Errorf("still failing after %s: %w", produceRetryFor, err)
 		}
 		_ = dst.RefreshMetadata(topic)
@@ -488,6 +498,13 @@ func closeIfBroken(b *sarama.Broker, err error) {
 	if connBroken(err) && !errors.Is(err, sarama.ErrNotConnected) {
 		_ = b.Close()
 	}
+}
+
+// authDenied says whether the target refused a write for lack of rights:
+// the partition waits for an operator to grant them (produce), without
+// failing the rest of the flow.
+func authDenied(err error) bool {
+	return errors.Is(err, sarama.ErrTopicAuthorizationFailed) || errors.Is(err, sarama.ErrClusterAuthorizationFailed)
 }
 
 // retriable says whether a produce error may clear up by itself: a broken

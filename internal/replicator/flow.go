@@ -163,6 +163,10 @@ type Options struct {
 	SyncInterval time.Duration
 	// MaxBackoff caps the wait between restarts after errors. Default 30s.
 	MaxBackoff time.Duration
+	// DegradedAfter is how long a partition's offset sync may wait for its
+	// write, or its writes be retried, before the flow shows DEGRADED with
+	// the reason. Default 30s.
+	DegradedAfter time.Duration
 	// ProgressLogInterval is how often a partition's moved progress is also
 	// written to the flow's progress topic (every clean stop writes it
 	// too). Default 10s.
@@ -185,6 +189,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBackoff <= 0 {
 		o.MaxBackoff = 30 * time.Second
+	}
+	if o.DegradedAfter <= 0 {
+		o.DegradedAfter = defaultDegradedAfter
 	}
 	if o.ProgressLogInterval <= 0 {
 		o.ProgressLogInterval = 10 * time.Second

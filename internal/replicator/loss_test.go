@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -86,5 +89,48 @@ func TestTargetThatLostAcknowledgedRecordsIsReportedAsLoss(t *testing.T) {
 	c.checkTargetLoss(sarama.ErrOutOfOrderSequenceNumber)
 	if st := state.snapshot(time.Now()); st.LostOnTarget != 60 {
 		t.Fatalf("lost on target %d after a check with nothing lost, want still 60", st.LostOnTarget)
+	}
+}
+
+// One partition the target refuses to let kmirror write (no rights) stops
+// only itself: it waits, retrying, with its reason in the status
+// (DEGRADED), while the flow's other partition copies everything; once
+// rights are granted it catches up, nothing lost or copied twice.
+func TestDeniedPartitionWaitsAloneAndCatchesUp(t *testing.T) {
+	const n = 300
+	cs, a, b := startFaultyPair(t, n)
+	denied := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{0},
+		Err: kerr.TopicAuthorizationFailed, Count: -1})
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
+	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond, DegradedAfter: time.Second}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	waitFor(t, func() error {
+		st := r.Status()
+		var p1 int64
+		for _, p := range st.Partitions {
+			if p.Partition == 1 {
+				p1 = p.NextOffset
+			}
+		}
+		if p1 != n || st.State != StateDegraded || !strings.Contains(st.Reason, "A.orders-0") || !strings.Contains(st.Reason, "WRITE") {
+			return fmt.Errorf("partition 1 at %d; state %s (%s)", p1, st.State, st.Reason)
+		}
+		return nil
+	})
+	checkExactCopy(t, b, 1, n)
+	denied.Remove() // the operator grants the rights
+	waitFor(t, func() error {
+		if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
+			return fmt.Errorf("status %s records=%d lag=%d reason=%q", st.State, st.Records, st.LagRecords, st.Reason)
+		}
+		return nil
+	})
+	checkExactCopy(t, b, 0, n)
+	if st := r.Status(); st.Restarts != 0 || st.Recopied != 0 {
+		t.Fatalf("flow restarted %d times, %d records copied again: the denied partition should have waited alone", st.Restarts, st.Recopied)
 	}
 }

@@ -345,7 +345,10 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	k := rf3(t)
 	src := k.Settings(cluster.Plaintext, "")
 	dst := kafkatest.Shared(t, 1).Settings(cluster.Plaintext, "")
-	topic := kafkatest.NewTopic(t, k, 1, nil)
+	// The source topic takes writes from one replica, so the test can go on
+	// producing; kmirror's own topics keep the cluster's min ISR of 2.
+	one := "1"
+	topic := kafkatest.NewTopic(t, k, 1, map[string]*string{"min.insync.replicas": &one})
 	tk := newTask("syncs-away", task.DirectionPush, []string{topic})
 	tk.Current.Alias, tk.Peer.Alias = "DA", "DB"
 	fs := tk.Flows()[0]

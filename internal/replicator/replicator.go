@@ -58,12 +58,14 @@ func New(flow Flow, opts Options, log *slog.Logger) *Replicator {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Replicator{
+	r := &Replicator{
 		flow:  flow,
 		opts:  opts.withDefaults(),
 		log:   log.With("task", flow.Task, "flow", flow.Name()),
 		state: newFlowState(flow.Name()),
 	}
+	r.state.degradedAfter = r.opts.DegradedAfter
+	return r
 }
 
 // Flow returns what this Replicator runs.

@@ -23,9 +23,10 @@ const (
 	StateStopped  = "STOPPED"
 )
 
-// heldAfter is how long a distance-change sync may wait for its write
-// before the flow shows as degraded: normally milliseconds.
-const heldAfter = 30 * time.Second
+// defaultDegradedAfter is how long a distance-change sync may wait for its
+// write, or a partition's writes be retried, before the flow shows as
+// degraded: normally milliseconds.
+const defaultDegradedAfter = 30 * time.Second
 
 // FlowStatus is a snapshot of a flow for the console, API and metrics.
 type FlowStatus struct {
@@ -116,13 +117,17 @@ type partState struct {
 	lastTS                  atomic.Int64
 
 	mu       sync.Mutex
-	progDown int64  // downstream position after the last record in progress (next's copy); -1 unknown
-	resumed  bool   // next and progDown came from stored progress (not a fresh start)
-	topicID  string // the source topic's id in this run, stored with progress
-	failed   bool   // a permanent failure: the partition stops until the task restarts
-	reason   string
-	sync     syncState           // last offset sync emitted; only the ack goroutine touches it
-	hist     *checkpoint.History // syncs where the upstream/downstream distance changed
+	progDown int64 // downstream position after the last record in progress (next's copy); -1 unknown
+	resumed  bool  // next and progDown came from stored progress (not a fresh start)
+	// stalled says why the partition's writes are being retried, since
+	// when (the copy waits; the flow's other partitions go on).
+	stalled      string
+	stalledSince time.Time
+	topicID      string // the source topic's id in this run, stored with progress
+	failed       bool   // a permanent failure: the partition stops until the task restarts
+	reason       string
+	sync         syncState           // last offset sync emitted; only the ack goroutine touches it
+	hist         *checkpoint.History // syncs where the upstream/downstream distance changed
 	// syncPending are distance-change syncs not yet acknowledged by the
 	// sync history topic, oldest first: progress is not committed past them.
 	syncPending []heldSync
@@ -169,12 +174,33 @@ func (p *partState) committable() storedProgress {
 	return sp
 }
 
-// heldBack is the offset progress is held at by a distance-change sync
-// waiting longer than heldAfter for its write, and how long; -1 if none.
-func (p *partState) heldBack(now time.Time) (int64, time.Duration) {
+// stall records why the partition's writes are retried, and since when.
+func (p *partState) stall(reason string, since time.Time) {
+	p.mu.Lock()
+	p.stalled, p.stalledSince = reason, since
+	p.mu.Unlock()
+}
+
+// unstall clears stall once a write went through.
+func (p *partState) unstall() { p.stall("", time.Time{}) }
+
+// stalledFor is the stall reason if the partition's writes have been
+// retried for longer than after.
+func (p *partState) stalledFor(now time.Time, after time.Duration) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.syncPending) == 0 || now.Sub(p.syncPending[0].at) < heldAfter {
+	if p.stalled == "" || now.Sub(p.stalledSince) < after {
+		return ""
+	}
+	return p.stalled
+}
+
+// heldBack is the offset progress is held at by a distance-change sync
+// waiting longer than after for its write, and how long; -1 if none.
+func (p *partState) heldBack(now time.Time, after time.Duration) (int64, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.syncPending) == 0 || now.Sub(p.syncPending[0].at) < after {
 		return -1, 0
 	}
 	return p.syncPending[0].Upstream, now.Sub(p.syncPending[0].at)
@@ -188,8 +214,9 @@ func (p *partState) failure() (bool, string) {
 
 // flowState is the shared, lock-protected state of a flow.
 type flowState struct {
-	name     string
-	restarts atomic.Int64
+	name          string
+	degradedAfter time.Duration // Options.DegradedAfter
+	restarts      atomic.Int64
 
 	mu        sync.Mutex
 	state     string
@@ -203,7 +230,7 @@ type flowState struct {
 }
 
 func newFlowState(name string) *flowState {
-	return &flowState{name: name, state: StateStarting, parts: map[string]*partState{}}
+	return &flowState{name: name, degradedAfter: defaultDegradedAfter, state: StateStarting, parts: map[string]*partState{}}
 }
 
 func (s *flowState) set(state, reason string) {
@@ -287,7 +314,10 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		if failed && (st.State == StateRunning || st.State == StateDegraded) {
 			st.State, st.Reason = StateFailed, reason
 		}
-		if held, since := p.heldBack(now); held >= 0 && st.State == StateRunning {
+		if stalled := p.stalledFor(now, s.degradedAfter); stalled != "" && st.State == StateRunning {
+			st.State, st.Reason = StateDegraded, stalled
+		}
+		if held, since := p.heldBack(now, s.degradedAfter); held >= 0 && st.State == StateRunning {
 			st.State = StateDegraded
 			st.Reason = fmt.Sprintf("progress of %s-%d held at offset %d: its offset sync has not been written for %s",
 				p.Source, p.Partition.Partition, held, since.Round(time.Second))
