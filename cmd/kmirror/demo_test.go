@@ -64,7 +64,7 @@ func TestServeDemoFlowOverTheAPI(t *testing.T) {
 			rd = bytes.NewReader(b)
 		}
 		req, _ := http.NewRequest(method, base+"api/v1"+path, rd)
-		req.Header.Set("Authorization", "Bearer tok")
+		req.Header.Set("Authorization", "Bearer "+testToken)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -61,7 +61,7 @@ func TestServeJSONLogsRequestsAndFlowsWithoutSecrets(t *testing.T) {
 	for _, secret := range []string{east.Password, peer.Password, testToken, "backup-admin-password"} {
 		checkJSONLog(t, log, secret)
 	}
-	for _, want := range []string{`"msg":"http request"`, `"request_id":`, `"actor":"api"`, `"status":404`, `"duration":`,
+	for _, want := range []string{`"msg":"http request"`, `"request_id":`, `"actor":"KMIRROR_TOKEN"`, `"status":404`, `"duration":`,
 		`"task":"logs-task","flow":`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("the log has no %s", want)
