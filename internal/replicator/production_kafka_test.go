@@ -351,6 +351,7 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	topic := kafkatest.NewTopic(t, k, 1, map[string]*string{"min.insync.replicas": &one})
 	tk := newTask("syncs-away", task.DirectionPush, []string{topic})
 	tk.Current.Alias, tk.Peer.Alias = "DA", "DB"
+	tk.Rules.ReplicationFactor = task.DefaultReplicationFactor // internal topics: RF 3, min ISR 2
 	fs := tk.Flows()[0]
 	flows, err := FlowsOf(tk, src, dst)
 	if err != nil {

@@ -371,7 +371,7 @@ func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdm
 	created, err := ensureInternalTopic(client, admin, topic, r.flow.ReplicationFactor, extra)
 	switch {
 	case err != nil:
-		msg := fmt.Sprintf("internal topic %s is missing and could not be recreated: %v — %s", topic, err, lost)
+		msg := fmt.Sprintf("internal topic %s could not be checked or recreated: %v — if it is missing, %s", topic, err, lost)
 		r.log.Error(msg)
 		r.state.setError(msg)
 	case created:
