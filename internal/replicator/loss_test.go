@@ -25,20 +25,8 @@ func TestRecordsExpiredOnTheSourceAreCounted(t *testing.T) {
 	produceKeys(t, a, "orders", 1, 0, 10)
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		ReplicationFactor: 1, StartOffset: task.StartEarliest})
-	run := func() (*Replicator, func()) {
-		r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { r.Run(ctx) })
-		return r, func() { cancel(); wg.Wait() }
-	}
-	r, stop := run()
-	waitFor(t, func() error {
-		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 10 {
-			return fmt.Errorf("not caught up: %+v", st.Partitions)
-		}
-		return nil
-	})
+	r, stop := startStoppable(f)
+	waitProgress(t, r, 10)
 	stop()
 	// While the task is stopped, 30 more records arrive and retention
 	// deletes the source up to offset 25: 10..24 are gone uncopied.
@@ -47,14 +35,9 @@ func TestRecordsExpiredOnTheSourceAreCounted(t *testing.T) {
 	if err := srcAdmin.DeleteRecords("orders", map[int32]int64{0: 25}); err != nil {
 		t.Fatal(err)
 	}
-	r, stop = run()
+	r, stop = startStoppable(f)
 	defer stop()
-	waitFor(t, func() error {
-		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 40 {
-			return fmt.Errorf("not caught up: %+v", st.Partitions)
-		}
-		return nil
-	})
+	waitProgress(t, r, 40)
 	st := r.Status()
 	if st.ExpiredOnSource != 15 || st.Partitions[0].ExpiredOnSource != 15 {
 		t.Fatalf("expired on source: flow %d, partition %d; want 15", st.ExpiredOnSource, st.Partitions[0].ExpiredOnSource)

@@ -14,6 +14,33 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
+// startStoppable runs a flow until the returned stop (graceful: progress
+// committed), so a test can stop it and start it again.
+func startStoppable(f Flow) (*Replicator, func()) {
+	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { r.Run(ctx) })
+	return r, func() { cancel(); wg.Wait() }
+}
+
+// waitProgress waits until the flow's progress, summed over its partitions,
+// is want and nothing is left to copy.
+func waitProgress(t *testing.T, r *Replicator, want int64) {
+	t.Helper()
+	waitFor(t, func() error {
+		st := r.Status()
+		var next int64
+		for _, p := range st.Partitions {
+			next += p.NextOffset
+		}
+		if next != want || st.LagRecords != 0 {
+			return fmt.Errorf("progress %d of %d, lag %d (%s)", next, want, st.LagRecords, st.LastError)
+		}
+		return nil
+	})
+}
+
 // targetTotal sums the end offsets of a topic's partitions on s.
 func targetTotal(t *testing.T, s cluster.Settings, topic string, partitions int32) int64 {
 	t.Helper()
@@ -49,29 +76,8 @@ func TestProgressOutlivesAnExpiredGroup(t *testing.T) {
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 2,
 		ReplicationFactor: 1, StartOffset: task.StartEarliest})
 
-	run := func() (*Replicator, func()) {
-		r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { r.Run(ctx) })
-		return r, func() { cancel(); wg.Wait() }
-	}
-	caughtUp := func(r *Replicator, want int64) {
-		t.Helper()
-		waitFor(t, func() error {
-			st := r.Status()
-			var next int64
-			for _, p := range st.Partitions {
-				next += p.NextOffset
-			}
-			if next != want || st.LagRecords != 0 {
-				return fmt.Errorf("progress %d of %d, lag %d (%s)", next, want, st.LagRecords, st.LastError)
-			}
-			return nil
-		})
-	}
-	r, stop := run()
-	caughtUp(r, 100)
+	r, stop := startStoppable(f)
+	waitProgress(t, r, 100)
 	stop()
 
 	// What offsets.retention.minutes does to a group with no members.
@@ -80,9 +86,9 @@ func TestProgressOutlivesAnExpiredGroup(t *testing.T) {
 		t.Fatalf("delete group %s: %v", f.Group(), err)
 	}
 	produceKeys(t, a, "orders", 2, 100, 50)
-	r, stop = run()
+	r, stop = startStoppable(f)
 	defer stop()
-	caughtUp(r, 150)
+	waitProgress(t, r, 150)
 	if got := targetTotal(t, b, "orders", 2); got != 150 {
 		t.Fatalf("target holds %d records after the restart, want 150 (%d copied twice)", got, got-150)
 	}
@@ -105,26 +111,12 @@ func TestLatestAppliesOnlyToPartitionsThereAtTheFirstStart(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { r.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
-	waitFor(t, func() error {
-		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 10 {
-			return fmt.Errorf("not started at the end of early yet: %+v", st.Partitions)
-		}
-		return nil
-	})
+	waitProgress(t, r, 10)
 	produceKeys(t, a, "early", 1, 10, 5)
 	// Created and written between two planning rounds.
 	createTopic(t, a, "late", 1)
 	produceKeys(t, a, "late", 1, 0, 20)
-	waitFor(t, func() error {
-		var next int64
-		for _, p := range r.Status().Partitions {
-			next += p.NextOffset
-		}
-		if next != 15+20 {
-			return fmt.Errorf("progress %d, want 35", next)
-		}
-		return nil
-	})
+	waitProgress(t, r, 15+20)
 	if got := targetTotal(t, b, "early", 1); got != 5 {
 		t.Fatalf("early: %d records copied, want the 5 written after the start", got)
 	}
@@ -142,20 +134,8 @@ func TestRecreatedSourceTopicIsCopiedFromItsStart(t *testing.T) {
 	produceKeys(t, a, "orders", 1, 0, 30)
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		ReplicationFactor: 1, StartOffset: task.StartEarliest})
-	run := func() (*Replicator, func()) {
-		r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Go(func() { r.Run(ctx) })
-		return r, func() { cancel(); wg.Wait() }
-	}
-	r, stop := run()
-	waitFor(t, func() error {
-		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 30 {
-			return fmt.Errorf("not caught up: %+v", st.Partitions)
-		}
-		return nil
-	})
+	r, stop := startStoppable(f)
+	waitProgress(t, r, 30)
 	stop()
 	_, srcAdmin := admin(t, a)
 	if err := srcAdmin.DeleteTopic("orders"); err != nil {
@@ -165,14 +145,9 @@ func TestRecreatedSourceTopicIsCopiedFromItsStart(t *testing.T) {
 		return srcAdmin.CreateTopic("orders", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
 	})
 	produceKeys(t, a, "orders", 1, 100, 40) // more than the stored 30: resuming there would skip 30
-	r, stop = run()
+	r, stop = startStoppable(f)
 	defer stop()
-	waitFor(t, func() error {
-		if st := r.Status(); len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 40 {
-			return fmt.Errorf("not caught up with the new topic: %+v", st.Partitions)
-		}
-		return nil
-	})
+	waitProgress(t, r, 40)
 	if got := targetTotal(t, b, "orders", 1); got != 30+40 {
 		t.Fatalf("target holds %d records, want 70 (30 of the old topic, all 40 of the new)", got)
 	}
