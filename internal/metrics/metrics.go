@@ -46,6 +46,7 @@ var (
 	restartsDesc   = desc("kmirror_flow_restarts_total", "Recoveries of the flow after errors, since this process started.")
 	upDesc         = desc("kmirror_flow_up", "1 when the flow is running, else 0.")
 	failedDesc     = desc("kmirror_flow_failed", "1 when the flow has failed (see the task's status for the reason), else 0.")
+	credentialDesc = desc("kmirror_flow_credential_error", "1 when the flow failed on a certificate, SASL credentials or missing rights (see the task's status), else 0.")
 	degradedDesc   = desc("kmirror_flow_degraded", "1 when the flow copies but part of its progress is held back (see the task's status for what and why), else 0.")
 	failedPartDesc = desc("kmirror_failed_partitions", "Partitions stopped for good until the task restarts (a record the target refuses, for one).")
 	ckptAgeDesc    = desc("kmirror_checkpoint_age_seconds", "Seconds since consumer-group offsets were last translated and synced (flows with sync consumer offsets on).")
@@ -67,7 +68,7 @@ func NewCollector(src Source) *Collector { return &Collector{src: src} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, degradedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, expiredDesc, targetLostDesc, partLagDesc} {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, credentialDesc, degradedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, expiredDesc, targetLostDesc, partLagDesc} {
 		ch <- d
 	}
 }
@@ -105,6 +106,7 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 	gauge(upDesc, b2f(f.State == replicator.StateRunning))
 	gauge(failedDesc, b2f(f.State == replicator.StateFailed))
 	gauge(degradedDesc, b2f(f.State == replicator.StateDegraded))
+	gauge(credentialDesc, b2f(f.State == replicator.StateFailed && f.ErrorKind != ""))
 	failed := 0
 	for _, p := range f.Partitions {
 		if p.Failed {

@@ -90,7 +90,7 @@ func (r *Replicator) Run(ctx context.Context) error {
 		}
 		r.state.restarts.Add(1)
 		r.log.Warn("flow failed; retrying", "error", err, "in", backoff)
-		r.state.set(StateFailed, err.Error())
+		r.state.fail(err)
 		if time.Since(started) > 2*r.opts.MaxBackoff {
 			backoff = time.Second // it ran fine for a while: start the backoff over
 		}

@@ -1,12 +1,17 @@
 package replicator
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/policy"
@@ -51,7 +56,11 @@ type FlowStatus struct {
 	ExpiredOnSource int64 `json:"expired_on_source"`
 	LostOnTarget    int64 `json:"lost_on_target"`
 	// Restarts counts recoveries after errors since the process started.
-	Restarts   int64             `json:"restarts"`
+	Restarts int64 `json:"restarts"`
+	// ErrorKind says what kind of failure a FAILED flow has when it is one
+	// an operator fixes outside kmirror: "certificate" (TLS),
+	// "credentials" (SASL) or "authorization" (ACLs); empty otherwise.
+	ErrorKind  string            `json:"error_kind,omitempty"`
 	LastError  string            `json:"last_error,omitempty"`
 	Topics     []policy.Pair     `json:"topics"`
 	Conflicts  []string          `json:"conflicts,omitempty"`
@@ -223,6 +232,7 @@ type flowState struct {
 	reason    string
 	lastError string
 	syncError string // the last offset-sync write failure, for a degraded reason
+	errorKind string // ErrorKind of the failure while FAILED
 	topics    []policy.Pair
 	conflicts []string
 	parts     map[string]*partState
@@ -239,6 +249,17 @@ func (s *flowState) set(state, reason string) {
 	if reason != "" {
 		s.lastError = reason
 	}
+	if state != StateFailed {
+		s.errorKind = ""
+	}
+	s.mu.Unlock()
+}
+
+// fail marks the flow failed with err's reason and kind (ErrorKind).
+func (s *flowState) fail(err error) {
+	s.set(StateFailed, err.Error())
+	s.mu.Lock()
+	s.errorKind = ErrorKind(err)
 	s.mu.Unlock()
 }
 
@@ -277,7 +298,7 @@ func (s *flowState) partition(p Partition) *partState {
 
 func (s *flowState) snapshot(now time.Time) FlowStatus {
 	s.mu.Lock()
-	st := FlowStatus{Flow: s.name, State: s.state, Reason: s.reason, LastError: s.lastError,
+	st := FlowStatus{Flow: s.name, State: s.state, Reason: s.reason, LastError: s.lastError, ErrorKind: s.errorKind,
 		Topics: append([]policy.Pair(nil), s.topics...), Conflicts: append([]string(nil), s.conflicts...)}
 	parts := make([]*partState, 0, len(s.parts))
 	for _, p := range s.parts {
@@ -340,4 +361,36 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		return a.Partition < b.Partition
 	})
 	return st
+}
+
+// Error kinds of FlowStatus.ErrorKind.
+const (
+	ErrorCertificate   = "certificate"
+	ErrorCredentials   = "credentials"
+	ErrorAuthorization = "authorization"
+)
+
+// ErrorKind classifies a failure an operator must fix outside kmirror: a
+// certificate the client does not trust or that does not match, SASL
+// credentials refused, or rights missing. "" for anything else.
+func ErrorKind(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostErr   x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		record    tls.RecordHeaderError
+		verify    *tls.CertificateVerificationError
+	)
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid), errors.As(err, &record), errors.As(err, &verify):
+		return ErrorCertificate
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed), errors.Is(err, sarama.ErrUnsupportedSASLMechanism), errors.Is(err, sarama.ErrIllegalSASLState):
+		return ErrorCredentials
+	case errors.Is(err, sarama.ErrTopicAuthorizationFailed), errors.Is(err, sarama.ErrClusterAuthorizationFailed),
+		errors.Is(err, sarama.ErrGroupAuthorizationFailed), errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed):
+		return ErrorAuthorization
+	}
+	return ""
 }
