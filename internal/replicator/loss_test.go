@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -116,4 +117,40 @@ func TestDeniedPartitionWaitsAloneAndCatchesUp(t *testing.T) {
 	if st := r.Status(); st.Restarts != 0 || st.Recopied != 0 {
 		t.Fatalf("flow restarted %d times, %d records copied again: the denied partition should have waited alone", st.Restarts, st.Recopied)
 	}
+}
+
+// A target topic that cannot be created stops only its own copy, from the
+// first planning round on: the other topic is copied in full, the flow is
+// DEGRADED naming the topic and why, and once the target allows it the
+// topic is created and copied.
+func TestTopicThatCannotBeCreatedWaitsAlone(t *testing.T) {
+	cs, err := embedded.StartAll([]string{"A", "B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cs.Close)
+	a, b := cs[0].Settings(), cs[1].Settings()
+	createTopic(t, a, "good", 1)
+	createTopic(t, a, "bad", 1)
+	produceKeys(t, a, "good", 1, 0, 50)
+	produceKeys(t, a, "bad", 1, 0, 30)
+	refused := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateTopics}, Topic: "A.bad",
+		Err: kerr.PolicyViolation, Count: -1})
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, TopicsRegex: "good|bad", Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest})
+	r := runFlow(t, f)
+	waitFor(t, func() error {
+		st := r.Status()
+		if st.State != StateDegraded || !strings.Contains(st.Reason, "A.bad") || targetTotal(t, b, "A.good", 1) != 50 {
+			return fmt.Errorf("state %s (%s), A.good has %d", st.State, st.Reason, targetTotal(t, b, "A.good", 1))
+		}
+		return nil
+	})
+	refused.Remove()
+	waitFor(t, func() error {
+		if st := r.Status(); st.State != StateRunning || targetTotal(t, b, "A.bad", 1) != 30 {
+			return fmt.Errorf("state %s (%s), A.bad has %d", st.State, st.Reason, targetTotal(t, b, "A.bad", 1))
+		}
+		return nil
+	})
 }

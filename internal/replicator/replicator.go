@@ -241,7 +241,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			continue
 		}
 		r.state.mu.Lock()
-		r.state.topics, r.state.conflicts = p.Topics, p.Conflicts
+		r.state.topics, r.state.conflicts, r.state.unavailable = p.Topics, p.Conflicts, p.Unavailable
 		r.state.mu.Unlock()
 		if !samePartitions(current, p.Partitions) {
 			ws.stop()

@@ -235,8 +235,11 @@ type flowState struct {
 	errorKind string // ErrorKind of the failure while FAILED
 	topics    []policy.Pair
 	conflicts []string
-	parts     map[string]*partState
-	ckpt      *CheckpointStatus
+	// unavailable are topics whose copy waits (planner: target topic not
+	// created), with the reason.
+	unavailable []string
+	parts       map[string]*partState
+	ckpt        *CheckpointStatus
 }
 
 func newFlowState(name string) *flowState {
@@ -309,6 +312,12 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.Checkpoints = &c
 	}
 	syncErr := s.syncError
+	if len(s.unavailable) > 0 && st.State == StateRunning {
+		st.State, st.Reason = StateDegraded, s.unavailable[0]
+		if n := len(s.unavailable) - 1; n > 0 {
+			st.Reason += fmt.Sprintf(" (and %d more topics)", n)
+		}
+	}
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()
 	var oldest int64

@@ -46,6 +46,9 @@ type plan struct {
 	Topics     []policy.Pair
 	Partitions []Partition
 	Conflicts  []string
+	// Unavailable says, per topic, why its copy waits this round (its
+	// target topic could not be created).
+	Unavailable []string
 }
 
 func (p *planner) run() (plan, error) {
@@ -76,6 +79,10 @@ func (p *planner) run() (plan, error) {
 	for _, t := range dstTopics {
 		existing[t] = true
 	}
+	// A target topic that cannot be created (no rights, a policy of the
+	// target, a name it refuses) stops only its own copy: it is tried again
+	// every round, with its reason in the status, while the rest go on.
+	ready := pairs[:0:0]
 	for _, pair := range pairs {
 		parts, err := p.src.Partitions(pair.Source)
 		if err != nil {
@@ -84,10 +91,14 @@ func (p *planner) run() (plan, error) {
 		n := int32(len(parts))
 		if !existing[pair.Target] {
 			if err := p.create(pair, n, srcConfigs[pair.Source]); err != nil {
-				return plan{}, err
+				out.Unavailable = append(out.Unavailable, fmt.Sprintf("%s: %v (tried again at every topic refresh; the flow's other topics go on)", pair.Source, err))
+				p.log.Warn("target topic not created; its copy waits", "topic", pair.Target, "error", err)
+				continue
 			}
+			ready = append(ready, pair)
 			continue
 		}
+		ready = append(ready, pair)
 		tparts, err := p.dst.Partitions(pair.Target)
 		if err != nil {
 			return plan{}, fmt.Errorf("partitions of target topic %s: %w", pair.Target, err)
@@ -98,6 +109,10 @@ func (p *planner) run() (plan, error) {
 				return plan{}, fmt.Errorf("add partitions to target topic %s (%d -> %d): %w", pair.Target, len(tparts), n, err)
 			}
 		}
+	}
+	pairs = ready
+	if len(pairs) == 0 {
+		return out, nil
 	}
 	if err := p.dst.RefreshMetadata(targets(pairs)...); err != nil {
 		return plan{}, fmt.Errorf("refresh target topics: %w", err)
