@@ -98,12 +98,15 @@ func TestSmartConnectWalk(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`[data-testid="field-peer.config_type-cluster"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#f-peer-cluster`)),
 		setSelect(`#f-peer-cluster`, "west"),
-		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-push"]`)),
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="topic-input"]`), topic+kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="topic-chip"]`)))
 	// The name's message going shifts the form up: click once it is gone,
 	// or the click lands on the box below.
 	b.waitFor("name message gone", `document.querySelector('[data-testid="error-name"]') === null`, 15*time.Second)
+	b.run("push", chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-push"]`)))
+	if !b.evalBool(`document.querySelector('[data-testid="field-rules.direction-push"]').checked`) {
+		t.Fatal("push not chosen")
+	}
 	b.run("turn rename on", chromedp.Click(chromedp.CSS(`[data-testid="field-rules.rename_topics"]`)))
 	if !b.evalBool(`document.querySelector('[data-testid="field-rules.rename_topics"]').checked`) {
 		t.Fatal("rename topics not turned on")
