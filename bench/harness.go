@@ -25,7 +25,12 @@ type scenario struct {
 	name    string // shown in the report
 	size    int    // value bytes per record
 	records int
+	// topics and partitions shape a wide scenario (many topics, kmirror
+	// alone, wide.go); zero for the 6-partition ones (-partitions).
+	topics, partitions int
 }
+
+func (s scenario) wide() bool { return s.topics > 0 }
 
 func (s scenario) topic() string { return "bench-" + s.key }
 
@@ -35,6 +40,7 @@ func (h *harness) scenarios() []scenario {
 	for _, sc := range []scenario{
 		{key: "1k", name: "1 KiB", size: 1024, records: h.cfg.records1K},
 		{key: "100b", name: "100 B", size: 100, records: h.cfg.records100},
+		{key: "1000p", name: wideName(h.cfg), size: 1024, records: h.cfg.recordsWide, topics: h.cfg.wideTopics, partitions: h.cfg.widePartitions},
 	} {
 		if h.cfg.scenarios[sc.key] {
 			out = append(out, sc)
@@ -57,6 +63,8 @@ type result struct {
 	P50, P99   float64 // end-to-end latency, ms
 	LatRecords int     // records the latency phase timed
 	LatMissing int     // of those, never seen on the target in time
+	StartAll   float64 // wide scenarios: kmirror start to a record on every target partition, s
+	Load       string  // load averages when the copier started (wide scenarios)
 	Note       string
 	Err        string
 }
@@ -64,7 +72,7 @@ type result struct {
 func newResult(sc scenario, copier string) result {
 	nan := math.NaN()
 	return result{Scenario: sc.name, Copier: copier, Seconds: nan, RecPerSec: nan, MBPerSec: nan,
-		CPUPerGB: nan, PeakRSSMB: nan, P50: nan, P99: nan}
+		CPUPerGB: nan, PeakRSSMB: nan, P50: nan, P99: nan, StartAll: nan}
 }
 
 // harness owns the clusters and every child of a run.
@@ -77,7 +85,8 @@ type harness struct {
 	work  string
 	began time.Time
 	// revision is the source commit measured, read at start.
-	revision string
+	revision  string
+	loadStart string // load averages at start
 
 	src, dst         *kafkatest.Cluster
 	srcBoot, dstBoot string
@@ -91,7 +100,7 @@ type harness struct {
 }
 
 func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err error) {
-	h := &harness{cfg: cfg, out: out, began: time.Now(), revision: sourceRevision()}
+	h := &harness{cfg: cfg, out: out, began: time.Now(), revision: sourceRevision(), loadStart: loadAvg()}
 	defer func() {
 		if err != nil {
 			h.failed = true
@@ -210,6 +219,9 @@ func (h *harness) runAll(ctx context.Context) ([]result, error) {
 }
 
 func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error) {
+	if sc.wide() {
+		return h.runWide(ctx, sc)
+	}
 	h.logf("scenario %s: %d records of %d B on %d partitions", sc.name, sc.records, sc.size, h.cfg.partitions)
 	if err := createTopic(h.srcAdmin, sc.topic(), h.cfg.partitions); err != nil {
 		return nil, err

@@ -12,6 +12,11 @@
 //     offset sync) and with the original product's defaults (identity, 2 tasks);
 //   - MirrorMaker 2 in dedicated mode with the typical task's settings.
 //
+// A third scenario, 1000p, runs kmirror alone (defaults task) over 50
+// topics x 20 partitions of 1 KiB records: peak RSS, the time from its
+// start until every target partition holds a record, and records/s against
+// the 1 KiB scenario's (wide.go).
+//
 // Every copier runs as a child process (this binary re-executed, or the
 // JVM), so its CPU time and peak RSS are its own. Throughput is timed from
 // the first to the last record on the target (polled end offsets), or over
@@ -58,21 +63,24 @@ func main() {
 
 // config is the run's flags.
 type config struct {
-	quick       bool
-	records1K   int
-	records100  int
-	partitions  int
-	latRate     int
-	latDuration time.Duration
-	latWarmup   time.Duration
-	copyTimeout time.Duration
-	window      time.Duration
-	timeout     time.Duration
-	out         string
-	only        map[string]bool // copier keys to run; nil runs all
-	scenarios   map[string]bool // scenario keys to run
-	profile     bool
-	keep        bool
+	quick          bool
+	records1K      int
+	records100     int
+	partitions     int
+	recordsWide    int
+	wideTopics     int
+	widePartitions int
+	latRate        int
+	latDuration    time.Duration
+	latWarmup      time.Duration
+	copyTimeout    time.Duration
+	window         time.Duration
+	timeout        time.Duration
+	out            string
+	only           map[string]bool // copier keys to run; nil runs all
+	scenarios      map[string]bool // scenario keys to run
+	profile        bool
+	keep           bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -83,13 +91,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.records1K, "records-1k", 3_500_000, "records in the 1 KiB scenario")
 	fs.IntVar(&c.records100, "records-100", 8_000_000, "records in the 100 B scenario")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of every source topic")
+	fs.IntVar(&c.recordsWide, "records-1000p", 1_000_000, "records (1 KiB) in the 1000p scenario, spread evenly over its partitions")
+	fs.IntVar(&c.wideTopics, "wide-topics", 50, "topics of the 1000p scenario")
+	fs.IntVar(&c.widePartitions, "wide-partitions", 20, "partitions of each topic of the 1000p scenario")
 	fs.IntVar(&c.latRate, "lat-rate", 5000, "records/s produced during a latency phase")
 	fs.DurationVar(&c.latDuration, "lat-duration", 12*time.Second, "timed length of a latency phase (after the copier is live and a warm-up)")
 	fs.DurationVar(&c.window, "window", 40*time.Second, "time a slow copier over at most this long from its first record (rate over a partial copy)")
 	fs.DurationVar(&c.copyTimeout, "copy-timeout", 2*time.Minute, "give up a copier that shows no record on the target after this long")
 	fs.DurationVar(&c.timeout, "timeout", 25*time.Minute, "give up the whole run after this long")
 	fs.StringVar(&c.out, "out", "bench/results", "directory for <date>.md and <date>.png")
-	scenarios := fs.String("scenarios", "1k,100b", "comma-separated scenarios to run: 1k (1 KiB records), 100b (100 B records)")
+	scenarios := fs.String("scenarios", "1k,100b,1000p", "comma-separated scenarios to run: 1k (1 KiB records), 100b (100 B records), 1000p (kmirror alone on 1,000 partitions over 50 topics, compared with 1k)")
 	only := fs.String("only", "", "comma-separated copiers to run (default all): "+strings.Join(copierKeys(), ","))
 	fs.BoolVar(&c.profile, "profile", false, "write CPU and allocation profiles of the kmirror children to -out")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (child logs, MM2 config) after the run")
@@ -101,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.quick {
 		c.records1K, c.records100 = 20_000, 50_000
+		c.recordsWide, c.wideTopics, c.widePartitions = 20_000, 10, 10
 		c.latRate, c.latDuration = 1000, 2*time.Second
 		c.window = 10 * time.Second
 	}
@@ -123,17 +135,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c.scenarios = map[string]bool{}
 	for _, k := range strings.Split(*scenarios, ",") {
 		switch k = strings.TrimSpace(k); k {
-		case "1k", "100b":
+		case "1k", "100b", "1000p":
 			c.scenarios[k] = true
 		default:
-			errs = append(errs, fmt.Errorf("-scenarios: unknown scenario %q: use 1k, 100b", k))
+			errs = append(errs, fmt.Errorf("-scenarios: unknown scenario %q: use 1k, 100b, 1000p", k))
 		}
 	}
 	if c.records1K < 1 || c.records100 < 1 {
 		errs = append(errs, errors.New("-records-1k and -records-100 must be at least 1"))
 	}
-	if c.partitions < 1 {
-		errs = append(errs, errors.New("-partitions must be at least 1"))
+	if c.partitions < 1 || c.wideTopics < 1 || c.widePartitions < 1 {
+		errs = append(errs, errors.New("-partitions, -wide-topics and -wide-partitions must be at least 1"))
+	}
+	if c.recordsWide < c.wideTopics*c.widePartitions {
+		errs = append(errs, errors.New("-records-1000p must give every partition a record (at least -wide-topics x -wide-partitions)"))
 	}
 	if c.latRate < 10 || c.latDuration < time.Second {
 		errs = append(errs, errors.New("-lat-rate must be at least 10 and -lat-duration at least 1s"))

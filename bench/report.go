@@ -153,16 +153,20 @@ func firstLine(s string) string {
 
 // report prints the tables and writes <out>/<date>.md and <date>.png.
 func (h *harness) report(rs []result) error {
-	var scenarios []string
+	var scenarios, wides []string // the side-by-side ones, and kmirror alone
 	for _, sc := range h.scenarios() {
-		scenarios = append(scenarios, sc.name)
+		if sc.wide() {
+			wides = append(wides, sc.name)
+		} else {
+			scenarios = append(scenarios, sc.name)
+		}
 	}
 	order := map[string]int{}
 	for i, k := range copierKeys() {
 		order[k] = i
 	}
 	scIndex := map[string]int{}
-	for i, s := range scenarios {
+	for i, s := range append(slices.Clone(scenarios), wides...) {
 		scIndex[s] = i
 	}
 	rs = slices.Clone(rs)
@@ -174,7 +178,13 @@ func (h *harness) report(rs []result) error {
 	})
 	table := resultsTable(rs)
 	ratios, met, total := ratiosTable(rs, scenarios)
-	fmt.Fprintf(h.out, "\n%s\n%s\ntargets met: %d of %d\n", table, ratios, met, total)
+	var wide strings.Builder
+	for _, w := range wides {
+		t, m, n := wideTable(rs, w, "1 KiB")
+		wide.WriteString(t)
+		met, total = met+m, total+n
+	}
+	fmt.Fprintf(h.out, "\n%s\n%s\n%s\ntargets met: %d of %d\n", table, ratios, wide.String(), met, total)
 
 	if err := os.MkdirAll(h.cfg.out, 0o755); err != nil {
 		return err
@@ -186,7 +196,7 @@ func (h *harness) report(rs []result) error {
 	fmt.Fprintf(&b, "# kmirror vs MirrorMaker 2 vs the limit — %s\n\n", date)
 	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two single-node KRaft clusters, 1 GiB heaps, 127.0.0.1).\n",
 		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version)
-	fmt.Fprintf(&b, "kmirror source: %s.\n", h.revision)
+	fmt.Fprintf(&b, "kmirror source: %s. Load averages (1, 5, 15 min) at the start: %s, at the end: %s.\n", h.revision, h.loadStart, loadAvg())
 	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed). Run took %s.\n\n",
 		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, time.Since(h.began).Round(time.Second))
 	fmt.Fprintf(&b, "Throughput is timed from the first to the last record on the target (end offsets polled every 100 ms), "+
@@ -197,6 +207,12 @@ func (h *harness) report(rs []result) error {
 		"The machine is shared with other test suites: compare ratios from one run, not absolute numbers across runs.\n\n", h.cfg.window)
 	b.WriteString("## Results\n\n" + table + "\n")
 	fmt.Fprintf(&b, "## kmirror against the targets (%d of %d met)\n\n%s\n", met, total, ratios)
+	if len(wides) > 0 {
+		fmt.Fprintf(&b, "## Many partitions, kmirror alone\n\n%d topics x %d partitions, 1 KiB records spread evenly, loaded by franz-go before kmirror starts. "+
+			"\"Every partition started\" is from starting the kmirror process until the target's end offsets (polled every 250 ms) show a record on every partition. "+
+			"Records/s is compared with kmirror's row of the 6-partition 1 KiB scenario of the same run.\n\n%s\n",
+			h.cfg.wideTopics, h.cfg.widePartitions, wide.String())
+	}
 	b.WriteString("## Rows\n\n")
 	for _, k := range copierKeys() {
 		fmt.Fprintf(&b, "- `%s`: %s\n", k, describe[k])
