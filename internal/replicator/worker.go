@@ -163,6 +163,7 @@ func (w *worker) run(ctx context.Context) error {
 		// Records from the start offset on are copied (and synced) again,
 		// so syncs still pending from before no longer hold progress back.
 		ps.syncPending = nil
+		ps.stalled = "" // a stall belongs to the run whose writes were retried
 		ps.mu.Unlock()
 		if st := stored[p]; st.offset >= 0 && st.topicID != "" && p.TopicID != "" && st.topicID != p.TopicID {
 			msg := fmt.Sprintf("%s-%d: source topic %s was deleted and created again (topic id %s, progress stored for %s): copying it from its first record", p.Source, p.Partition, p.Source, p.TopicID, st.topicID)
