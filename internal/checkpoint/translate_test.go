@@ -81,32 +81,37 @@ func TestHistoryBound(t *testing.T) {
 	}
 }
 
+// randomCopy builds a copy from steps (each copies, 0..1, or skips, 2, an
+// upstream record) and the history one writer emits for it: down[u] is the
+// downstream offset of upstream u (-1 skipped), d the next downstream.
+func randomCopy(steps []byte) (down []int64, h *History, d int64) {
+	h = NewHistory(0)
+	var last SyncPoint
+	have := false
+	for u, s := range steps {
+		if s%3 == 2 {
+			down = append(down, -1)
+			continue
+		}
+		down = append(down, d)
+		p := pt(int64(u), d)
+		if !have || p.Downstream-p.Upstream != last.Downstream-last.Upstream {
+			p.Prev = h.PrevFor(p.Upstream)
+			h.Add(p)
+			last, have = p, true
+		}
+		d++
+	}
+	return down, h, d
+}
+
 // Never ahead: for every offset of a random copy with gaps and rewinds, the
 // translation is at most the downstream position of the first record at or
 // after g.
 func FuzzTranslateNeverAhead(f *testing.F) {
 	f.Add([]byte{1, 0, 3, 1, 0, 0, 2}, int64(5))
 	f.Fuzz(func(t *testing.T, steps []byte, g int64) {
-		// Build a copy: each step is either copy (0..1) or skip (2) an upstream record.
-		var down []int64 // down[u] = downstream offset of upstream u, -1 skipped
-		h := NewHistory(0)
-		var d int64
-		var last SyncPoint
-		have := false
-		for u, s := range steps {
-			if s%3 == 2 {
-				down = append(down, -1)
-				continue
-			}
-			down = append(down, d)
-			p := pt(int64(u), d)
-			if !have || p.Downstream-p.Upstream != last.Downstream-last.Upstream {
-				p.Prev = h.PrevFor(p.Upstream)
-				h.Add(p)
-				last, have = p, true
-			}
-			d++
-		}
+		down, h, d := randomCopy(steps)
 		if len(down) == 0 {
 			return
 		}
@@ -200,25 +205,7 @@ func TestAddOlderExtendsOnlyBackwards(t *testing.T) {
 func FuzzTranslateNeverAheadWithLostSyncs(f *testing.F) {
 	f.Add([]byte{1, 0, 2, 2, 1, 0, 2, 1, 1}, uint64(0b0101), int64(4))
 	f.Fuzz(func(t *testing.T, steps []byte, drop uint64, g int64) {
-		var down []int64
-		h := NewHistory(0)
-		var d int64
-		var last SyncPoint
-		have := false
-		for u, s := range steps {
-			if s%3 == 2 {
-				down = append(down, -1)
-				continue
-			}
-			down = append(down, d)
-			p := pt(int64(u), d)
-			if !have || p.Downstream-p.Upstream != last.Downstream-last.Upstream {
-				p.Prev = h.PrevFor(p.Upstream)
-				h.Add(p)
-				last, have = p, true
-			}
-			d++
-		}
+		down, h, d := randomCopy(steps)
 		if len(down) == 0 {
 			return
 		}
