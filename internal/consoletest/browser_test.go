@@ -205,6 +205,27 @@ func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// choose clicks a radio button or checkbox until it is checked. The form
+// moves while it is filled (messages and previews come and go above the
+// field), so a click can land where the element was a moment before; a
+// click that missed is made again.
+func (b *browser) choose(what, selector string) {
+	b.t.Helper()
+	checked := fmt.Sprintf(`document.querySelector(%s).checked`, strconv.Quote(selector))
+	for range 5 {
+		b.run(what, chromedp.Click(chromedp.CSS(selector)))
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			if b.evalBool(checked) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // poll the page
+		}
+	}
+	b.screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
+	b.t.Fatalf("%s: %s not checked after 5 clicks", what, selector)
+}
+
 // screenshot saves the whole page as test-output/browser/NN-name.png.
 func (b *browser) screenshot(name string) {
 	b.t.Helper()

@@ -103,10 +103,7 @@ func TestSmartConnectWalk(t *testing.T) {
 	// The name's message going shifts the form up: click once it is gone,
 	// or the click lands on the box below.
 	b.waitFor("name message gone", `document.querySelector('[data-testid="error-name"]') === null`, 15*time.Second)
-	b.run("push", chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-push"]`)))
-	if !b.evalBool(`document.querySelector('[data-testid="field-rules.direction-push"]').checked`) {
-		t.Fatal("push not chosen")
-	}
+	b.choose("push", `[data-testid="field-rules.direction-push"]`)
 	b.run("turn rename on", chromedp.Click(chromedp.CSS(`[data-testid="field-rules.rename_topics"]`)))
 	if !b.evalBool(`document.querySelector('[data-testid="field-rules.rename_topics"]').checked`) {
 		t.Fatal("rename topics not turned on")
@@ -129,14 +126,13 @@ func TestSmartConnectWalk(t *testing.T) {
 	}
 	// Bidirectional shows the effective task count live; back to push,
 	// without the source header bidirectional turned on.
-	b.run("bidirectional task count",
-		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-bidirectional"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="tasks-effective"]`)))
+	b.choose("bidirectional", `[data-testid="field-rules.direction-bidirectional"]`)
+	b.run("bidirectional task count", chromedp.WaitVisible(chromedp.CSS(`[data-testid="tasks-effective"]`)))
 	if got := b.text(`[data-testid="tasks-effective"]`); got != "2 × 2 = 4 tasks" {
 		t.Errorf("effective tasks %q", got)
 	}
+	b.choose("back to push", `[data-testid="field-rules.direction-push"]`)
 	b.run("back to push",
-		chromedp.Click(chromedp.CSS(`[data-testid="field-rules.direction-push"]`)),
 		chromedp.Evaluate[chromedp.Void](`{ const h = document.querySelector('[data-source-header]'); if (h.checked) { h.click(); } }`),
 		chromedp.WaitNotVisible(chromedp.CSS(`[data-testid="tasks-effective"]`)))
 	b.waitFor("push preview again", `document.querySelectorAll('[data-testid="preview-flow"]').length === 1`, 15*time.Second)
