@@ -592,6 +592,12 @@ func (c *Cluster) client(clientID string) (sarama.Client, error) {
 // unfenced (metadata lists only those): a broker serves metadata before
 // the controller lets it lead or follow.
 func (c *Cluster) waitBrokers(ctx context.Context, ids []int32) error {
+	return c.pollMetadata(ctx, "", func(client sarama.Client) error { return registered(client, ids) })
+}
+
+// pollMetadata runs check on a fresh client every 100 ms until it passes or
+// ctx ends; the error then says what was last wrong, after what.
+func (c *Cluster) pollMetadata(ctx context.Context, what string, check func(sarama.Client) error) error {
 	client, err := c.client("kafkatest-wait")
 	if err != nil {
 		return err
@@ -600,13 +606,13 @@ func (c *Cluster) waitBrokers(ctx context.Context, ids []int32) error {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		last := registered(client, ids)
+		last := check(client)
 		if last == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w (%w)", last, ctx.Err())
+			return fmt.Errorf("%s%w (%w)", what, last, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -906,24 +912,7 @@ func (c *Cluster) terminate(n *node, sig syscall.Signal) error {
 // before it leads its partitions again, and a test that goes on earlier
 // sees NOT_LEADER errors it did not cause.
 func (c *Cluster) waitAllLeaders(ctx context.Context) error {
-	client, err := c.client("kafkatest-wait")
-	if err != nil {
-		return err
-	}
-	defer client.Close()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		last := allLed(client)
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("partitions without a leader: %w (%w)", last, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return c.pollMetadata(ctx, "partitions without a leader: ", allLed)
 }
 
 func allLed(client sarama.Client) error {
