@@ -1,8 +1,6 @@
 package replicator
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"sort"
@@ -11,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kmirror/kmirror/internal/checkpoint"
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectivity"
 	"github.com/kmirror/kmirror/internal/policy"
 )
 
@@ -381,24 +379,23 @@ const (
 
 // ErrorKind classifies a failure an operator must fix outside kmirror: a
 // certificate the client does not trust or that does not match, SASL
-// credentials refused, or rights missing. "" for anything else.
+// credentials refused, or rights missing. "" for anything else. The
+// connectivity check's classifier decides, so a flow and a check name the
+// same failure the same way.
 func ErrorKind(err error) string {
-	var (
-		unknownCA x509.UnknownAuthorityError
-		hostErr   x509.HostnameError
-		invalid   x509.CertificateInvalidError
-		record    tls.RecordHeaderError
-		verify    *tls.CertificateVerificationError
-	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return ""
-	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid), errors.As(err, &record), errors.As(err, &verify):
+	}
+	var e *connectivity.Error
+	if !errors.As(connectivity.Explain(cluster.Settings{}, "", err), &e) {
+		return ""
+	}
+	switch e.Step {
+	case connectivity.StepTLS:
 		return ErrorCertificate
-	case errors.Is(err, sarama.ErrSASLAuthenticationFailed), errors.Is(err, sarama.ErrUnsupportedSASLMechanism), errors.Is(err, sarama.ErrIllegalSASLState):
+	case connectivity.StepSASL:
 		return ErrorCredentials
-	case errors.Is(err, sarama.ErrTopicAuthorizationFailed), errors.Is(err, sarama.ErrClusterAuthorizationFailed),
-		errors.Is(err, sarama.ErrGroupAuthorizationFailed), errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed):
+	case connectivity.StepPermissions:
 		return ErrorAuthorization
 	}
 	return ""
