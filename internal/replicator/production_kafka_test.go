@@ -423,19 +423,3 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	}
 	t.Logf("stopped in %s with the offset syncs unwritable", time.Since(began).Round(time.Millisecond))
 }
-
-// waitForLong is waitFor with its own limit.
-func waitForLong(t *testing.T, limit time.Duration, check func() error) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}

@@ -186,9 +186,16 @@ func TestPushKeepsEveryRecord(t *testing.T) {
 	}
 }
 
+// waitFor polls check until it passes, for up to 30 s.
 func waitFor(t *testing.T, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitForLong(t, 30*time.Second, check)
+}
+
+// waitForLong is waitFor with its own limit.
+func waitForLong(t *testing.T, limit time.Duration, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
 	for {
 		err := check()
 		if err == nil {

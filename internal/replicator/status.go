@@ -191,26 +191,28 @@ func (p *partState) stall(reason string, since time.Time) {
 // unstall clears stall once a write went through.
 func (p *partState) unstall() { p.stall("", time.Time{}) }
 
-// stalledFor is the stall reason if the partition's writes have been
-// retried for longer than after.
-func (p *partState) stalledFor(now time.Time, after time.Duration) string {
+// health reads, under one lock, whether the partition failed for good (and
+// why), else why it holds its flow back: its writes retried, or its
+// progress held by an unwritten offset sync (syncErr says why), for longer
+// than after. degraded is "" when neither.
+func (p *partState) health(now time.Time, after time.Duration, syncErr string) (failed bool, reason, degraded string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.stalled == "" || now.Sub(p.stalledSince) < after {
-		return ""
+	switch {
+	case p.failed:
+		return true, p.reason, ""
+	case p.stalled != "" && now.Sub(p.stalledSince) >= after:
+		return false, "", p.stalled
+	case len(p.syncPending) > 0 && now.Sub(p.syncPending[0].at) >= after:
+		held := p.syncPending[0]
+		degraded = fmt.Sprintf("progress of %s-%d held at offset %d: its offset sync has not been written for %s",
+			p.Source, p.Partition.Partition, held.Upstream, now.Sub(held.at).Round(time.Second))
+		if syncErr != "" {
+			degraded += " (" + syncErr + ")"
+		}
+		return false, "", degraded
 	}
-	return p.stalled
-}
-
-// heldBack is the offset progress is held at by a distance-change sync
-// waiting longer than after for its write, and how long; -1 if none.
-func (p *partState) heldBack(now time.Time, after time.Duration) (int64, time.Duration) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.syncPending) == 0 || now.Sub(p.syncPending[0].at) < after {
-		return -1, 0
-	}
-	return p.syncPending[0].Upstream, now.Sub(p.syncPending[0].at)
+	return false, "", ""
 }
 
 func (p *partState) failure() (bool, string) {
@@ -320,7 +322,7 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 	st.Restarts = s.restarts.Load()
 	var oldest int64
 	for _, p := range parts {
-		failed, reason := p.failure()
+		failed, reason, degraded := p.health(now, s.degradedAfter, syncErr)
 		ps := PartitionStatus{Topic: p.Source, Target: p.Target, Partition: p.Partition.Partition,
 			NextOffset: p.next.Load(), EndOffset: p.hwm.Load(), Records: p.records.Load(),
 			Failed: failed, Reason: reason, LastCopied: p.lastUp.Load(), Downstream: p.lastDown.Load(),
@@ -342,16 +344,8 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		if failed && (st.State == StateRunning || st.State == StateDegraded) {
 			st.State, st.Reason = StateFailed, reason
 		}
-		if stalled := p.stalledFor(now, s.degradedAfter); stalled != "" && st.State == StateRunning {
-			st.State, st.Reason = StateDegraded, stalled
-		}
-		if held, since := p.heldBack(now, s.degradedAfter); held >= 0 && st.State == StateRunning {
-			st.State = StateDegraded
-			st.Reason = fmt.Sprintf("progress of %s-%d held at offset %d: its offset sync has not been written for %s",
-				p.Source, p.Partition.Partition, held, since.Round(time.Second))
-			if syncErr != "" {
-				st.Reason += " (" + syncErr + ")"
-			}
+		if degraded != "" && st.State == StateRunning {
+			st.State, st.Reason = StateDegraded, degraded
 		}
 		st.Partitions = append(st.Partitions, ps)
 	}
