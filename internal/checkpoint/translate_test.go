@@ -105,6 +105,17 @@ func randomCopy(steps []byte) (down []int64, h *History, d int64) {
 	return down, h, d
 }
 
+// firstCopied is where the first record at or after upstream g was copied
+// to (next when none was): the exact translation of g.
+func firstCopied(down []int64, g, next int64) int64 {
+	for u := g; u < int64(len(down)); u++ {
+		if down[u] >= 0 {
+			return down[u]
+		}
+	}
+	return next
+}
+
 // Never ahead: for every offset of a random copy with gaps and rewinds, the
 // translation is at most the downstream position of the first record at or
 // after g.
@@ -124,13 +135,7 @@ func FuzzTranslateNeverAhead(f *testing.F) {
 			return
 		}
 		// The first copied record at or after g must be at or after got.
-		want := d
-		for u := g; u < int64(len(down)); u++ {
-			if down[u] >= 0 {
-				want = down[u]
-				break
-			}
-		}
+		want := firstCopied(down, g, d)
 		if got > want {
 			t.Fatalf("g=%d translated to %d, ahead of %d", g, got, want)
 		}
@@ -223,13 +228,7 @@ func FuzzTranslateNeverAheadWithLostSyncs(f *testing.F) {
 		if !ok {
 			return
 		}
-		want := d
-		for u := g; u < int64(len(down)); u++ {
-			if down[u] >= 0 {
-				want = down[u]
-				break
-			}
-		}
+		want := firstCopied(down, g, d)
 		if got > want {
 			t.Fatalf("g=%d translated to %d, ahead of %d (history %v)", g, got, want, h.points)
 		}
