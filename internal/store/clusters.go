@@ -20,6 +20,18 @@ type Cluster struct {
 	PasswordCiphertext []byte // nil when the cluster has no password
 	CAPEM              string
 	CreatedAt          time.Time
+	// SmartConnect is whether tasks may be created on this cluster and on
+	// which engine they run by default.
+	SmartConnect SmartConnect
+}
+
+// SmartConnect is a cluster's Smart Connect setting. A cluster is enabled
+// on the in-process engine when registered.
+type SmartConnect struct {
+	Enabled bool
+	// ConnectCluster is the registered Connect cluster new tasks run on by
+	// default; "" is the in-process engine.
+	ConnectCluster string
 }
 
 // Clusters stores registered clusters.
@@ -32,11 +44,18 @@ type Clusters interface {
 	ListClusters(ctx context.Context) ([]Cluster, error)
 	// DeleteCluster fails with ErrNotFound for an unknown name.
 	DeleteCluster(ctx context.Context, name string) error
+	// SetSmartConnect enables or disables Smart Connect on a cluster and
+	// sets its default engine. It fails with ErrNotFound for an unknown
+	// cluster or Connect cluster.
+	SetSmartConnect(ctx context.Context, cluster string, sc SmartConnect) error
 }
 
 var _ Clusters = (*DB)(nil)
 
-const clusterColumns = `name, bootstrap_servers, security_protocol, sasl_mechanism, username, password_ciphertext, ca_pem, created_at`
+const (
+	clusterColumns     = `name, bootstrap_servers, security_protocol, sasl_mechanism, username, password_ciphertext, ca_pem, created_at`
+	clusterReadColumns = clusterColumns + `, smart_connect_enabled, smart_connect_engine`
+)
 
 // CreateCluster implements Clusters.
 func (d *DB) CreateCluster(ctx context.Context, c Cluster) error {
@@ -57,7 +76,7 @@ func (d *DB) CreateCluster(ctx context.Context, c Cluster) error {
 
 // Cluster implements Clusters.
 func (d *DB) Cluster(ctx context.Context, name string) (Cluster, error) {
-	c, err := scanCluster(d.db.QueryRowContext(ctx, `SELECT `+clusterColumns+` FROM clusters WHERE name = ?`, name))
+	c, err := scanCluster(d.db.QueryRowContext(ctx, `SELECT `+clusterReadColumns+` FROM clusters WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Cluster{}, fmt.Errorf("cluster %q: %w", name, ErrNotFound)
 	}
@@ -69,7 +88,7 @@ func (d *DB) Cluster(ctx context.Context, name string) (Cluster, error) {
 
 // ListClusters implements Clusters.
 func (d *DB) ListClusters(ctx context.Context) ([]Cluster, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+clusterColumns+` FROM clusters ORDER BY name`)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+clusterReadColumns+` FROM clusters ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list clusters: %w", err)
 	}
@@ -100,16 +119,38 @@ func (d *DB) DeleteCluster(ctx context.Context, name string) error {
 	return nil
 }
 
+// SetSmartConnect implements Clusters.
+func (d *DB) SetSmartConnect(ctx context.Context, cluster string, sc SmartConnect) error {
+	var engine any
+	if sc.ConnectCluster != "" {
+		engine = sc.ConnectCluster
+	}
+	res, err := d.db.ExecContext(ctx, `UPDATE clusters SET smart_connect_enabled = ?, smart_connect_engine = ? WHERE name = ?`,
+		sc.Enabled, engine, cluster)
+	if isForeignKey(err) {
+		return fmt.Errorf("Connect cluster %q: %w", sc.ConnectCluster, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("set Smart Connect of cluster %q: %w", cluster, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("cluster %q: %w", cluster, ErrNotFound)
+	}
+	return nil
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanCluster(s scanner) (Cluster, error) {
 	var c Cluster
 	var servers string
 	var created int64
+	var engine sql.NullString
 	if err := s.Scan(&c.Name, &servers, &c.SecurityProtocol, &c.SASLMechanism, &c.Username,
-		&c.PasswordCiphertext, &c.CAPEM, &created); err != nil {
+		&c.PasswordCiphertext, &c.CAPEM, &created, &c.SmartConnect.Enabled, &engine); err != nil {
 		return Cluster{}, err
 	}
+	c.SmartConnect.ConnectCluster = engine.String
 	if servers != "" {
 		c.BootstrapServers = strings.Split(servers, ",")
 	}

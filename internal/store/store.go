@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -31,6 +32,9 @@ const FileName = "kmirror.db"
 var (
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("already exists")
+	// ErrReferenced: the row is still used by another (a Connect cluster
+	// that tasks run on); remove those first.
+	ErrReferenced = errors.New("still in use")
 )
 
 // DB is the SQLite implementation of the store interfaces.
@@ -93,5 +97,12 @@ func unixTime(sec int64) time.Time { return time.Unix(sec, 0).UTC() }
 // isForeignKey reports whether err is a foreign-key violation.
 func isForeignKey(err error) bool {
 	var se sqlite3.Error
-	return errors.As(err, &se) && se.ExtendedCode == sqlite3.ErrConstraintForeignKey
+	if !errors.As(err, &se) {
+		return false
+	}
+	// A violation found at the end of a statement (deleting a parent row
+	// that RESTRICT protects) comes back as a plain SQLITE_CONSTRAINT with
+	// no extended code; only its message names the foreign key.
+	return se.ExtendedCode == sqlite3.ErrConstraintForeignKey ||
+		(se.Code == sqlite3.ErrConstraint && strings.Contains(se.Error(), "FOREIGN KEY"))
 }

@@ -108,15 +108,21 @@ func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) e
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO tasks (name, current_cluster, peer_cluster, `+taskColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.Name(), t.Spec.Current.Cluster, peer, string(spec), t.PeerPasswordCiphertext, t.DesiredState,
+	// The Connect cluster a task runs on has a column of its own so the
+	// database refuses to remove that Connect cluster while the task exists.
+	var connect any
+	if name, ok := t.Spec.ConnectCluster(); ok {
+		connect = name
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO tasks (name, current_cluster, peer_cluster, connect_cluster, `+taskColumns+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.Name(), t.Spec.Current.Cluster, peer, connect, string(spec), t.PeerPasswordCiphertext, t.DesiredState,
 		t.LastAction, t.LastActionBy, t.LastActionAt.Unix(), t.LastError, t.CreatedAt.Unix())
 	switch {
 	case isConstraint(err):
 		return fmt.Errorf("task %q: %w", t.Name(), ErrExists)
 	case isForeignKey(err):
-		return fmt.Errorf("create task %q: its current or peer cluster is not registered (any more): %w", t.Name(), ErrNotFound)
+		return fmt.Errorf("create task %q: its current or peer cluster or its Connect cluster is not registered (any more): %w", t.Name(), ErrNotFound)
 	case err != nil:
 		return fmt.Errorf("create task %q: %w", t.Name(), err)
 	}

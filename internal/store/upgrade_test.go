@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -44,6 +45,15 @@ var seeds = map[int][]string{
 	4: {
 		`INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at) VALUES ('seed-ci', 'operator', 'ab12', 'seed-user', 1700000030)`,
 		`INSERT INTO audit_log (at, actor, role, address, action, object, outcome) VALUES (1700000031000, 'seed-user', 'admin', '127.0.0.1', 'task.create', 'seed-task', 'ok')`,
+	},
+	6: {
+		`INSERT INTO connect_clusters (name, urls, username, password_ciphertext, ca_pem, kafka_cluster, config_provider, created_at)
+		 VALUES ('seed-connect', 'http://w1:8083,http://w2:8083', 'cu', X'0707', 'CPEM', 'seed-west', 'vault', 1700000040)`,
+		`INSERT INTO tasks (name, current_cluster, peer_cluster, connect_cluster, spec, desired_state, last_action, last_action_by, last_action_at, created_at)
+		 VALUES ('seed-on-connect', 'seed-west', 'seed-east', 'seed-connect',
+		 '{"name":"seed-on-connect","type":"kafka-replication","current":{"cluster":"seed-west","alias":"B"},"peer":{"alias":"A","config_type":"cluster","cluster":"seed-east"},"rules":{"direction":"pull","topics":["orders"],"tasks":1,"rename_topics":true,"add_source_header":false,"sync_consumer_offsets":true,"replication_factor":-1,"start_offset":"earliest","compression":"none"},"engine":"connect:seed-connect"}',
+		 'running', 'create', 'seed-user', 1700000041, 1700000041)`,
+		`UPDATE clusters SET smart_connect_engine = 'seed-connect' WHERE name = 'seed-west'`,
 	},
 }
 
@@ -146,6 +156,10 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 			c.SASLMechanism != "SCRAM-SHA-512" || c.Username != "alice" || string(c.PasswordCiphertext) != "\x01\x02\x03" || c.CAPEM != "PEM" {
 			t.Errorf("cluster: %+v, %v", c, err)
 		}
+		// Clusters from before Smart Connect had a switch keep working.
+		if c, err := db.Cluster(ctx, "seed-east"); err != nil || !c.SmartConnect.Enabled || c.SmartConnect.ConnectCluster != "" {
+			t.Errorf("Smart Connect of seed-east: %+v, %v", c.SmartConnect, err)
+		}
 		if cs, err := db.ListClusters(ctx); err != nil || len(cs) != 2 {
 			t.Errorf("clusters: %d, %v; want 2", len(cs), err)
 		}
@@ -164,7 +178,11 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		if err != nil || string(tk.PeerPasswordCiphertext) != "\x09\x09\x09" || tk.Spec.Peer.Address[0] != "x:9092" || !tk.Spec.Rules.RenameTopics {
 			t.Errorf("task by address: %+v, %v", tk, err)
 		}
-		if names, err := db.TasksUsingCluster(ctx, "seed-east"); err != nil || len(names) != 2 {
+		want := 2
+		if from >= 6 {
+			want = 3 // seed-on-connect's peer
+		}
+		if names, err := db.TasksUsingCluster(ctx, "seed-east"); err != nil || len(names) != want {
 			t.Errorf("tasks using seed-east: %v, %v", names, err)
 		}
 	}
@@ -184,6 +202,22 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if es, err := db.ListAudit(ctx, store.AuditFilter{}); err != nil || len(es) != 1 || es[0].Object != "seed-task" {
 			t.Errorf("audit: %+v, %v", es, err)
+		}
+	}
+	if from >= 6 {
+		c, err := db.ConnectCluster(ctx, "seed-connect")
+		if err != nil || strings.Join(c.URLs, ",") != "http://w1:8083,http://w2:8083" || c.Username != "cu" ||
+			string(c.PasswordCiphertext) != "\x07\x07" || c.CAPEM != "CPEM" || c.KafkaCluster != "seed-west" || c.ConfigProvider != "vault" {
+			t.Errorf("Connect cluster: %+v, %v", c, err)
+		}
+		if tk, err := db.Task(ctx, "seed-on-connect"); err != nil || tk.Spec.Engine != "connect:seed-connect" {
+			t.Errorf("task on Connect: %+v, %v", tk, err)
+		}
+		if c, err := db.Cluster(ctx, "seed-west"); err != nil || !c.SmartConnect.Enabled || c.SmartConnect.ConnectCluster != "seed-connect" {
+			t.Errorf("Smart Connect of seed-west: %+v, %v", c.SmartConnect, err)
+		}
+		if err := db.DeleteConnectCluster(ctx, "seed-connect"); !errors.Is(err, store.ErrReferenced) {
+			t.Errorf("deleting a Connect cluster tasks run on: %v, want ErrReferenced", err)
 		}
 	}
 }

@@ -48,6 +48,9 @@ type Task struct {
 	Current Current `json:"current"`
 	Peer    Peer    `json:"peer"`
 	Rules   Rules   `json:"rules"`
+	// Engine runs the task: "" or "embedded" is the in-process engine,
+	// "connect:<name>" a registered Kafka Connect cluster (see engine.go).
+	Engine string `json:"engine,omitempty"`
 }
 
 // Current is the cluster the task belongs to.

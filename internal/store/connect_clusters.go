@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ConnectCluster is a registered Kafka Connect cluster as stored: the
+// basic-auth password only sealed (see internal/secrets), never in clear.
+type ConnectCluster struct {
+	Name               string
+	URLs               []string
+	Username           string
+	PasswordCiphertext []byte // nil when there is none
+	CAPEM              string
+	KafkaCluster       string // the registered Kafka cluster its workers write to
+	ConfigProvider     string // a config provider the workers define, or ""
+	CreatedAt          time.Time
+}
+
+// ConnectClusters stores registered Kafka Connect clusters.
+type ConnectClusters interface {
+	// CreateConnectCluster fails with ErrExists when the name is taken and
+	// with ErrNotFound when its Kafka cluster is not registered.
+	CreateConnectCluster(ctx context.Context, c ConnectCluster) error
+	// ConnectCluster fails with ErrNotFound for an unknown name.
+	ConnectCluster(ctx context.Context, name string) (ConnectCluster, error)
+	// ListConnectClusters returns every Connect cluster ordered by name.
+	ListConnectClusters(ctx context.Context) ([]ConnectCluster, error)
+	// DeleteConnectCluster fails with ErrNotFound for an unknown name and
+	// with ErrReferenced while a task or a cluster's Smart Connect uses it.
+	DeleteConnectCluster(ctx context.Context, name string) error
+}
+
+var _ ConnectClusters = (*DB)(nil)
+
+const connectClusterColumns = `name, urls, username, password_ciphertext, ca_pem, kafka_cluster, config_provider, created_at`
+
+// CreateConnectCluster implements ConnectClusters.
+func (d *DB) CreateConnectCluster(ctx context.Context, c ConnectCluster) error {
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = time.Now()
+	}
+	_, err := d.db.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		c.Name, strings.Join(c.URLs, ","), c.Username, c.PasswordCiphertext, c.CAPEM, c.KafkaCluster,
+		c.ConfigProvider, c.CreatedAt.Unix())
+	switch {
+	case isForeignKey(err):
+		return fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", c.KafkaCluster, c.Name, ErrNotFound)
+	case isConstraint(err):
+		return fmt.Errorf("Connect cluster %q: %w", c.Name, ErrExists)
+	case err != nil:
+		return fmt.Errorf("create Connect cluster %q: %w", c.Name, err)
+	}
+	return nil
+}
+
+// ConnectCluster implements ConnectClusters.
+func (d *DB) ConnectCluster(ctx context.Context, name string) (ConnectCluster, error) {
+	c, err := scanConnectCluster(d.db.QueryRowContext(ctx, `SELECT `+connectClusterColumns+` FROM connect_clusters WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return ConnectCluster{}, fmt.Errorf("Connect cluster %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return ConnectCluster{}, fmt.Errorf("read Connect cluster %q: %w", name, err)
+	}
+	return c, nil
+}
+
+// ListConnectClusters implements ConnectClusters.
+func (d *DB) ListConnectClusters(ctx context.Context) ([]ConnectCluster, error) {
+	rows, err := d.db.QueryContext(ctx, `SELECT `+connectClusterColumns+` FROM connect_clusters ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("list Connect clusters: %w", err)
+	}
+	defer rows.Close()
+	var out []ConnectCluster
+	for rows.Next() {
+		c, err := scanConnectCluster(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list Connect clusters: %w", err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list Connect clusters: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteConnectCluster implements ConnectClusters.
+func (d *DB) DeleteConnectCluster(ctx context.Context, name string) error {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM connect_clusters WHERE name = ?`, name)
+	if isForeignKey(err) {
+		return fmt.Errorf("Connect cluster %q: %w: delete or move its tasks and pick another engine for the clusters that default to it first", name, ErrReferenced)
+	}
+	if err != nil {
+		return fmt.Errorf("delete Connect cluster %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("Connect cluster %q: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+func scanConnectCluster(s scanner) (ConnectCluster, error) {
+	var c ConnectCluster
+	var urls string
+	var created int64
+	if err := s.Scan(&c.Name, &urls, &c.Username, &c.PasswordCiphertext, &c.CAPEM, &c.KafkaCluster,
+		&c.ConfigProvider, &created); err != nil {
+		return ConnectCluster{}, err
+	}
+	if urls != "" {
+		c.URLs = strings.Split(urls, ",")
+	}
+	c.CreatedAt = unixTime(created)
+	return c, nil
+}
