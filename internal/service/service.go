@@ -72,6 +72,9 @@ type Deps struct {
 	Tokens store.Tokens
 	// Audit keeps the audit log; optional (without it nothing is recorded).
 	Audit store.Audit
+	// ConnectClusters keeps the registered Kafka Connect clusters;
+	// optional (without it the Connect use cases answer an internal error).
+	ConnectClusters store.ConnectClusters
 }
 
 // Service is the use-case layer. It is safe for concurrent use.
@@ -85,6 +88,8 @@ type Service struct {
 	hashing  chan struct{} // one token per password check in progress
 	tokens   store.Tokens
 	auditLog store.Audit
+
+	connectClusters store.ConnectClusters
 
 	taskStore store.Tasks
 	runner    Runner
@@ -121,7 +126,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
 		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
-		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger}, nil
+		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters}, nil
 }
 
 // ClusterInfo is a registered cluster as shown by the console and the API:
@@ -263,9 +268,12 @@ func (s *Service) RemoveCluster(ctx context.Context, name string) (err error) {
 	if used > 0 {
 		return &Error{Code: CodeClusterInUse, Message: fmt.Sprintf("cluster %q still has %d Smart Connect task(s): delete them first", name, used)}
 	}
-	if err := s.clusters.DeleteCluster(ctx, name); errors.Is(err, store.ErrNotFound) {
+	switch err := s.clusters.DeleteCluster(ctx, name); {
+	case errors.Is(err, store.ErrNotFound):
 		return notFound("no cluster named %q", name)
-	} else if err != nil {
+	case errors.Is(err, store.ErrReferenced):
+		return &Error{Code: CodeClusterInUse, Message: fmt.Sprintf("cluster %q is still used (by a task, or by a Kafka Connect cluster whose workers write to it): remove those first", name)}
+	case err != nil:
 		return err
 	}
 	return nil

@@ -110,6 +110,9 @@ func (d *DB) ListClusters(ctx context.Context) ([]Cluster, error) {
 // DeleteCluster implements Clusters.
 func (d *DB) DeleteCluster(ctx context.Context, name string) error {
 	res, err := d.db.ExecContext(ctx, `DELETE FROM clusters WHERE name = ?`, name)
+	if isForeignKey(err) {
+		return fmt.Errorf("cluster %q: %w: tasks or Kafka Connect clusters use it", name, ErrReferenced)
+	}
 	if err != nil {
 		return fmt.Errorf("delete cluster %q: %w", name, err)
 	}
