@@ -119,3 +119,47 @@ func TestConnectClusterLifecycle(t *testing.T) {
 		t.Fatalf("viewer add: %v, want forbidden", err)
 	}
 }
+
+func TestSmartConnectPerCluster(t *testing.T) {
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, ConnectClusters: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := svc.AddCluster(ctx, cluster.Settings{Name: "west", BootstrapServers: []string{"h:9092"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.SmartConnect != (service.SmartConnect{Enabled: true, Engine: "embedded"}) {
+		t.Errorf("a new cluster's Smart Connect = %+v", info.SmartConnect)
+	}
+	if _, err := svc.SetSmartConnect(ctx, "west", service.SmartConnect{Enabled: true, Engine: "connect:c1"}); !service.IsCode(err, service.CodeInvalidCluster) ||
+		len(service.AsError(err).Problems.For("engine")) != 1 {
+		t.Fatalf("an unknown Connect cluster: %v", err)
+	}
+	if _, err := svc.SetSmartConnect(ctx, "west", service.SmartConnect{Enabled: true, Engine: "mm2"}); !service.IsCode(err, service.CodeInvalidCluster) {
+		t.Fatalf("a bad engine: %v", err)
+	}
+	if _, err := svc.SetSmartConnect(ctx, "east", service.SmartConnect{Enabled: true}); !service.IsCode(err, service.CodeNotFound) {
+		t.Fatalf("an unknown cluster: %v", err)
+	}
+	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://h:8083"}, KafkaCluster: "west"}); err != nil {
+		t.Fatal(err)
+	}
+	info, err = svc.SetSmartConnect(ctx, "west", service.SmartConnect{Enabled: true, Engine: "connect:c1"})
+	if err != nil || info.SmartConnect.Engine != "connect:c1" {
+		t.Fatalf("on Connect: %+v, %v", info.SmartConnect, err)
+	}
+	if err := svc.RemoveConnectCluster(ctx, "c1"); !service.IsCode(err, service.CodeClusterInUse) {
+		t.Fatalf("removing the default engine: %v", err)
+	}
+	info, err = svc.SetSmartConnect(ctx, "west", service.SmartConnect{Enabled: false, Engine: "embedded"})
+	if err != nil || info.SmartConnect.Enabled {
+		t.Fatalf("disable: %+v, %v", info.SmartConnect, err)
+	}
+	op := service.WithActor(ctx, service.Actor{Name: "o", Role: service.RoleOperator})
+	if _, err := svc.SetSmartConnect(op, "west", service.SmartConnect{Enabled: true}); !service.IsCode(err, service.CodeForbidden) {
+		t.Fatalf("operator: %v, want forbidden", err)
+	}
+}

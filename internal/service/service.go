@@ -142,6 +142,9 @@ type ClusterInfo struct {
 	CreatedAt        time.Time `json:"created_at"`
 	TasksUsed        int       `json:"tasks_used"`
 	TasksLimit       int       `json:"tasks_limit"`
+	// SmartConnect says whether tasks may be created here and on which
+	// engine they run by default.
+	SmartConnect SmartConnect `json:"smart_connect"`
 }
 
 // Auth describes the cluster's authentication in a few words for lists.
@@ -221,6 +224,8 @@ func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (_ Cluste
 		SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
 		// Whole seconds: what the store keeps, so a later read shows the same.
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
+		// What the store sets on a new cluster: enabled, in-process.
+		SmartConnect: store.SmartConnect{Enabled: true},
 	}
 	if in.Password != "" {
 		sealed, err := s.secrets.Seal([]byte(in.Password), in.Name)
@@ -288,6 +293,7 @@ func (s *Service) info(ctx context.Context, r store.Cluster) (ClusterInfo, error
 		Name: r.Name, BootstrapServers: r.BootstrapServers, SecurityProtocol: r.SecurityProtocol,
 		SASLMechanism: r.SASLMechanism, Username: r.Username, PasswordSet: r.PasswordCiphertext != nil,
 		CAPEM: r.CAPEM, CreatedAt: r.CreatedAt, TasksUsed: used, TasksLimit: TasksPerClusterLimit,
+		SmartConnect: smartConnectOf(r),
 	}, nil
 }
 
