@@ -41,7 +41,7 @@ func newEnvWith(t *testing.T, set func(*web.Deps)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir, db, box := servicetest.OpenStore(t, "")
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db})
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db, ConnectClusters: db})
 	if err != nil {
 		t.Fatal(err)
 	}

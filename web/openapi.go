@@ -35,6 +35,11 @@ var apiOps = []apiOp{
 	{method: http.MethodPost, path: "/api/v1/clusters", summary: "Register a cluster", request: cluster.Settings{}, status: 201, response: service.ClusterInfo{}, errors: []int{400, 401, 403, 422}},
 	{method: http.MethodGet, path: "/api/v1/clusters/:name", summary: "Show a registered cluster (never its password)", status: 200, response: service.ClusterInfo{}, errors: []int{401, 404}},
 	{method: http.MethodDelete, path: "/api/v1/clusters/:name", summary: "Remove a cluster no task uses", status: 204, errors: []int{401, 403, 404, 409}},
+	{method: http.MethodPut, path: "/api/v1/clusters/:name/smart-connect", summary: "Enable or disable Smart Connect on a cluster and choose the engine its new tasks run on (embedded or connect:<name>)", request: service.SmartConnect{}, status: 200, response: service.ClusterInfo{}, errors: []int{400, 401, 403, 404, 422}},
+	{method: http.MethodGet, path: "/api/v1/connect-clusters", summary: "List registered Kafka Connect clusters", status: 200, response: connectClusterList{}, errors: []int{401}},
+	{method: http.MethodPost, path: "/api/v1/connect-clusters", summary: "Register a Kafka Connect cluster (REST URLs, optional basic auth and CA, the Kafka cluster its workers write to)", request: service.ConnectClusterSettings{}, status: 201, response: service.ConnectClusterInfo{}, errors: []int{400, 401, 403, 422}},
+	{method: http.MethodGet, path: "/api/v1/connect-clusters/:name", summary: "Show a registered Kafka Connect cluster (never its password)", status: 200, response: service.ConnectClusterInfo{}, errors: []int{401, 404}},
+	{method: http.MethodDelete, path: "/api/v1/connect-clusters/:name", summary: "Remove a Kafka Connect cluster no task runs on", status: 204, errors: []int{401, 403, 404, 409}},
 
 	{method: http.MethodGet, path: "/api/v1/tasks", summary: "List Smart Connect tasks with their status", status: 200, response: taskList{}, errors: []int{401}},
 	{method: http.MethodPost, path: "/api/v1/tasks", summary: "Create a task and start it; every broken rule is reported at once", request: task.Task{}, status: 201, response: service.TaskInfo{}, errors: []int{400, 401, 403, 422}},

@@ -181,6 +181,7 @@ func New(d Deps) (*Server, error) {
 	s.api.DELETE("/clusters/:name", s.apiRemoveCluster)
 	s.registerTaskAPI()
 	s.registerAccessAPI()
+	s.registerConnectAPI()
 	// Public like /healthz: it describes the API, holds no data, and tools
 	// fetch it before they have a token.
 	e.GET("/api/v1/openapi.json", s.openAPI)

@@ -134,7 +134,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// gracefully, progress committed.
 	eng := engine.New(replicator.Options{}, log)
 	defer eng.Close()
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log, Tokens: db, Audit: db})
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log, Tokens: db, Audit: db, ConnectClusters: db})
 	if err != nil {
 		return err
 	}

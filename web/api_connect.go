@@ -1,0 +1,71 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+)
+
+// connectClusterList is the body of GET /api/v1/connect-clusters.
+type connectClusterList struct {
+	ConnectClusters []service.ConnectClusterInfo `json:"connect_clusters"`
+}
+
+func (s *Server) registerConnectAPI() {
+	s.api.GET("/connect-clusters", s.apiListConnectClusters)
+	s.api.POST("/connect-clusters", s.apiAddConnectCluster)
+	s.api.GET("/connect-clusters/:name", s.apiGetConnectCluster)
+	s.api.DELETE("/connect-clusters/:name", s.apiRemoveConnectCluster)
+	s.api.PUT("/clusters/:name/smart-connect", s.apiSetSmartConnect)
+}
+
+func (s *Server) apiListConnectClusters(c echo.Context) error {
+	list, err := s.svc.ListConnectClusters(c.Request().Context())
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, connectClusterList{ConnectClusters: list})
+}
+
+func (s *Server) apiGetConnectCluster(c echo.Context) error {
+	info, err := s.svc.ConnectCluster(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, info)
+}
+
+func (s *Server) apiAddConnectCluster(c echo.Context) error {
+	var in service.ConnectClusterSettings
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	info, err := s.svc.AddConnectCluster(c.Request().Context(), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/connect-clusters/"+url.PathEscape(info.Name))
+	return c.JSON(http.StatusCreated, info)
+}
+
+func (s *Server) apiRemoveConnectCluster(c echo.Context) error {
+	if err := s.svc.RemoveConnectCluster(c.Request().Context(), c.Param("name")); err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) apiSetSmartConnect(c echo.Context) error {
+	var in service.SmartConnect
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	info, err := s.svc.SetSmartConnect(c.Request().Context(), c.Param("name"), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, info)
+}

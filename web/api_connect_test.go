@@ -1,0 +1,62 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestConnectClusterAPI(t *testing.T) {
+	e := newEnv(t)
+	if code, _, body := e.api(http.MethodPost, "/api/v1/clusters", apiToken, `{"name":"west","bootstrap_servers":["127.0.0.1:9092"]}`); code != http.StatusCreated {
+		t.Fatalf("add cluster: %d %v", code, body)
+	}
+	// Bad input: every problem named by field, nothing stored.
+	code, _, body := e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken, `{"name":"c 1","urls":["ftp://h"],"kafka_cluster":"east"}`)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("invalid: %d %v", code, body)
+	}
+	fields := map[string]bool{}
+	for _, p := range body["error"].(map[string]any)["problems"].([]any) {
+		fields[p.(map[string]any)["field"].(string)] = true
+	}
+	for _, f := range []string{"name", "urls", "kafka_cluster"} {
+		if !fields[f] {
+			t.Errorf("no problem on %s: %v", f, body)
+		}
+	}
+	if code, _, _ := e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken, `{"name":"c1","urls":["http://127.0.0.1:8083"],"kafka_cluster":"west","unknown":1}`); code != http.StatusBadRequest {
+		t.Errorf("unknown field: %d, want 400", code)
+	}
+	code, hdr, body := e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken,
+		`{"name":"c1","urls":["http://127.0.0.1:8083"],"kafka_cluster":"west","username":"u","password":"connect-secret-pw"}`)
+	if code != http.StatusCreated || hdr.Get("Location") != "/api/v1/connect-clusters/c1" || body["password_set"] != true {
+		t.Fatalf("add: %d %v %v", code, hdr, body)
+	}
+	code, _, body = e.api(http.MethodGet, "/api/v1/connect-clusters", apiToken, "")
+	list, _ := body["connect_clusters"].([]any)
+	if code != http.StatusOK || len(list) != 1 {
+		t.Fatalf("list: %d %v", code, body)
+	}
+	code, _, body = e.api(http.MethodGet, "/api/v1/connect-clusters/c1", apiToken, "")
+	if raw, _ := json.Marshal(body); code != http.StatusOK || strings.Contains(string(raw), "connect-secret-pw") {
+		t.Fatalf("show: %d %v (the password must never come back)", code, body)
+	}
+	code, _, body = e.api(http.MethodPut, "/api/v1/clusters/west/smart-connect", apiToken, `{"enabled":true,"engine":"connect:c1"}`)
+	if sc, _ := body["smart_connect"].(map[string]any); code != http.StatusOK || sc["engine"] != "connect:c1" {
+		t.Fatalf("smart connect: %d %v", code, body)
+	}
+	if code, _, _ := e.api(http.MethodDelete, "/api/v1/connect-clusters/c1", apiToken, ""); code != http.StatusConflict {
+		t.Errorf("delete the default engine of a cluster: %d, want 409", code)
+	}
+	if code, _, _ := e.api(http.MethodPut, "/api/v1/clusters/west/smart-connect", apiToken, `{"enabled":true,"engine":"embedded"}`); code != http.StatusOK {
+		t.Fatal(code)
+	}
+	if code, _, _ := e.api(http.MethodDelete, "/api/v1/connect-clusters/c1", apiToken, ""); code != http.StatusNoContent {
+		t.Errorf("delete: %d", code)
+	}
+	if code, _, _ := e.api(http.MethodGet, "/api/v1/connect-clusters/c1", apiToken, ""); code != http.StatusNotFound {
+		t.Errorf("after delete: %d", code)
+	}
+}
