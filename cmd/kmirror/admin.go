@@ -21,6 +21,7 @@ const instanceUsage = `Usage:
                                                   (the password comes from KMIRROR_KAFKA_PASSWORD, never a flag)
   kmirror instance list
   kmirror instance remove NAME
+  kmirror instance smart-connect NAME --enable|--disable [--engine embedded|connect:<name>]
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
 The API token comes from KMIRROR_TOKEN.
@@ -133,6 +134,9 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 		return nil
 	}
 	sub, rest := args[0], args[1:]
+	if sub == "smart-connect" {
+		return smartConnectCommand(ctx, rest, getenv, stdout, stderr)
+	}
 	a := newAdminCmd("instance "+sub, stderr, stdout, sub == "add")
 	switch sub {
 	case "add":

@@ -186,3 +186,34 @@ func TestCLIRefusesAMaskedPassword(t *testing.T) {
 		t.Fatalf("create from a masked export: %v\n%s", err, out)
 	}
 }
+
+// Connect clusters and an instance's Smart Connect switch, over the CLI.
+func TestConnectClusterCommands(t *testing.T) {
+	base, _ := serveDemo(t)
+	if out, err := cli(t, base, "connect-cluster", "add", "--name", "c 1", "--url", "ftp://h", "--kafka-cluster", "west"); err == nil ||
+		!strings.Contains(err.Error(), "name:") || !strings.Contains(err.Error(), "urls:") {
+		t.Fatalf("bad add: %v\n%s", err, out)
+	}
+	out, err := cli(t, base, "connect-cluster", "add", "--name", "c1", "--url", "http://127.0.0.1:8083,http://127.0.0.1:8084", "--kafka-cluster", "west")
+	if err != nil || !strings.Contains(out, "c1") || !strings.Contains(out, "west") {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "connect-cluster", "list"); err != nil || !strings.Contains(out, "http://127.0.0.1:8084") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "instance", "smart-connect", "west", "--enable", "--engine", "connect:c1", "-o", "json"); err != nil || !strings.Contains(out, `"connect:c1"`) {
+		t.Fatalf("smart-connect: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "connect-cluster", "remove", "c1"); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Fatalf("remove while the default engine: %v\n%s", err, out)
+	}
+	if _, err := cli(t, base, "instance", "smart-connect", "west", "--enable"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli(t, base, "connect-cluster", "remove", "c1"); err != nil {
+		t.Fatalf("remove: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "connect-cluster", "show", "c1"); err == nil {
+		t.Fatalf("show after remove: %s", out)
+	}
+}

@@ -37,7 +37,9 @@ Usage:
                              move consumer group G to the target now (translated offsets committed)
   kmirror healthcheck [--url U]
                              exit 0 when the server's /healthz answers (for container health checks)
-  kmirror instance ...       add, list, remove Kafka instances (JSON API of a running serve)
+  kmirror instance ...       add, list, remove Kafka instances; smart-connect NAME (JSON API of a running serve)
+  kmirror connect-cluster ...
+                             add, list, show, remove Kafka Connect clusters tasks can run on
   kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
   kmirror backup FILE        copy the database to FILE (safe while serve runs)
   kmirror restore FILE       replace the database with FILE (serve must be stopped)
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return instanceCommand(ctx, rest, getenv, stdout, stderr)
 	case "task":
 		return taskCommand(ctx, rest, getenv, stdout, stderr)
+	case "connect-cluster":
+		return connectClusterCommand(ctx, rest, getenv, stdout, stderr)
 	case "failover":
 		return failoverCommand(ctx, rest, getenv, stdout, stderr)
 	case "backup":

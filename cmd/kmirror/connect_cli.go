@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/kmirror/kmirror/internal/apiclient"
+)
+
+const connectUsage = `Usage:
+  kmirror connect-cluster add -f connect.json     register a Kafka Connect cluster (API shape of POST /api/v1/connect-clusters)
+  kmirror connect-cluster add --name N --url http://h:8083[,http://h2:8083] --kafka-cluster K
+                                                  [--username U --ca-file F --config-provider P]
+                                                  (the basic-auth password comes from KMIRROR_CONNECT_PASSWORD, never a flag)
+  kmirror connect-cluster list
+  kmirror connect-cluster show NAME
+  kmirror connect-cluster remove NAME
+  kmirror instance smart-connect NAME --enable|--disable [--engine embedded|connect:<name>]
+
+Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
+The API token comes from KMIRROR_TOKEN.
+`
+
+func connectClusterCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, connectUsage)
+		if len(args) == 0 {
+			return errors.New("no connect-cluster command given")
+		}
+		return nil
+	}
+	sub, rest := args[0], args[1:]
+	a := newAdminCmd("connect-cluster "+sub, stderr, stdout, sub == "add")
+	switch sub {
+	case "add":
+		var in struct {
+			Name           string   `json:"name"`
+			URLs           []string `json:"urls"`
+			KafkaCluster   string   `json:"kafka_cluster"`
+			Username       string   `json:"username,omitempty"`
+			Password       string   `json:"password,omitempty"`
+			CAPEM          string   `json:"ca_pem,omitempty"`
+			ConfigProvider string   `json:"config_provider,omitempty"`
+		}
+		var urls, caFile string
+		a.fs.StringVar(&in.Name, "name", "", "Connect cluster name")
+		a.fs.StringVar(&urls, "url", "", "REST URLs of its workers, comma-separated")
+		a.fs.StringVar(&in.KafkaCluster, "kafka-cluster", "", "the registered Kafka cluster (instance) its workers write to")
+		a.fs.StringVar(&in.Username, "username", "", "basic-auth user name")
+		a.fs.StringVar(&caFile, "ca-file", "", "PEM file of the CA that signed the workers' REST certificates")
+		a.fs.StringVar(&in.ConfigProvider, "config-provider", "", "a config provider the workers define, for secret references")
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		body, err := func() ([]byte, error) {
+			if a.file != "" {
+				return a.body()
+			}
+			if urls != "" {
+				in.URLs = strings.Split(urls, ",")
+			}
+			in.Password = getenv("KMIRROR_CONNECT_PASSWORD")
+			if caFile != "" {
+				pem, err := os.ReadFile(caFile)
+				if err != nil {
+					return nil, fmt.Errorf("read CA file: %w", err)
+				}
+				in.CAPEM = string(pem)
+			}
+			return json.Marshal(in)
+		}()
+		if err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/connect-clusters", body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, connectTable(false))
+	case "list":
+		if _, err := a.parse(rest, getenv); err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/connect-clusters", nil)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, connectTable(true))
+	case "show", "remove":
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "Connect cluster")
+		if err != nil {
+			return err
+		}
+		path := apiclient.Path("/api/v1/connect-clusters/%s", name)
+		if sub == "show" {
+			raw, err := a.client.Do(ctx, http.MethodGet, path, nil)
+			if err != nil {
+				return err
+			}
+			return a.print(raw, connectTable(false))
+		}
+		if _, err := a.client.Do(ctx, http.MethodDelete, path, nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Connect cluster %s removed\n", name)
+		return nil
+	default:
+		fmt.Fprint(stderr, connectUsage)
+		return fmt.Errorf("unknown connect-cluster command %q", sub)
+	}
+}
+
+// smartConnectCommand is `kmirror instance smart-connect NAME ...`.
+func smartConnectCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	a := newAdminCmd("instance smart-connect", stderr, stdout, false)
+	var enable, disable bool
+	var in struct {
+		Enabled bool   `json:"enabled"`
+		Engine  string `json:"engine"`
+	}
+	a.fs.BoolVar(&enable, "enable", false, "enable Smart Connect (tasks may be created)")
+	a.fs.BoolVar(&disable, "disable", false, "disable Smart Connect (no new tasks)")
+	a.fs.StringVar(&in.Engine, "engine", "embedded", "engine of new tasks: embedded or connect:<name>")
+	pos, err := a.parse(args, getenv)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(pos, "instance")
+	if err != nil {
+		return err
+	}
+	if enable == disable {
+		return errors.New("give exactly one of --enable and --disable")
+	}
+	in.Enabled = enable
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	raw, err := a.client.Do(ctx, http.MethodPut, apiclient.Path("/api/v1/clusters/%s/smart-connect", name), body)
+	if err != nil {
+		return err
+	}
+	return a.print(raw, instanceTable(false))
+}
+
+type connectRow struct {
+	Name         string   `json:"name"`
+	URLs         []string `json:"urls"`
+	KafkaCluster string   `json:"kafka_cluster"`
+	Username     string   `json:"username"`
+}
+
+func connectTable(list bool) func(io.Writer, json.RawMessage) error {
+	return func(w io.Writer, raw json.RawMessage) error {
+		var rows []connectRow
+		if list {
+			var l struct {
+				ConnectClusters []connectRow `json:"connect_clusters"`
+			}
+			if err := json.Unmarshal(raw, &l); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			rows = l.ConnectClusters
+		} else {
+			var r connectRow
+			if err := json.Unmarshal(raw, &r); err != nil {
+				return fmt.Errorf("decode answer: %w", err)
+			}
+			rows = []connectRow{r}
+		}
+		fmt.Fprintln(w, "NAME\tURLS\tKAFKA CLUSTER\tAUTH")
+		for _, r := range rows {
+			auth := "none"
+			if r.Username != "" {
+				auth = "basic as " + r.Username
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.URLs, ","), r.KafkaCluster, auth)
+		}
+		return nil
+	}
+}
