@@ -486,35 +486,10 @@ func (c *Cluster) nodes() []*node {
 // ready is killed.
 func (c *Cluster) launch(ctx context.Context, n *node) error {
 	logPath := filepath.Join(n.dir, "logs", "server.log")
-	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	p, from, err := spawn(n.argv, logPath)
 	if err != nil {
-		return fmt.Errorf("open the log of %s: %w", n.label, err)
-	}
-	from, err := logf.Seek(0, io.SeekEnd)
-	if err != nil {
-		logf.Close()
-		return fmt.Errorf("open the log of %s: %w", n.label, err)
-	}
-	cmd := exec.Command(n.argv[0], n.argv[1:]...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Own process group: Ctrl-C in a terminal reaches us, not the JVM,
-		// and Stop can signal the whole group.
-		Setpgid: true,
-		// The kernel kills the JVM when the thread that started it dies,
-		// which in Go means the process (its threads are not retired).
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return fmt.Errorf("start the JVM of %s: %w", n.label, err)
 	}
-	p := &process{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
 	n.proc = p
 	n.stopErr = nil
 	if err := c.waitReady(ctx, n, p, logPath, from); err != nil {
@@ -526,6 +501,42 @@ func (c *Cluster) launch(ctx context.Context, n *node) error {
 		return err
 	}
 	return nil
+}
+
+// spawn starts argv in its own process group with its output appended to
+// logPath, and returns the log's size before (readiness is looked for
+// only in what this run writes, not in an earlier run's lines).
+func spawn(argv []string, logPath string) (*process, int64, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open the log: %w", err)
+	}
+	from, err := logf.Seek(0, io.SeekEnd)
+	if err != nil {
+		logf.Close()
+		return nil, 0, fmt.Errorf("open the log: %w", err)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Own process group: Ctrl-C in a terminal reaches us, not the JVM,
+		// and Stop can signal the whole group.
+		Setpgid: true,
+		// The kernel kills the JVM when the thread that started it dies,
+		// which in Go means the process (its threads are not retired).
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, 0, err
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.exited)
+	}()
+	return p, from, nil
 }
 
 // waitReady polls the node's log (from offset from) for the started line,
@@ -893,18 +904,27 @@ func (c *Cluster) terminate(n *node, sig syscall.Signal) error {
 	}
 	n.proc = nil
 	n.killed = sig == syscall.SIGKILL
+	if p.signal(sig) {
+		return nil
+	}
+	slog.Warn("kafka node ignored a signal for 30s; killed it", "cluster", c.name, "node", n.label, "signal", sig)
+	n.killed = true
+	return fmt.Errorf("%s of %s did not stop within 30s of %v and was killed", n.label, c.name, sig)
+}
+
+// signal sends sig to the process group and waits for the JVM to exit,
+// escalating to SIGKILL after 30 s; false if it had to.
+func (p *process) signal(sig syscall.Signal) bool {
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, sig)
 	select {
 	case <-p.exited:
-		return nil
+		return true
 	case <-time.After(30 * time.Second):
 	}
-	slog.Warn("kafka node ignored a signal for 30s; killing it", "cluster", c.name, "node", n.label, "signal", sig)
-	n.killed = true
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
 	<-p.exited
-	return fmt.Errorf("%s of %s did not stop within 30s of %v and was killed", n.label, c.name, sig)
+	return false
 }
 
 // waitAllLeaders polls metadata until every partition of every topic,

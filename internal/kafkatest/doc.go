@@ -17,6 +17,16 @@
 // KillBroker, StopBroker and RestartBroker act on one broker by node id;
 // Leader and InSyncReplicas tell where a partition lives now.
 //
+// StartConnect runs a distributed Kafka Connect cluster on a Cluster: N
+// workers (ConnectDistributed from the same jars, one JVM each, 2 by
+// default) in one group, their config, offset and status topics on that
+// Kafka, ByteArrayConverter everywhere (MirrorMaker 2 copies bytes),
+// client overrides allowed, and scheduled.rebalance.max.delay.ms at 10 s so
+// a dead worker's tasks move soon. KillWorker, StopWorker and RestartWorker
+// act on one worker; WorkerID maps a status's worker_id to a worker.
+// LazyConnect shares one per package (Main closes it), NewConnect gives a
+// test its own.
+//
 // Invariants:
 //   - A broker never outlives the process that started it: each JVM gets
 //     SIGKILL from the kernel when its parent dies (Pdeathsig), and Stop sends

@@ -118,6 +118,11 @@ func requiredJars(v string) []string {
 		"kafka_2.13-" + v + ".jar",
 		"kafka-tools-" + v + ".jar",
 		"connect-mirror-" + v + ".jar",
+		// Distributed Connect workers (StartConnect) and the transforms
+		// and predicates their connectors name. A cache from before they
+		// were asked for by name is refetched if it lacks them.
+		"connect-runtime-" + v + ".jar",
+		"connect-transforms-" + v + ".jar",
 		"kafka-clients-" + v + ".jar",
 	}
 }

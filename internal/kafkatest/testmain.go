@@ -84,6 +84,8 @@ func runMain(m *testing.M, n int, opts []Opt) int {
 		lazyMu.Unlock()
 		code = m.Run()
 	}
+	// Workers first: they write to the clusters stopped next.
+	stopLazyConnect(code != 0)
 	stopLazy(code != 0)
 
 	keep := code != 0 || os.Getenv("KMIRROR_KEEP_KAFKA_LOGS") != ""
@@ -201,6 +203,121 @@ func stopLazy(keep bool) {
 		if l.dir != "" {
 			if keep {
 				keepClusterLogs(name, l.dir)
+			}
+			_ = os.RemoveAll(l.dir)
+		}
+		l.mu.Unlock()
+	}
+}
+
+// The Connect clusters LazyConnect started, by name.
+var lazyConnects = map[string]*lazyConnect{}
+
+type lazyConnect struct {
+	mu  sync.Mutex
+	dir string
+	cc  *ConnectCluster
+	err error
+}
+
+// LazyConnect is a distributed Connect cluster on kafka shared by the
+// tests of a package that ask for it by name: started by the first (tens
+// of seconds: every worker is a JVM scanning its classpath for plugins),
+// closed by Main after the tests, worker logs kept as Main keeps brokers'.
+// Later callers' opts are ignored. It needs kafkatest.Main in TestMain.
+// A test that kills or stops a worker restarts it (RestartWorker) before it
+// ends, and does not run in parallel with other tests on the same cluster.
+//
+//	cc := kafkatest.LazyConnect(t, "connect", kafkatest.Shared(t, 0))
+func LazyConnect(t testing.TB, name string, kafka *Cluster, opts ...ConnectOpt) *ConnectCluster {
+	t.Helper()
+	skipShort(t)
+	lazyMu.Lock()
+	if !inMain {
+		lazyMu.Unlock()
+		t.Fatalf("kafkatest: LazyConnect(%q) needs kafkatest.Main(m, n) in TestMain, which closes the workers after the tests", name)
+	}
+	l, ok := lazyConnects[name]
+	if !ok {
+		l = &lazyConnect{}
+		lazyConnects[name] = l
+	}
+	lazyMu.Unlock()
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cc == nil && l.err == nil {
+		l.dir, l.err = os.MkdirTemp("", "kmirror-connect-")
+		if l.err == nil {
+			l.cc, l.err = startConnectLogged(append([]ConnectOpt{ConnectName(name), ConnectDir(l.dir)}, opts...), kafka)
+		}
+	}
+	if l.err != nil {
+		t.Fatalf("kafkatest: shared Connect cluster %s: %v", name, l.err)
+	}
+	if l.cc.kafka != kafka {
+		t.Fatalf("kafkatest: shared Connect cluster %s runs on Kafka %s, not %s", name, l.cc.kafka.Name(), kafka.Name())
+	}
+	return l.cc
+}
+
+// NewConnect starts a Connect cluster of the test's own (for a test that
+// must not disturb a shared one) and closes it when the test ends,
+// printing the tail of every worker's log if the test failed.
+func NewConnect(t testing.TB, kafka *Cluster, opts ...ConnectOpt) *ConnectCluster {
+	t.Helper()
+	skipShort(t)
+	dir := t.TempDir()
+	cc, err := startConnectLogged(append([]ConnectOpt{ConnectName("connect"), ConnectDir(dir)}, opts...), kafka)
+	if err != nil {
+		t.Fatalf("kafkatest: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("kafkatest: Connect worker logs:\n%s", cc.LogTails(40))
+		}
+		if err := cc.Close(); err != nil {
+			t.Logf("kafkatest: %v", err)
+		}
+	})
+	return cc
+}
+
+func startConnectLogged(opts []ConnectOpt, kafka *Cluster) (*ConnectCluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	began := time.Now()
+	cc, err := StartConnect(ctx, kafka, opts...)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(os.Stderr, "kafkatest: Connect %s cluster %s (%d workers on %s) ready in %s\n",
+		cc.Version(), cc.Name(), len(cc.workers), kafka.Name(), time.Since(began).Round(time.Millisecond))
+	return cc, nil
+}
+
+// stopLazyConnect closes the Connect clusters LazyConnect started and
+// removes their files, keeping the logs first if keep.
+func stopLazyConnect(keep bool) {
+	lazyMu.Lock()
+	defer lazyMu.Unlock()
+	keep = keep || os.Getenv("KMIRROR_KEEP_KAFKA_LOGS") != ""
+	for name, l := range lazyConnects {
+		l.mu.Lock()
+		if l.cc != nil {
+			if err := l.cc.Close(); err != nil {
+				fmt.Fprintf(os.Stderr, "kafkatest: %v\n", err)
+			}
+		}
+		if l.dir != "" {
+			if keep {
+				if dst, err := keptLogDir(name); err != nil {
+					fmt.Fprintf(os.Stderr, "kafkatest: keep logs of %s: %v\n", name, err)
+				} else if err := keepConnectLogs(l.dir, dst); err != nil {
+					fmt.Fprintf(os.Stderr, "kafkatest: keep logs of %s: %v\n", name, err)
+				} else {
+					fmt.Fprintf(os.Stderr, "kafkatest: Connect worker logs of %s kept in %s\n", name, dst)
+				}
 			}
 			_ = os.RemoveAll(l.dir)
 		}

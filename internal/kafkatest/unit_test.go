@@ -271,3 +271,62 @@ func TestLockFile(t *testing.T) {
 	}
 	unlock2()
 }
+
+// A cache fetched before the Connect workers were asked for by name is
+// incomplete without their runtime and transforms, and is fetched again.
+func TestCacheWithoutConnectJarsIsIncomplete(t *testing.T) {
+	for _, missing := range []string{"connect-runtime-9.9.9.jar", "connect-transforms-9.9.9.jar"} {
+		t.Run(missing, func(t *testing.T) {
+			root := t.TempDir()
+			t.Setenv("KMIRROR_KAFKA_VERSION", "9.9.9")
+			libs := filepath.Join(root, "kafka-9.9.9", "libs")
+			if err := os.MkdirAll(libs, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range requiredJars("9.9.9") {
+				if name == missing {
+					continue
+				}
+				if err := os.WriteFile(filepath.Join(libs, name), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, ok := cached(root); ok {
+				t.Fatalf("a cache without %s counts as complete", missing)
+			}
+		})
+	}
+}
+
+// Every worker of one Connect cluster shares the group and topics, listens
+// on its own port on 127.0.0.1, and converts nothing (MirrorMaker 2 copies
+// bytes); overrides win.
+func TestWorkerProperties(t *testing.T) {
+	p := workerProperties(workerConfig{Port: 8083, GroupID: "g", Bootstrap: "127.0.0.1:9092", RF: 3,
+		RebalanceDelay: 10 * time.Second, Overrides: map[string]string{"offset.flush.interval.ms": "500"}})
+	for _, want := range []string{
+		"bootstrap.servers=127.0.0.1:9092\n",
+		"group.id=g\n",
+		"config.storage.topic=g-configs\n",
+		"offset.storage.topic=g-offsets\n",
+		"status.storage.topic=g-status\n",
+		"config.storage.replication.factor=3\n",
+		"offset.storage.replication.factor=3\n",
+		"status.storage.replication.factor=3\n",
+		"listeners=http://127.0.0.1:8083\n",
+		"rest.advertised.host.name=127.0.0.1\n",
+		"rest.advertised.port=8083\n",
+		"key.converter=org.apache.kafka.connect.converters.ByteArrayConverter\n",
+		"value.converter=org.apache.kafka.connect.converters.ByteArrayConverter\n",
+		"connector.client.config.override.policy=All\n",
+		"scheduled.rebalance.max.delay.ms=10000\n",
+		"offset.flush.interval.ms=500\n",
+	} {
+		if !strings.Contains(p, want) {
+			t.Errorf("worker.properties lacks %q", want)
+		}
+	}
+	if one := workerProperties(workerConfig{GroupID: "g"}); !strings.Contains(one, "config.storage.replication.factor=1\n") {
+		t.Error("replication factor 0 is not raised to 1")
+	}
+}

@@ -1,0 +1,336 @@
+package connect
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// recorded is one request a fake worker saw.
+type recorded struct {
+	method, path, query, body, user, pass string
+}
+
+// fakeWorker answers every request with status and body, recording it.
+func fakeWorker(t *testing.T, status int, body string) (*httptest.Server, *[]recorded) {
+	t.Helper()
+	var seen []recorded
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		u, p, _ := r.BasicAuth()
+		seen = append(seen, recorded{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, string(b), u, p})
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &seen
+}
+
+func newClient(t *testing.T, cfg Config) *Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// Each method sends its verb, path, query and body, and decodes the answer.
+func TestMethodsSendTheirRequests(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name              string
+		status            int
+		answer            string
+		call              func(c *Client) (any, error)
+		method, path, qry string
+		body              string
+		want              any
+	}{
+		{"server info", 200, `{"version":"4.3.1","commit":"abc","kafka_cluster_id":"K"}`,
+			func(c *Client) (any, error) { return c.ServerInfo(ctx) },
+			"GET", "/", "", "", ServerInfo{Version: "4.3.1", Commit: "abc", KafkaClusterID: "K"}},
+		{"plugins", 200, `[{"class":"a.B","type":"source","version":"1"}]`,
+			func(c *Client) (any, error) { return c.Plugins(ctx) },
+			"GET", "/connector-plugins", "connectorsOnly=false", "", []Plugin{{Class: "a.B", Type: "source", Version: "1"}}},
+		{"connectors expanded", 200, `{"m":{"info":{"name":"m","config":{"k":"v"},"tasks":[{"connector":"m","task":0}],"type":"source"},"status":{"name":"m","connector":{"state":"RUNNING","worker_id":"w:1"},"tasks":[{"id":0,"state":"RUNNING","worker_id":"w:2"}],"type":"source"}}}`,
+			func(c *Client) (any, error) { return c.Connectors(ctx) },
+			"GET", "/connectors", "expand=status&expand=info", "", map[string]ConnectorView{"m": {
+				Info:   ConnectorInfo{Name: "m", Config: map[string]string{"k": "v"}, Tasks: []TaskID{{"m", 0}}, Type: "source"},
+				Status: ConnectorStatus{Name: "m", Connector: WorkerState{State: "RUNNING", WorkerID: "w:1"}, Tasks: []TaskState{{ID: 0, State: "RUNNING", WorkerID: "w:2"}}, Type: "source"},
+			}}},
+		{"connector name escaped", 200, `{"name":"a/b","config":{},"tasks":[]}`,
+			func(c *Client) (any, error) { return c.Connector(ctx, "a/b") },
+			"GET", "/connectors/a%2Fb", "", "", ConnectorInfo{Name: "a/b", Config: map[string]string{}, Tasks: []TaskID{}}},
+		{"create", 201, `{"name":"m","config":{"k":"v"},"tasks":[]}`,
+			func(c *Client) (any, error) {
+				_, created, err := c.CreateOrUpdate(ctx, "m", map[string]string{"k": "v"})
+				return created, err
+			},
+			"PUT", "/connectors/m/config", "", `{"k":"v"}`, true},
+		{"update", 200, `{"name":"m","config":{"k":"v"},"tasks":[]}`,
+			func(c *Client) (any, error) {
+				_, created, err := c.CreateOrUpdate(ctx, "m", map[string]string{"k": "v"})
+				return created, err
+			},
+			"PUT", "/connectors/m/config", "", `{"k":"v"}`, false},
+		{"delete", 204, ``, func(c *Client) (any, error) { return nil, c.Delete(ctx, "m") }, "DELETE", "/connectors/m", "", "", nil},
+		{"pause", 202, ``, func(c *Client) (any, error) { return nil, c.Pause(ctx, "m") }, "PUT", "/connectors/m/pause", "", "", nil},
+		{"resume", 202, ``, func(c *Client) (any, error) { return nil, c.Resume(ctx, "m") }, "PUT", "/connectors/m/resume", "", "", nil},
+		{"stop", 204, ``, func(c *Client) (any, error) { return nil, c.Stop(ctx, "m") }, "PUT", "/connectors/m/stop", "", "", nil},
+		{"restart with tasks", 202, `{"name":"m","connector":{"state":"RESTARTING","worker_id":"w"},"tasks":[{"id":0,"state":"RESTARTING","worker_id":"w"}]}`,
+			func(c *Client) (any, error) {
+				st, err := c.Restart(ctx, "m", true, false)
+				return st.Tasks[0].State, err
+			},
+			"POST", "/connectors/m/restart", "includeTasks=true&onlyFailed=false", "", "RESTARTING"},
+		{"restart without answer", 204, ``,
+			func(c *Client) (any, error) {
+				st, err := c.Restart(ctx, "m", false, false)
+				return st == nil, err
+			},
+			"POST", "/connectors/m/restart", "includeTasks=false&onlyFailed=false", "", true},
+		{"status", 200, `{"name":"m","connector":{"state":"FAILED","worker_id":"w","trace":"boom"},"tasks":[]}`,
+			func(c *Client) (any, error) {
+				st, err := c.Status(ctx, "m")
+				return st.Connector, err
+			},
+			"GET", "/connectors/m/status", "", "", WorkerState{State: "FAILED", WorkerID: "w", Trace: "boom"}},
+		{"offsets", 200, `{"offsets":[{"partition":{"cluster":"A","topic":"orders","partition":3},"offset":{"offset":9007199254740993}}]}`,
+			func(c *Client) (any, error) {
+				o, err := c.Offsets(ctx, "m")
+				if err != nil {
+					return nil, err
+				}
+				return o.Offsets[0].MirrorSource()
+			},
+			"GET", "/connectors/m/offsets", "", "", MirrorSourcePosition{Cluster: "A", Topic: "orders", Partition: 3, Offset: 9007199254740993}},
+		{"alter offsets", 200, `{"message":"altered"}`,
+			func(c *Client) (any, error) {
+				return c.AlterOffsets(ctx, "m", []Offset{MirrorSourceOffset("A", "orders", 0, 123), {Partition: map[string]any{"cluster": "A", "topic": "orders", "partition": 1}}})
+			},
+			"PATCH", "/connectors/m/offsets", "",
+			`{"offsets":[{"partition":{"cluster":"A","partition":0,"topic":"orders"},"offset":{"offset":123}},{"partition":{"cluster":"A","partition":1,"topic":"orders"},"offset":null}]}`,
+			"altered"},
+		{"reset offsets", 200, `{"message":"reset"}`,
+			func(c *Client) (any, error) { return c.ResetOffsets(ctx, "m") },
+			"DELETE", "/connectors/m/offsets", "", "", "reset"},
+		{"validate", 200, `{"name":"x.Src","error_count":1,"groups":["Common"],"configs":[{"definition":{"name":"topics","type":"LIST","required":false,"default_value":".*"},"value":{"name":"topics","value":"[","recommended_values":[],"errors":["bad regex"],"visible":true}},{"definition":{"name":"ok"},"value":{"name":"ok","errors":[]}}]}`,
+			func(c *Client) (any, error) {
+				v, err := c.ValidateConfig(ctx, "x.Src", map[string]string{"topics": "["})
+				return v.Errors(), err
+			},
+			"PUT", "/connector-plugins/x.Src/config/validate", "", `{"connector.class":"x.Src","topics":"["}`,
+			map[string][]string{"topics": {"bad regex"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, seen := fakeWorker(t, tt.status, tt.answer)
+			got, err := tt.call(newClient(t, Config{URLs: []string{srv.URL + "/"}}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want != nil && !jsonEqual(t, got, tt.want) {
+				t.Errorf("got %#v, want %#v", got, tt.want)
+			}
+			if len(*seen) != 1 {
+				t.Fatalf("%d requests, want 1", len(*seen))
+			}
+			r := (*seen)[0]
+			if r.method != tt.method || r.path != tt.path || r.query != tt.qry {
+				t.Errorf("sent %s %s?%s, want %s %s?%s", r.method, r.path, r.query, tt.method, tt.path, tt.qry)
+			}
+			if tt.body != "" && !jsonEqual(t, json.RawMessage(r.body), json.RawMessage(tt.body)) {
+				t.Errorf("sent body %s, want %s", r.body, tt.body)
+			}
+		})
+	}
+}
+
+func jsonEqual(t *testing.T, a, b any) bool {
+	t.Helper()
+	norm := func(v any) string {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x any
+		if err := json.Unmarshal(raw, &x); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := json.Marshal(x)
+		return string(out)
+	}
+	return norm(a) == norm(b)
+}
+
+// Connect's error answers keep its code and message and say what to do;
+// the helpers classify them.
+func TestErrorsCarryConnectsAnswer(t *testing.T) {
+	tests := []struct {
+		status   int
+		body     string
+		wantMsg  string
+		wantHint string
+		notFound bool
+		conflict bool
+	}{
+		{404, `{"error_code":404,"message":"Connector m not found"}`, "Connector m not found", "check the name", true, false},
+		{409, `{"error_code":409,"message":"Cannot complete request momentarily due to stale configuration"}`, "stale configuration", "retry", false, true},
+		{400, `{"error_code":400,"message":"Connector configuration is invalid"}`, "invalid", "ValidateConfig", false, false},
+		{401, `<html>Unauthorized</html>`, "<html>Unauthorized</html>", "username and password", false, false},
+		{500, `{"error_code":500,"message":"Request timed out"}`, "Request timed out", "check its log", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(http.StatusText(tt.status), func(t *testing.T) {
+			srv, _ := fakeWorker(t, tt.status, tt.body)
+			_, err := newClient(t, Config{URLs: []string{srv.URL}}).Status(context.Background(), "m")
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("got %v (%T), want *Error", err, err)
+			}
+			if e.Status != tt.status || e.Code != tt.status || !strings.Contains(e.Msg, tt.wantMsg) {
+				t.Errorf("got status %d code %d message %q", e.Status, e.Code, e.Msg)
+			}
+			if !strings.Contains(err.Error(), tt.wantHint) || !strings.Contains(err.Error(), "/connectors/m/status") {
+				t.Errorf("error %q lacks the hint %q or the URL", err, tt.wantHint)
+			}
+			if IsNotFound(err) != tt.notFound || IsConflict(err) != tt.conflict {
+				t.Errorf("IsNotFound %v IsConflict %v", IsNotFound(err), IsConflict(err))
+			}
+		})
+	}
+}
+
+// A worker that cannot be reached is passed over; one that answers with an
+// error is not (the error is the cluster's answer), and the client sticks
+// to the last worker that answered.
+func TestFailsOverOnlyWhenUnreachable(t *testing.T) {
+	dead := deadURL(t)
+	var hitsA, hitsB atomic.Int32
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hitsA.Add(1)
+		w.WriteHeader(409)
+		_, _ = io.WriteString(w, `{"error_code":409,"message":"rebalance"}`)
+	}))
+	defer a.Close()
+	b := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hitsB.Add(1)
+		_, _ = io.WriteString(w, `{"version":"4.3.1"}`)
+	}))
+	defer b.Close()
+
+	c := newClient(t, Config{URLs: []string{dead, b.URL}, DialTimeout: time.Second})
+	for range 2 {
+		si, err := c.ServerInfo(context.Background())
+		if err != nil || si.Version != "4.3.1" {
+			t.Fatalf("got %+v, %v", si, err)
+		}
+	}
+	if hitsB.Load() != 2 {
+		t.Errorf("the live worker got %d requests, want 2", hitsB.Load())
+	}
+
+	c = newClient(t, Config{URLs: []string{a.URL, b.URL}})
+	if _, err := c.ServerInfo(context.Background()); !IsConflict(err) {
+		t.Fatalf("got %v, want the first worker's 409", err)
+	}
+	if hitsB.Load() != 2 {
+		t.Error("an HTTP error answer sent the request to the next worker")
+	}
+
+	c = newClient(t, Config{URLs: []string{dead, deadURL(t)}, DialTimeout: time.Second})
+	_, err := c.ServerInfo(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "no Connect worker answered") || !strings.Contains(err.Error(), dead) {
+		t.Fatalf("got %v, want no worker answered naming %s", err, dead)
+	}
+}
+
+// deadURL is an address nothing listens on.
+func deadURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr
+}
+
+// Basic auth is sent when a username is set; a CA makes https to the
+// workers work, and without it the certificate is refused.
+func TestAuthAndTLS(t *testing.T) {
+	var user, pass string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pass, _ = r.BasicAuth()
+		_, _ = io.WriteString(w, `{"version":"4.3.1"}`)
+	}))
+	defer srv.Close()
+	caPEM := pemOf(srv.Certificate().Raw)
+
+	c := newClient(t, Config{URLs: []string{srv.URL}, Username: "alice", Password: "s3cret", CAPEM: caPEM})
+	if _, err := c.ServerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if user != "alice" || pass != "s3cret" {
+		t.Errorf("basic auth %q/%q", user, pass)
+	}
+	c = newClient(t, Config{URLs: []string{srv.URL}})
+	if _, err := c.ServerInfo(context.Background()); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("untrusted certificate: got %v", err)
+	}
+}
+
+// A timeout bounds one request to a worker that does not answer.
+func TestTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer srv.Close()
+	defer close(release)
+	c := newClient(t, Config{URLs: []string{srv.URL}, Timeout: 200 * time.Millisecond})
+	if _, err := c.ServerInfo(context.Background()); err == nil {
+		t.Fatal("a worker that never answers did not time out")
+	}
+}
+
+func TestNewChecksConfig(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no url", Config{}, "at least one"},
+		{"no scheme", Config{URLs: []string{"connect:8083"}}, "http:// or https://"},
+		{"ftp", Config{URLs: []string{"ftp://connect:8083"}}, "http:// or https://"},
+		{"bad CA", Config{URLs: []string{"https://c:8083"}, CAPEM: "nope"}, "no PEM certificate"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMirrorSourceRejectsOtherShapes(t *testing.T) {
+	for _, o := range []Offset{
+		{Partition: map[string]any{"topic": "t", "partition": json.Number("0")}, Offset: map[string]any{"offset": json.Number("1")}},
+		{Partition: map[string]any{"cluster": "A", "topic": "t", "partition": json.Number("0")}, Offset: map[string]any{"offset": "x"}},
+		{Partition: map[string]any{"kafka_topic": "t", "kafka_partition": json.Number("0")}, Offset: map[string]any{"kafka_offset": json.Number("1")}},
+	} {
+		if _, err := o.MirrorSource(); err == nil {
+			t.Errorf("%+v read as a MirrorSourceConnector offset", o)
+		}
+	}
+}
