@@ -80,7 +80,7 @@ func PeerLabel(p service.PeerInfo) string {
 // taskRunning reports whether the engine runs the task here, which is when
 // throughput and lag mean something.
 func taskRunning(t service.TaskInfo) bool {
-	return service.Copying(t.Status.State)
+	return t.Status.State.Copying()
 }
 
 func rateText(ctx context.Context, r TaskRow) string {
@@ -115,7 +115,7 @@ func lastActionText(ctx context.Context, a service.LastAction) string {
 	if by == "" {
 		by = "?"
 	}
-	return i18n.T(ctx, "sc.last_action", "Action", ActionLabel(ctx, a.Action), "By", by, "At", a.At.Local().Format("2006-01-02 15:04:05"))
+	return i18n.T(ctx, "sc.last_action", "Action", ActionLabel(ctx, string(a.Action)), "By", by, "At", a.At.Local().Format("2006-01-02 15:04:05"))
 }
 
 // The label functions below spell every message id out, so the i18n test
@@ -140,8 +140,8 @@ func ActionLabel(ctx context.Context, action string) string {
 
 // data-state keeps the stable English value of a state for tools and
 // tests; tpStateLabel gives its label.
-func stateClass(state string) string {
-	return "state state-" + strings.ToLower(state)
+func stateClass(state task.State) string {
+	return "state state-" + strings.ToLower(string(state))
 }
 
 // SmartConnectList is the instance's Smart Connect section.

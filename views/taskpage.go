@@ -74,10 +74,10 @@ func ExportJSON(info service.TaskInfo) string {
 
 // Task actions an operator can take, in the order the page offers them.
 const (
-	ActionPause   = service.ActionPause
-	ActionResume  = service.ActionResume
-	ActionRestart = service.ActionRestart
-	ActionDelete  = "delete"
+	ActionPause   = string(task.ActionPause)
+	ActionResume  = string(task.ActionResume)
+	ActionRestart = string(task.ActionRestart)
+	ActionDelete  = string(task.ActionDelete)
 )
 
 // TaskActionsFor is TaskActions for the request's caller: none for a role
@@ -93,35 +93,35 @@ func TaskActionsFor(ctx context.Context, info service.TaskInfo) []string {
 // should run, resume a paused one, restart one that should run (it clears
 // failed partitions), delete any.
 func TaskActions(info service.TaskInfo) []string {
-	if info.DesiredState == "paused" {
+	if info.DesiredState == task.DesiredPaused {
 		return []string{ActionResume, ActionDelete}
 	}
 	return []string{ActionPause, ActionRestart, ActionDelete}
 }
 
 // tpStateClass is the badge colour of a state.
-func tpStateClass(state string) string {
-	return "badge state-" + strings.ToLower(state)
+func tpStateClass(state task.State) string {
+	return "badge state-" + strings.ToLower(string(state))
 }
 
 // tpStateLabel names a state in the page's language (every page's one
 // set of state labels).
-func tpStateLabel(ctx context.Context, state string) string {
+func tpStateLabel(ctx context.Context, state task.State) string {
 	switch state {
-	case service.StateRunning:
+	case task.StateRunning:
 		return i18n.T(ctx, "state.RUNNING")
-	case service.StateStarting:
+	case task.StateStarting:
 		return i18n.T(ctx, "state.STARTING")
-	case service.StateDegraded:
+	case task.StateDegraded:
 		return i18n.T(ctx, "state.DEGRADED")
-	case service.StatePaused:
+	case task.StatePaused:
 		return i18n.T(ctx, "state.PAUSED")
-	case service.StateFailed:
+	case task.StateFailed:
 		return i18n.T(ctx, "state.FAILED")
-	case replicator.StateStopped:
+	case task.StateStopped:
 		return i18n.T(ctx, "state.STOPPED")
 	}
-	return state
+	return string(state)
 }
 
 // tpActionLabel names an action in the page's language.
@@ -135,7 +135,7 @@ func tpActionLabel(ctx context.Context, action string) string {
 		return i18n.T(ctx, "action.restart")
 	case ActionDelete:
 		return i18n.T(ctx, "action.delete")
-	case service.ActionCreate:
+	case string(task.ActionCreate):
 		return i18n.T(ctx, "action.create")
 	}
 	return action

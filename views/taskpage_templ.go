@@ -719,9 +719,9 @@ func TaskStatusView(csrf string, v TaskView) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var44 string
-			templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "action.last", "Action", tpActionLabel(ctx, v.Task.LastAction.Action), "By", v.Task.LastAction.By, "At", tpTime(v.Task.LastAction.At)))
+			templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "action.last", "Action", tpActionLabel(ctx, string(v.Task.LastAction.Action)), "By", v.Task.LastAction.By, "At", tpTime(v.Task.LastAction.At)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `taskpage.templ`, Line: 86, Col: 198}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `taskpage.templ`, Line: 86, Col: 206}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var44))
 			if templ_7745c5c3_Err != nil {

@@ -21,9 +21,9 @@ import (
 // count as running, anything else not paused or running is failed.
 func dashboardState(info service.TaskInfo) string {
 	switch {
-	case service.Copying(info.Status.State):
+	case info.Status.State.Copying():
 		return "running"
-	case info.Status.State == service.StatePaused:
+	case info.Status.State == task.StatePaused:
 		return "paused"
 	}
 	return "failed"

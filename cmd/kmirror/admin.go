@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kmirror/kmirror/internal/apiclient"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 const instanceUsage = `Usage:
@@ -364,14 +365,14 @@ type taskRow struct {
 		Direction string `json:"direction"`
 	} `json:"rules"`
 	Status struct {
-		State  string `json:"state"`
-		Reason string `json:"reason"`
+		State  task.State `json:"state"`
+		Reason string     `json:"reason"`
 		Flows  []struct {
-			Flow       string  `json:"flow"`
-			State      string  `json:"state"`
-			Records    int64   `json:"records"`
-			LagRecords int64   `json:"lag_records"`
-			LagSeconds float64 `json:"lag_seconds"`
+			Flow       string     `json:"flow"`
+			State      task.State `json:"state"`
+			Records    int64      `json:"records"`
+			LagRecords int64      `json:"lag_records"`
+			LagSeconds float64    `json:"lag_seconds"`
 		} `json:"flows"`
 	} `json:"status"`
 	Warnings []string `json:"warnings"`

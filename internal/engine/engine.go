@@ -22,15 +22,6 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Task states reported beside the flows' own.
-const (
-	StateRunning  = replicator.StateRunning
-	StateDegraded = replicator.StateDegraded
-	StateFailed   = replicator.StateFailed
-	StatePaused   = "PAUSED"
-	StateStopped  = replicator.StateStopped
-)
-
 // Engine runs tasks. The zero value is not usable; call New.
 type Engine struct {
 	opts replicator.Options
@@ -105,7 +96,7 @@ func (e *Engine) Running(name string) bool {
 // TaskStatus is a task's state: the worst of its flows'.
 type TaskStatus struct {
 	Name   string                  `json:"name"`
-	State  string                  `json:"state"`
+	State  task.State              `json:"state"`
 	Reason string                  `json:"reason,omitempty"`
 	Flows  []replicator.FlowStatus `json:"flows"`
 }
@@ -116,19 +107,19 @@ func (e *Engine) Status(name string) (TaskStatus, bool) {
 	r, ok := e.running[name]
 	e.mu.Unlock()
 	if !ok {
-		return TaskStatus{Name: name, State: StateStopped}, false
+		return TaskStatus{Name: name, State: task.StateStopped}, false
 	}
-	st := TaskStatus{Name: name, State: StateRunning}
+	st := TaskStatus{Name: name, State: task.StateRunning}
 	for _, rep := range r.reps {
 		fs := rep.Status()
 		st.Flows = append(st.Flows, fs)
 		switch {
-		case fs.State == replicator.StateFailed && st.State != StateFailed:
-			st.State, st.Reason = StateFailed, fs.Flow+": "+fs.Reason
-		case fs.State == replicator.StateDegraded && (st.State == StateRunning || st.State == replicator.StateStarting):
-			st.State, st.Reason = StateDegraded, fs.Flow+": "+fs.Reason
-		case fs.State == replicator.StateStarting && st.State == StateRunning:
-			st.State = replicator.StateStarting
+		case fs.State == task.StateFailed && st.State != task.StateFailed:
+			st.State, st.Reason = task.StateFailed, fs.Flow+": "+fs.Reason
+		case fs.State == task.StateDegraded && (st.State == task.StateRunning || st.State == task.StateStarting):
+			st.State, st.Reason = task.StateDegraded, fs.Flow+": "+fs.Reason
+		case fs.State == task.StateStarting && st.State == task.StateRunning:
+			st.State = task.StateStarting
 		}
 	}
 	return st, true

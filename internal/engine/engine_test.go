@@ -46,7 +46,7 @@ func TestEngineLifecycle(t *testing.T) {
 	}
 	waitFor(t, func() error {
 		st, ok := e.Status("life")
-		if !ok || st.State != engine.StateRunning || len(st.Flows) != 1 || st.Flows[0].Records != 500 {
+		if !ok || st.State != task.StateRunning || len(st.Flows) != 1 || st.Flows[0].Records != 500 {
 			return fmt.Errorf("status %+v", st)
 		}
 		return nil
@@ -59,7 +59,7 @@ func TestEngineLifecycle(t *testing.T) {
 	if e.Running("life") {
 		t.Fatal("still running after Stop")
 	}
-	if st, ok := e.Status("life"); ok || st.State != engine.StateStopped {
+	if st, ok := e.Status("life"); ok || st.State != task.StateStopped {
 		t.Fatalf("status after stop %+v %v", st, ok)
 	}
 	// Started again: it resumes from committed progress and copies only

@@ -12,7 +12,8 @@
 // Invariants: points of a flow are in time order and none is older than
 // Keep at the last sample; a throughput is only computed between two samples
 // of the same counter that did not go backwards (a task restart resets it),
-// otherwise it is absent (null in JSON), never negative.
+// otherwise it is absent (null in JSON), never negative. RecordsPerSec is
+// the only computation of records/s, here and in the console.
 package history
 
 import (
@@ -148,9 +149,9 @@ func (s *Sampler) Sample(now time.Time) {
 			p := Point{At: now, Records: f.Records, LagRecords: f.LagRecords, LagSeconds: f.LagSeconds}
 			pts := th.flows[f.Flow]
 			if n := len(pts); n > 0 {
+				// The chart's point: the rate since the previous sample.
 				prev := pts[n-1]
-				if dt := now.Sub(prev.At).Seconds(); dt > 0 && f.Records >= prev.Records {
-					r := float64(f.Records-prev.Records) / dt
+				if r, _, ok := RecordsPerSec([]Reading{{prev.At, prev.Records}, {now, f.Records}}, s.every); ok {
 					p.RecordsPerSec = &r
 				}
 			}
@@ -260,15 +261,14 @@ func (ts TaskSeries) Columns() Columns {
 	return out
 }
 
-// Rate is the flow's latest throughput in records/s, when known.
+// Rate is the flow's current throughput in records/s over RateWindow, when
+// known.
 func (f FlowSeries) Rate() (float64, bool) {
-	if n := len(f.Points); n > 0 && f.Points[n-1].RecordsPerSec != nil {
-		return *f.Points[n-1].RecordsPerSec, true
-	}
-	return 0, false
+	r, _, ok := RecordsPerSec(readings(f.Points), RateWindow)
+	return r, ok
 }
 
-// Rate is the task's latest throughput over its flows, when known.
+// Rate is the task's current throughput over its flows, when known.
 func (ts TaskSeries) Rate() (float64, bool) {
 	sum, any := 0.0, false
 	for _, f := range ts.Flows {

@@ -8,6 +8,7 @@ import (
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // fakeSource reports what the test sets.
@@ -49,7 +50,7 @@ func (f *fakeSource) Status(name string) (engine.TaskStatus, bool) {
 }
 
 func flow(name string, records, lag int64, lastErr string) replicator.FlowStatus {
-	return replicator.FlowStatus{Flow: name, State: replicator.StateRunning, Records: records, LagRecords: lag, LastError: lastErr}
+	return replicator.FlowStatus{Flow: name, State: task.StateRunning, Records: records, LagRecords: lag, LastError: lastErr}
 }
 
 func TestSamplerRatesLagAndRetention(t *testing.T) {
@@ -58,12 +59,12 @@ func TestSamplerRatesLagAndRetention(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 5 * time.Second) }
 
-	src.set("orders", engine.TaskStatus{State: "RUNNING", Flows: []replicator.FlowStatus{flow("A->B", 0, 10, "")}})
+	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", 0, 10, "")}})
 	s.Sample(at(0))
-	src.set("orders", engine.TaskStatus{State: "RUNNING", Flows: []replicator.FlowStatus{flow("A->B", 500, 4, "")}})
+	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", 500, 4, "")}})
 	s.Sample(at(1))
 	// A restart resets the counter: no rate, certainly not a negative one.
-	src.set("orders", engine.TaskStatus{State: "RUNNING", Flows: []replicator.FlowStatus{flow("A->B", 20, 0, "")}})
+	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", 20, 0, "")}})
 	s.Sample(at(2))
 
 	ser := s.Series("orders")
@@ -104,7 +105,7 @@ func TestSamplerRecordsErrorsAsTheyChange(t *testing.T) {
 	s := history.New(src, time.Second, time.Hour)
 	t0 := time.Unix(1_700_000_000, 0)
 	for i, msg := range []string{"", "broker down", "broker down", "record too large", ""} {
-		src.set("t", engine.TaskStatus{State: "RUNNING", Flows: []replicator.FlowStatus{flow("A->B", int64(i), 0, msg)}})
+		src.set("t", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", int64(i), 0, msg)}})
 		s.Sample(t0.Add(time.Duration(i) * time.Second))
 	}
 	errs := s.Series("t").Errors
@@ -112,7 +113,7 @@ func TestSamplerRecordsErrorsAsTheyChange(t *testing.T) {
 		t.Fatalf("errors %+v, want the two distinct ones, newest first", errs)
 	}
 	for i := 0; i < history.MaxErrors+5; i++ {
-		src.set("t", engine.TaskStatus{State: "FAILED", Reason: "r" + string(rune('a'+i))})
+		src.set("t", engine.TaskStatus{State: task.StateFailed, Reason: "r" + string(rune('a'+i))})
 		s.Sample(t0.Add(time.Duration(10+i) * time.Second))
 	}
 	if n := len(s.Series("t").Errors); n != history.MaxErrors {

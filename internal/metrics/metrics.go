@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // Source is what the Collector reads; *engine.Engine is one.
@@ -86,8 +87,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStatus) {
-	l := []string{task, f.Flow}
+func collectFlow(ch chan<- prometheus.Metric, taskName string, f replicator.FlowStatus) {
+	l := []string{taskName, f.Flow}
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
@@ -103,10 +104,10 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 	counter(targetLostDesc, float64(f.LostOnTarget))
 	gauge(lagRecordsDesc, float64(f.LagRecords))
 	gauge(lagSecondsDesc, f.LagSeconds)
-	gauge(upDesc, b2f(f.State == replicator.StateRunning))
-	gauge(failedDesc, b2f(f.State == replicator.StateFailed))
-	gauge(degradedDesc, b2f(f.State == replicator.StateDegraded))
-	gauge(credentialDesc, b2f(f.State == replicator.StateFailed && f.ErrorKind != ""))
+	gauge(upDesc, b2f(f.State == task.StateRunning))
+	gauge(failedDesc, b2f(f.State == task.StateFailed))
+	gauge(degradedDesc, b2f(f.State == task.StateDegraded))
+	gauge(credentialDesc, b2f(f.State == task.StateFailed && f.ErrorKind != ""))
 	failed := 0
 	for _, p := range f.Partitions {
 		if p.Failed {
@@ -114,7 +115,7 @@ func collectFlow(ch chan<- prometheus.Metric, task string, f replicator.FlowStat
 		}
 		// Source topic: the label users know, and unique within a flow.
 		ch <- prometheus.MustNewConstMetric(partLagDesc, prometheus.GaugeValue, float64(p.Lag),
-			task, f.Flow, p.Topic, strconv.Itoa(int(p.Partition)))
+			taskName, f.Flow, p.Topic, strconv.Itoa(int(p.Partition)))
 	}
 	gauge(failedPartDesc, float64(failed))
 	if c := f.Checkpoints; c != nil && !c.LastRun.IsZero() {

@@ -11,6 +11,7 @@ import (
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/metrics"
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 type fakeSource map[string]engine.TaskStatus
@@ -29,9 +30,9 @@ func (f fakeSource) Status(name string) (engine.TaskStatus, bool) {
 }
 
 func TestCollectorReportsEachFlow(t *testing.T) {
-	src := fakeSource{"orders-dr": {Name: "orders-dr", State: engine.StateFailed, Flows: []replicator.FlowStatus{
-		{Flow: "A->B", State: replicator.StateRunning, Records: 42, Bytes: 4200, LagRecords: 7, LagSeconds: 1.5, Restarts: 2, Recopied: 3},
-		{Flow: "B->A", State: replicator.StateFailed, Partitions: []replicator.PartitionStatus{
+	src := fakeSource{"orders-dr": {Name: "orders-dr", State: task.StateFailed, Flows: []replicator.FlowStatus{
+		{Flow: "A->B", State: task.StateRunning, Records: 42, Bytes: 4200, LagRecords: 7, LagSeconds: 1.5, Restarts: 2, Recopied: 3},
+		{Flow: "B->A", State: task.StateFailed, Partitions: []replicator.PartitionStatus{
 			{Topic: "orders", Partition: 0, Failed: true, Lag: 5}, {Topic: "orders", Partition: 1, Lag: 0}}},
 	}}}
 	want := `
@@ -88,7 +89,7 @@ func TestCollectorReportsCheckpoints(t *testing.T) {
 		{name: "failed", ckpt: &replicator.CheckpointStatus{LastRun: time.Now(), LastError: "list groups: broker down"}, wantSeries: 1, failed: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := fakeSource{"t": {Name: "t", Flows: []replicator.FlowStatus{{Flow: "A->B", State: replicator.StateRunning, Checkpoints: tc.ckpt}}}}
+			src := fakeSource{"t": {Name: "t", Flows: []replicator.FlowStatus{{Flow: "A->B", State: task.StateRunning, Checkpoints: tc.ckpt}}}}
 			c := metrics.NewCollector(src)
 			for _, name := range []string{"kmirror_checkpoint_age_seconds", "kmirror_checkpoint_groups", "kmirror_checkpoint_sync_failed"} {
 				if n := testutil.CollectAndCount(c, name); n != tc.wantSeries {

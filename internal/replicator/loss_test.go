@@ -100,7 +100,7 @@ func TestDeniedPartitionWaitsAloneAndCatchesUp(t *testing.T) {
 				p1 = p.NextOffset
 			}
 		}
-		if p1 != n || st.State != StateDegraded || !strings.Contains(st.Reason, "A.orders-0") || !strings.Contains(st.Reason, "WRITE") {
+		if p1 != n || st.State != task.StateDegraded || !strings.Contains(st.Reason, "A.orders-0") || !strings.Contains(st.Reason, "WRITE") {
 			return fmt.Errorf("partition 1 at %d; state %s (%s)", p1, st.State, st.Reason)
 		}
 		return nil
@@ -108,7 +108,7 @@ func TestDeniedPartitionWaitsAloneAndCatchesUp(t *testing.T) {
 	checkExactCopy(t, b, 1, n)
 	denied.Remove() // the operator grants the rights
 	waitFor(t, func() error {
-		if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
+		if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != task.StateRunning {
 			return fmt.Errorf("status %s records=%d lag=%d reason=%q", st.State, st.Records, st.LagRecords, st.Reason)
 		}
 		return nil
@@ -141,14 +141,14 @@ func TestTopicThatCannotBeCreatedWaitsAlone(t *testing.T) {
 	r := runFlow(t, f)
 	waitFor(t, func() error {
 		st := r.Status()
-		if st.State != StateDegraded || !strings.Contains(st.Reason, "A.bad") || targetTotal(t, b, "A.good", 1) != 50 {
+		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "A.bad") || targetTotal(t, b, "A.good", 1) != 50 {
 			return fmt.Errorf("state %s (%s), A.good has %d", st.State, st.Reason, targetTotal(t, b, "A.good", 1))
 		}
 		return nil
 	})
 	refused.Remove()
 	waitFor(t, func() error {
-		if st := r.Status(); st.State != StateRunning || targetTotal(t, b, "A.bad", 1) != 30 {
+		if st := r.Status(); st.State != task.StateRunning || targetTotal(t, b, "A.bad", 1) != 30 {
 			return fmt.Errorf("state %s (%s), A.bad has %d", st.State, st.Reason, targetTotal(t, b, "A.bad", 1))
 		}
 		return nil

@@ -407,7 +407,7 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	var st FlowStatus
 	waitForLong(t, 2*time.Minute, func() error {
 		st = r.Status()
-		if st.State != StateDegraded || !strings.Contains(st.Reason, "held at offset") || !strings.Contains(st.Reason, "offset sync") {
+		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "held at offset") || !strings.Contains(st.Reason, "offset sync") {
 			return fmt.Errorf("state %s (%s), last error %s", st.State, st.Reason, st.LastError)
 		}
 		return nil

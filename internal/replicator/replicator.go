@@ -82,7 +82,7 @@ func (r *Replicator) Run(ctx context.Context) error {
 		started := time.Now()
 		err := r.runOnce(ctx)
 		if ctx.Err() != nil {
-			r.state.set(StateStopped, "")
+			r.state.set(task.StateStopped, "")
 			return nil
 		}
 		if err == nil {
@@ -96,7 +96,7 @@ func (r *Replicator) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			r.state.set(StateStopped, "")
+			r.state.set(task.StateStopped, "")
 			return nil
 		case <-time.After(backoff):
 		}
@@ -277,7 +277,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 				cp.forget()
 			}
 		}
-		r.state.set(StateRunning, "")
+		r.state.set(task.StateRunning, "")
 		if stop, err := nextRound(); stop {
 			return err
 		}

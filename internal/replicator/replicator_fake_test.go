@@ -171,7 +171,7 @@ func TestPushKeepsEveryRecord(t *testing.T) {
 	}
 	waitFor(t, func() error {
 		st := r.Status()
-		if st.Records != 3*perPartition || st.LagRecords != 0 || st.State != StateRunning {
+		if st.Records != 3*perPartition || st.LagRecords != 0 || st.State != task.StateRunning {
 			return fmt.Errorf("status %s records=%d lag=%d", st.State, st.Records, st.LagRecords)
 		}
 		return nil
@@ -272,7 +272,7 @@ func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
 				p1 = p
 			}
 		}
-		if st.State != StateFailed || !p1.Failed || !strings.Contains(p1.Reason, "offset 0 of orders-1") ||
+		if st.State != task.StateFailed || !p1.Failed || !strings.Contains(p1.Reason, "offset 0 of orders-1") ||
 			!strings.Contains(p1.Reason, "raise max.message.bytes") || p0.Failed || p0.Records != n {
 			return fmt.Errorf("status %s reason %q; partition 0 %+v; partition 1 %+v", st.State, st.Reason, p0, p1)
 		}
@@ -316,7 +316,7 @@ func TestSendPathFaultsLoseAndDuplicateNothing(t *testing.T) {
 				Err: c.err, Count: c.count})
 			r := faultyFlow(t, a, b)
 			waitFor(t, func() error {
-				if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != StateRunning {
+				if st := r.Status(); st.Records != 2*n || st.LagRecords != 0 || st.State != task.StateRunning {
 					return fmt.Errorf("status %s records=%d lag=%d reason=%q", st.State, st.Records, st.LagRecords, st.Reason)
 				}
 				return nil

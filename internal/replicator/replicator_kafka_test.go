@@ -149,7 +149,7 @@ func TestPushRenameSourceHeaderToSASLSSLPeer(t *testing.T) {
 	t.Logf("verified: %s", rep.String())
 	waitFor(t, func() error {
 		st := reps[0].Status()
-		if st.State != StateRunning || st.LagRecords != 0 || st.Records < 3000 {
+		if st.State != task.StateRunning || st.LagRecords != 0 || st.Records < 3000 {
 			return fmt.Errorf("status %s records=%d lag=%d reason=%s", st.State, st.Records, st.LagRecords, st.Reason)
 		}
 		return nil
@@ -300,7 +300,7 @@ func TestOversizeRecordStopsPartitionWithReason(t *testing.T) {
 	reps := startTask(t, tk, current, peer)
 	waitFor(t, func() error {
 		st := reps[0].Status()
-		if st.State != StateFailed || !strings.Contains(st.Reason, "offset 5") || !strings.Contains(st.Reason, "max.message.bytes") {
+		if st.State != task.StateFailed || !strings.Contains(st.Reason, "offset 5") || !strings.Contains(st.Reason, "max.message.bytes") {
 			return fmt.Errorf("status %s: %q", st.State, st.Reason)
 		}
 		return nil

@@ -106,7 +106,7 @@ func restartMidStream(t *testing.T, target, kill bool) {
 		t.Fatalf("records lost: %s", rep.String())
 	}
 	waitFor(t, func() error {
-		if st := reps[0].Status(); st.State != StateRunning {
+		if st := reps[0].Status(); st.State != task.StateRunning {
 			return fmt.Errorf("flow is %s after the restart: %s", st.State, st.Reason)
 		}
 		return nil

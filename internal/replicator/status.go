@@ -13,17 +13,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connectivity"
 	"github.com/kmirror/kmirror/internal/policy"
-)
-
-// Flow states.
-const (
-	StateStarting = "STARTING"
-	StateRunning  = "RUNNING"
-	// StateDegraded: copying goes on, but something holds part of it back
-	// (the reason says what and since when); kmirror keeps retrying.
-	StateDegraded = "DEGRADED"
-	StateFailed   = "FAILED"
-	StateStopped  = "STOPPED"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // defaultDegradedAfter is how long a distance-change sync may wait for its
@@ -33,9 +23,9 @@ const defaultDegradedAfter = 30 * time.Second
 
 // FlowStatus is a snapshot of a flow for the console, API and metrics.
 type FlowStatus struct {
-	Flow   string `json:"flow"`
-	State  string `json:"state"`
-	Reason string `json:"reason,omitempty"`
+	Flow   string     `json:"flow"`
+	State  task.State `json:"state"`
+	Reason string     `json:"reason,omitempty"`
 	// Records and Bytes replicated since the process started.
 	Records int64 `json:"records"`
 	Bytes   int64 `json:"bytes"`
@@ -228,7 +218,7 @@ type flowState struct {
 	restarts      atomic.Int64
 
 	mu        sync.Mutex
-	state     string
+	state     task.State
 	reason    string
 	lastError string
 	syncError string // the last offset-sync write failure, for a degraded reason
@@ -243,16 +233,16 @@ type flowState struct {
 }
 
 func newFlowState(name string) *flowState {
-	return &flowState{name: name, degradedAfter: defaultDegradedAfter, state: StateStarting, parts: map[string]*partState{}}
+	return &flowState{name: name, degradedAfter: defaultDegradedAfter, state: task.StateStarting, parts: map[string]*partState{}}
 }
 
-func (s *flowState) set(state, reason string) {
+func (s *flowState) set(state task.State, reason string) {
 	s.mu.Lock()
 	s.state, s.reason = state, reason
 	if reason != "" {
 		s.lastError = reason
 	}
-	if state != StateFailed {
+	if state != task.StateFailed {
 		s.errorKind = ""
 	}
 	s.mu.Unlock()
@@ -260,7 +250,7 @@ func (s *flowState) set(state, reason string) {
 
 // fail marks the flow failed with err's reason and kind (ErrorKind).
 func (s *flowState) fail(err error) {
-	s.set(StateFailed, err.Error())
+	s.set(task.StateFailed, err.Error())
 	s.mu.Lock()
 	s.errorKind = ErrorKind(err)
 	s.mu.Unlock()
@@ -312,8 +302,8 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.Checkpoints = &c
 	}
 	syncErr := s.syncError
-	if len(s.unavailable) > 0 && st.State == StateRunning {
-		st.State, st.Reason = StateDegraded, s.unavailable[0]
+	if len(s.unavailable) > 0 && st.State == task.StateRunning {
+		st.State, st.Reason = task.StateDegraded, s.unavailable[0]
 		if n := len(s.unavailable) - 1; n > 0 {
 			st.Reason += fmt.Sprintf(" (and %d more topics)", n)
 		}
@@ -341,11 +331,11 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.ExpiredOnSource += ps.ExpiredOnSource
 		st.LostOnTarget += ps.LostOnTarget
 		st.LagRecords += ps.Lag
-		if failed && (st.State == StateRunning || st.State == StateDegraded) {
-			st.State, st.Reason = StateFailed, reason
+		if failed && (st.State == task.StateRunning || st.State == task.StateDegraded) {
+			st.State, st.Reason = task.StateFailed, reason
 		}
-		if degraded != "" && st.State == StateRunning {
-			st.State, st.Reason = StateDegraded, degraded
+		if degraded != "" && st.State == task.StateRunning {
+			st.State, st.Reason = task.StateDegraded, degraded
 		}
 		st.Partitions = append(st.Partitions, ps)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 func TestErrorKind(t *testing.T) {
@@ -37,10 +39,10 @@ func TestErrorKind(t *testing.T) {
 func TestFailedFlowCarriesItsErrorKind(t *testing.T) {
 	s := newFlowState("A->B")
 	s.fail(fmt.Errorf("source A: %w", sarama.ErrSASLAuthenticationFailed))
-	if st := s.snapshot(time.Now()); st.State != StateFailed || st.ErrorKind != ErrorCredentials {
+	if st := s.snapshot(time.Now()); st.State != task.StateFailed || st.ErrorKind != ErrorCredentials {
 		t.Fatalf("state %s kind %q", st.State, st.ErrorKind)
 	}
-	s.set(StateRunning, "")
+	s.set(task.StateRunning, "")
 	if st := s.snapshot(time.Now()); st.ErrorKind != "" {
 		t.Fatalf("kind %q after running again", st.ErrorKind)
 	}

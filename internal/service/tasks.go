@@ -24,33 +24,6 @@ type Runner interface {
 	Status(name string) (engine.TaskStatus, bool)
 }
 
-// Task states the API and console show (TaskStatus.State). RUNNING,
-// STARTING, DEGRADED (copying, with part of it held back: the reason says
-// what) and FAILED come from the engine while a task runs; PAUSED is an
-// operator's choice; FAILED with a reason also covers a task that should run
-// but could not be started.
-const (
-	StateRunning  = engine.StateRunning
-	StateDegraded = engine.StateDegraded
-	StateStarting = replicator.StateStarting
-	StatePaused   = engine.StatePaused
-	StateFailed   = engine.StateFailed
-)
-
-// Copying says whether a task in state copies records here (running,
-// starting or degraded), which is when throughput and lag mean something.
-func Copying(state string) bool {
-	return state == StateRunning || state == StateStarting || state == StateDegraded
-}
-
-// Actions an operator takes on a task, recorded with who and when.
-const (
-	ActionCreate  = "create"
-	ActionPause   = "pause"
-	ActionResume  = "resume"
-	ActionRestart = "restart"
-)
-
 // TaskInfo is a task as the console and the API show it: its parameters
 // (the peer password never, only whether one is set), what the operator
 // asked for, and what it is doing.
@@ -61,9 +34,9 @@ type TaskInfo struct {
 	Peer    PeerInfo     `json:"peer"`
 	Rules   task.Rules   `json:"rules"`
 	// DesiredState is running or paused: what the operator asked for.
-	DesiredState string     `json:"desired_state"`
-	Status       TaskStatus `json:"status"`
-	LastAction   LastAction `json:"last_action"`
+	DesiredState task.DesiredState `json:"desired_state"`
+	Status       TaskStatus        `json:"status"`
+	LastAction   LastAction        `json:"last_action"`
 	// InternalTopics are the topics the task keeps besides the data.
 	InternalTopics []InternalTopic `json:"internal_topics"`
 	CreatedAt      time.Time       `json:"created_at"`
@@ -82,16 +55,16 @@ type PeerInfo struct {
 // FAILED; Reason says why it failed; Flows are the engine's per-flow
 // snapshots (empty unless it runs here).
 type TaskStatus struct {
-	State  string                  `json:"state"`
+	State  task.State              `json:"state"`
 	Reason string                  `json:"reason,omitempty"`
 	Flows  []replicator.FlowStatus `json:"flows"`
 }
 
 // LastAction is the operator's last action on a task.
 type LastAction struct {
-	Action string    `json:"action"`
-	By     string    `json:"by"`
-	At     time.Time `json:"at"`
+	Action task.Action `json:"action"`
+	By     string      `json:"by"`
+	At     time.Time   `json:"at"`
 }
 
 // InternalTopic is one of a task's internal topics and the side it lives on.
@@ -169,7 +142,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	}
 
 	now := time.Now().UTC().Truncate(time.Second)
-	rec := store.Task{Spec: t, DesiredState: store.DesiredRunning, LastAction: ActionCreate, LastActionBy: by,
+	rec := store.Task{Spec: t, DesiredState: task.DesiredRunning, LastAction: task.ActionCreate, LastActionBy: by,
 		LastActionAt: now, CreatedAt: now}
 	if t.Peer.Password != "" {
 		sealed, err := s.secrets.Seal([]byte(t.Peer.Password), passwordLabel(t.Name))
@@ -439,7 +412,7 @@ func (s *Service) StartTasks(ctx context.Context) error {
 		return err
 	}
 	for _, rec := range recs {
-		if rec.DesiredState != store.DesiredRunning {
+		if rec.DesiredState != task.DesiredRunning {
 			continue
 		}
 		if _, running := s.runner.Status(rec.Name()); running {
@@ -504,17 +477,17 @@ func (s *Service) taskInfo(r store.Task) TaskInfo {
 func (s *Service) status(r store.Task) TaskStatus {
 	st, running := s.runner.Status(r.Name())
 	switch {
-	case r.DesiredState == store.DesiredPaused:
-		return TaskStatus{State: StatePaused, Flows: []replicator.FlowStatus{}}
+	case r.DesiredState == task.DesiredPaused:
+		return TaskStatus{State: task.StatePaused, Flows: []replicator.FlowStatus{}}
 	case running:
 		if st.Flows == nil {
 			st.Flows = []replicator.FlowStatus{}
 		}
 		return TaskStatus{State: st.State, Reason: st.Reason, Flows: st.Flows}
 	case r.LastError != "":
-		return TaskStatus{State: StateFailed, Reason: "could not start: " + r.LastError, Flows: []replicator.FlowStatus{}}
+		return TaskStatus{State: task.StateFailed, Reason: "could not start: " + r.LastError, Flows: []replicator.FlowStatus{}}
 	default:
-		return TaskStatus{State: StateFailed, Reason: "not running in this kmirror process: restart the task", Flows: []replicator.FlowStatus{}}
+		return TaskStatus{State: task.StateFailed, Reason: "not running in this kmirror process: restart the task", Flows: []replicator.FlowStatus{}}
 	}
 }
 
@@ -543,24 +516,24 @@ func (s *Service) DeleteTask(ctx context.Context, name, by string) (err error) {
 // PauseTask stops a task gracefully and keeps it stopped, across restarts
 // of kmirror too, until ResumeTask. Pausing a paused task changes nothing.
 func (s *Service) PauseTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, ActionPause)
+	return s.changeState(ctx, name, by, task.ActionPause)
 }
 
 // ResumeTask starts a paused task again from its committed progress.
 // Resuming a running task changes nothing.
 func (s *Service) ResumeTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, ActionResume)
+	return s.changeState(ctx, name, by, task.ActionResume)
 }
 
 // RestartTask stops a task gracefully and starts it again, which clears
 // partitions that failed for good (a record too large for the target, for
 // one) once their cause is fixed. A paused task is started.
 func (s *Service) RestartTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, ActionRestart)
+	return s.changeState(ctx, name, by, task.ActionRestart)
 }
 
-func (s *Service) changeState(ctx context.Context, name, by, action string) (_ TaskInfo, err error) {
-	defer s.audit(ctx, "task."+action, name, &err)
+func (s *Service) changeState(ctx context.Context, name, by string, action task.Action) (_ TaskInfo, err error) {
+	defer s.audit(ctx, "task."+string(action), name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
 	}
@@ -573,19 +546,19 @@ func (s *Service) changeState(ctx context.Context, name, by, action string) (_ T
 		return TaskInfo{}, err
 	}
 	_, running := s.runner.Status(name)
-	desired := store.DesiredRunning
+	desired := task.DesiredRunning
 	switch action {
-	case ActionPause:
-		desired = store.DesiredPaused
-		if rec.DesiredState == store.DesiredPaused && !running {
+	case task.ActionPause:
+		desired = task.DesiredPaused
+		if rec.DesiredState == task.DesiredPaused && !running {
 			return s.taskInfo(rec), nil
 		}
 		s.runner.Stop(name)
-	case ActionResume:
-		if rec.DesiredState == store.DesiredRunning && running {
+	case task.ActionResume:
+		if rec.DesiredState == task.DesiredRunning && running {
 			return s.taskInfo(rec), nil
 		}
-	case ActionRestart:
+	case task.ActionRestart:
 		s.runner.Stop(name)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
@@ -595,12 +568,12 @@ func (s *Service) changeState(ctx context.Context, name, by, action string) (_ T
 		return TaskInfo{}, err
 	}
 	rec.DesiredState = desired
-	if desired == store.DesiredRunning {
+	if desired == task.DesiredRunning {
 		if _, running := s.runner.Status(name); !running {
 			s.startStored(ctx, rec)
 		}
 	}
-	s.log.Info("task "+action, "task", name, "by", by)
+	s.log.Info("task "+string(action), "task", name, "by", by)
 	return s.Task(ctx, name)
 }
 

@@ -69,11 +69,11 @@ func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
 		t.Fatal("a paused task was started")
 	}
 	info, err := svc.Task(ctx, "stays-paused")
-	if err != nil || info.Status.State != service.StatePaused || info.LastAction.Action != service.ActionPause || info.LastAction.By != "tester" {
+	if err != nil || info.Status.State != task.StatePaused || info.LastAction.Action != task.ActionPause || info.LastAction.By != "tester" {
 		t.Fatalf("stays-paused after restart: %+v %v", info, err)
 	}
 	info, err = svc.Task(ctx, "keeps-running")
-	if err != nil || info.Status.State != service.StateRunning || !info.Peer.PasswordSet || info.Peer.Password != "" {
+	if err != nil || info.Status.State != task.StateRunning || !info.Peer.PasswordSet || info.Peer.Password != "" {
 		t.Fatalf("keeps-running after restart: %+v %v", info, err)
 	}
 }
@@ -98,7 +98,7 @@ func TestTaskThatCannotStartShowsWhy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Status.State != service.StateFailed || info.Status.Reason != "could not start: flow A->B: boom" {
+	if info.Status.State != task.StateFailed || info.Status.Reason != "could not start: flow A->B: boom" {
 		t.Fatalf("status %+v", info.Status)
 	}
 }

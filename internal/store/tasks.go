@@ -11,21 +11,14 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Desired states of a stored task: what the operator asked for. Whether it
-// actually runs is the engine's to say.
-const (
-	DesiredRunning = "running"
-	DesiredPaused  = "paused"
-)
-
 // Task is a stored Smart Connect task. Spec never holds the peer password:
 // the store clears it before writing, and the sealed password travels in
 // PeerPasswordCiphertext.
 type Task struct {
 	Spec                   task.Task
 	PeerPasswordCiphertext []byte // nil when there is none
-	DesiredState           string // DesiredRunning or DesiredPaused
-	LastAction             string // create, pause, resume, restart
+	DesiredState           task.DesiredState
+	LastAction             task.Action
 	LastActionBy           string
 	LastActionAt           time.Time
 	LastError              string
@@ -51,7 +44,7 @@ type Tasks interface {
 	DeleteTask(ctx context.Context, name string) error
 	// SetTaskState records an operator's action and the desired state it
 	// leads to. It fails with ErrNotFound for an unknown name.
-	SetTaskState(ctx context.Context, name, desired, action, by string, at time.Time) error
+	SetTaskState(ctx context.Context, name string, desired task.DesiredState, action task.Action, by string, at time.Time) error
 	// SetTaskError records why the task could not start ("" clears it).
 	SetTaskError(ctx context.Context, name, msg string) error
 	// CountTasks counts the tasks whose current cluster is cluster.
@@ -66,8 +59,8 @@ const taskColumns = `spec, peer_password_ciphertext, desired_state, last_action,
 
 // CreateTask implements Tasks.
 func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) error) error {
-	if t.DesiredState != DesiredRunning && t.DesiredState != DesiredPaused {
-		return fmt.Errorf("create task %q: desired state %q: use %s or %s", t.Name(), t.DesiredState, DesiredRunning, DesiredPaused)
+	if !t.DesiredState.Valid() {
+		return fmt.Errorf("create task %q: desired state %q: use %s or %s", t.Name(), t.DesiredState, task.DesiredRunning, task.DesiredPaused)
 	}
 	now := time.Now()
 	if t.CreatedAt.IsZero() {
@@ -77,7 +70,7 @@ func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) e
 		t.LastActionAt = t.CreatedAt
 	}
 	if t.LastAction == "" {
-		t.LastAction = "create"
+		t.LastAction = task.ActionCreate
 	}
 	// The password never goes into the JSON column, whatever the caller
 	// passed: it is only stored sealed.
@@ -186,9 +179,9 @@ func (d *DB) DeleteTask(ctx context.Context, name string) error {
 }
 
 // SetTaskState implements Tasks.
-func (d *DB) SetTaskState(ctx context.Context, name, desired, action, by string, at time.Time) error {
-	if desired != DesiredRunning && desired != DesiredPaused {
-		return fmt.Errorf("task %q: desired state %q: use %s or %s", name, desired, DesiredRunning, DesiredPaused)
+func (d *DB) SetTaskState(ctx context.Context, name string, desired task.DesiredState, action task.Action, by string, at time.Time) error {
+	if !desired.Valid() {
+		return fmt.Errorf("task %q: desired state %q: use %s or %s", name, desired, task.DesiredRunning, task.DesiredPaused)
 	}
 	res, err := d.db.ExecContext(ctx, `UPDATE tasks SET desired_state = ?, last_action = ?, last_action_by = ?, last_action_at = ?
 		WHERE name = ?`, desired, action, by, at.Unix(), name)

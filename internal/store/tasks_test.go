@@ -18,7 +18,7 @@ func storedTask(name, current, peer string) store.Task {
 			Current: task.Current{Cluster: current, Alias: "A"},
 			Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: peer},
 			Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 2}},
-		DesiredState: store.DesiredRunning, LastActionBy: "alice",
+		DesiredState: task.DesiredRunning, LastActionBy: "alice",
 	}
 }
 
@@ -49,7 +49,7 @@ func TestTasksSurviveReopenWithDesiredState(t *testing.T) {
 		}
 	}
 	at := time.Unix(1_800_000_000, 0).UTC()
-	if err := db.SetTaskState(ctx, "orders-dr", store.DesiredPaused, "pause", "bob", at); err != nil {
+	if err := db.SetTaskState(ctx, "orders-dr", task.DesiredPaused, task.ActionPause, "bob", at); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.SetTaskError(ctx, "by-address", "peer unreachable"); err != nil {
@@ -66,7 +66,7 @@ func TestTasksSurviveReopenWithDesiredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DesiredState != store.DesiredPaused || got.LastAction != "pause" || got.LastActionBy != "bob" ||
+	if got.DesiredState != task.DesiredPaused || got.LastAction != task.ActionPause || got.LastActionBy != "bob" ||
 		!got.LastActionAt.Equal(at) || got.Spec.Peer.Cluster != "west" || got.Spec.Rules.Topics[0] != "orders" || got.CreatedAt.IsZero() {
 		t.Fatalf("orders-dr after reopen: %+v", got)
 	}
@@ -74,7 +74,7 @@ func TestTasksSurviveReopenWithDesiredState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.DesiredState != store.DesiredRunning || got.Spec.Peer.Password != "" || string(got.PeerPasswordCiphertext) != "\x09\x09\x09" ||
+	if got.DesiredState != task.DesiredRunning || got.Spec.Peer.Password != "" || string(got.PeerPasswordCiphertext) != "\x09\x09\x09" ||
 		got.LastError != "peer unreachable" || got.Spec.Peer.Username != "u" {
 		t.Fatalf("by-address after reopen: %+v", got)
 	}
@@ -109,7 +109,7 @@ func TestTaskErrors(t *testing.T) {
 	if err := db.DeleteTask(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("delete unknown: %v", err)
 	}
-	if err := db.SetTaskState(ctx, "nope", store.DesiredPaused, "pause", "", time.Now()); !errors.Is(err, store.ErrNotFound) {
+	if err := db.SetTaskState(ctx, "nope", task.DesiredPaused, task.ActionPause, "", time.Now()); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("pause unknown: %v", err)
 	}
 	// A cluster in use cannot be removed, on either side.

@@ -13,6 +13,7 @@ import (
 	"testing/fstest"
 
 	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/migrations"
 )
 
@@ -170,7 +171,7 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 	}
 	if from >= 2 {
 		tk, err := db.Task(ctx, "seed-task")
-		if err != nil || tk.DesiredState != store.DesiredPaused || tk.LastActionBy != "seed-user" || tk.LastError != "peer unreachable" ||
+		if err != nil || tk.DesiredState != task.DesiredPaused || tk.LastActionBy != "seed-user" || tk.LastError != "peer unreachable" ||
 			tk.Spec.Peer.Cluster != "seed-west" || tk.Spec.Rules.Tasks != 2 || tk.LastActionAt.Unix() != 1700000010 {
 			t.Errorf("task: %+v, %v", tk, err)
 		}

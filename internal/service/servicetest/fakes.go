@@ -70,11 +70,11 @@ func (r *Runner) Status(name string) (engine.TaskStatus, bool) {
 	defer r.mu.Unlock()
 	t, ok := r.running[name]
 	if !ok {
-		return engine.TaskStatus{Name: name, State: engine.StateStopped}, false
+		return engine.TaskStatus{Name: name, State: task.StateStopped}, false
 	}
-	st := engine.TaskStatus{Name: name, State: engine.StateRunning}
+	st := engine.TaskStatus{Name: name, State: task.StateRunning}
 	flow := func(src, dst string) {
-		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: src + "->" + dst, State: replicator.StateRunning, Records: 10, Bytes: 1000})
+		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: src + "->" + dst, State: task.StateRunning, Records: 10, Bytes: 1000})
 	}
 	switch t.Rules.Direction {
 	case task.DirectionPush:

@@ -1,0 +1,67 @@
+package task
+
+// The task vocabulary: what a task or one of its flows is doing (State),
+// what the operator asked for (DesiredState) and what the operator did
+// (Action). The values are the wire's: the API's JSON and the store's
+// columns carry exactly these strings.
+
+// State is what a task or one of its flows is doing.
+type State string
+
+const (
+	// StateStarting: the flow is connecting and reading where to resume.
+	StateStarting State = "STARTING"
+	// StateRunning: records are copied.
+	StateRunning State = "RUNNING"
+	// StateDegraded: copying goes on, but something holds part of it back
+	// (the reason says what and since when); kmirror keeps retrying.
+	StateDegraded State = "DEGRADED"
+	// StateFailed: copying stopped on an error the reason names; for a
+	// task, also one that should run but could not be started.
+	StateFailed State = "FAILED"
+	// StateStopped: the flow or task is not running in this process.
+	StateStopped State = "STOPPED"
+	// StatePaused: the operator paused the task.
+	StatePaused State = "PAUSED"
+)
+
+// Copying says whether a task or flow in state s copies records (running,
+// starting or degraded), which is when throughput and lag mean something.
+func (s State) Copying() bool {
+	switch s {
+	case StateRunning, StateStarting, StateDegraded:
+		return true
+	case StateFailed, StateStopped, StatePaused:
+		return false
+	}
+	return false
+}
+
+// DesiredState is what the operator asked a task to be; whether it actually
+// runs is the engine's to say.
+type DesiredState string
+
+const (
+	DesiredRunning DesiredState = "running"
+	DesiredPaused  DesiredState = "paused"
+)
+
+// Valid says whether d is one of the desired states.
+func (d DesiredState) Valid() bool {
+	switch d {
+	case DesiredRunning, DesiredPaused:
+		return true
+	}
+	return false
+}
+
+// Action is what an operator did to a task, recorded with who and when.
+type Action string
+
+const (
+	ActionCreate  Action = "create"
+	ActionPause   Action = "pause"
+	ActionResume  Action = "resume"
+	ActionRestart Action = "restart"
+	ActionDelete  Action = "delete"
+)
