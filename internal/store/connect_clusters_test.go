@@ -74,7 +74,7 @@ func TestConnectClusters(t *testing.T) {
 	// A task on the Connect cluster protects it too.
 	tk := store.Task{Spec: task.Task{Name: "t1", Current: task.Current{Cluster: "west"},
 		Peer: task.Peer{ConfigType: "cluster", Cluster: "east"}, Engine: task.ConnectEngine("c1")},
-		DesiredState: store.DesiredRunning, LastAction: "create"}
+		DesiredState: task.DesiredRunning, LastAction: task.ActionCreate}
 	if err := db.CreateTask(ctx, tk, nil); err != nil {
 		t.Fatal(err)
 	}

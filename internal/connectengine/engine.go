@@ -1,0 +1,372 @@
+// Package connectengine runs tasks as MirrorMaker 2 connectors on Kafka
+// Connect clusters the user operates: kmirror stays the control plane
+// (deploy, pause, resume, delete, status) while the data moves on Connect's
+// workers, which survive the loss of the machine kmirror runs on.
+//
+// It answers the same Runner calls as the in-process engine. Status is read
+// from one poll per Connect cluster (GET /connectors?expand=status&
+// expand=info), never one request per task per look, and the workers the
+// tasks run on are asked whether they answer, so a killed worker shows as
+// DEGRADED at once rather than after Connect's rebalance delay.
+//
+// Stopping kmirror never stops a connector: Close only ends the polls.
+package connectengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Connector is one connector to deploy: its name and configuration.
+type Connector struct {
+	Name   string
+	Config map[string]string
+	// Flow is the flow it serves ("A->B"), for the status.
+	Flow string
+}
+
+// Cluster is a registered Connect cluster, ready to connect to.
+type Cluster struct {
+	Name   string
+	Client connect.Config
+	// Plan carries what the connector configs depend on: the Kafka cluster
+	// the workers write to, a config provider for secrets.
+	KafkaCluster   string
+	ConfigProvider string
+}
+
+// Deps are the engine's collaborators.
+type Deps struct {
+	// Cluster resolves a Connect cluster by name (its password opened).
+	Cluster func(ctx context.Context, name string) (Cluster, error)
+	// Plan turns a task into its connectors on a Connect cluster, or says
+	// why it cannot run there.
+	Plan func(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector, error)
+	// Names are the connectors Plan makes for t, for deleting a task that
+	// is not running here.
+	Names  func(t task.Task) []string
+	Logger *slog.Logger
+	// PollInterval is how often each Connect cluster's state is read;
+	// default 5 s.
+	PollInterval time.Duration
+}
+
+// Engine runs tasks on Kafka Connect. Safe for concurrent use.
+type Engine struct {
+	d   Deps
+	log *slog.Logger
+
+	mu      sync.Mutex
+	tasks   map[string]*deployment // running here, by task name
+	pollers map[string]*poller     // by Connect cluster name
+	closed  bool
+}
+
+type deployment struct {
+	cluster    string
+	connectors []Connector
+}
+
+// New makes an Engine.
+func New(d Deps) *Engine {
+	if d.Logger == nil {
+		d.Logger = slog.Default()
+	}
+	if d.PollInterval <= 0 {
+		d.PollInterval = 5 * time.Second
+	}
+	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, pollers: map[string]*poller{}}
+}
+
+// requestTimeout bounds one action on Connect (deploying a task's
+// connectors, pausing them).
+const requestTimeout = 60 * time.Second
+
+// Start deploys the task's connectors (creating them, or bringing their
+// configuration up to date) and resumes them if they were paused. Starting
+// a task twice is harmless: Connect keeps one copy of each connector.
+func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
+	name, ok := t.ConnectCluster()
+	if !ok {
+		return fmt.Errorf("task %s runs in-process, not on Kafka Connect", t.Name)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	cc, err := e.d.Cluster(ctx, name)
+	if err != nil {
+		return fmt.Errorf("task %s: Kafka Connect cluster %s: %w", t.Name, name, err)
+	}
+	conns, err := e.d.Plan(t, current, peer, cc)
+	if err != nil {
+		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, name, err)
+	}
+	client, err := connect.New(cc.Client)
+	if err != nil {
+		return err
+	}
+	for _, c := range conns {
+		if _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); err != nil {
+			return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
+		}
+		if err := client.Resume(ctx, c.Name); err != nil {
+			return fmt.Errorf("task %s: resume connector %s on %s: %w", t.Name, c.Name, name, err)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return errors.New("the Connect engine is closed")
+	}
+	e.tasks[t.Name] = &deployment{cluster: name, connectors: conns}
+	p, ok := e.pollers[name]
+	if !ok {
+		p = newPoller(name, cc.Client, e.d.PollInterval, e.log)
+		e.pollers[name] = p
+	}
+	p.setConfig(cc.Client)
+	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
+	return nil
+}
+
+// Stop pauses the task's connectors (their offsets stay, so a resume
+// continues where they stopped) and forgets the task here.
+func (e *Engine) Stop(name string) {
+	e.mu.Lock()
+	dep, ok := e.tasks[name]
+	delete(e.tasks, name)
+	var p *poller
+	if ok {
+		p = e.pollers[dep.cluster]
+	}
+	e.mu.Unlock()
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	client, err := connect.New(p.config())
+	if err == nil {
+		for _, c := range dep.connectors {
+			if perr := client.Pause(ctx, c.Name); perr != nil && !connect.IsNotFound(perr) {
+				err = errors.Join(err, perr)
+			}
+		}
+	}
+	if err != nil {
+		e.log.Error("connectors not paused; they go on copying on Kafka Connect", "task", name, "connect_cluster", dep.cluster, "error", err)
+		return
+	}
+	e.log.Info("task paused on Kafka Connect", "task", name, "connect_cluster", dep.cluster)
+}
+
+// Remove deletes the task's connectors from its Connect cluster. Their
+// offsets stay in Connect's offsets topic, and kmirror's internal topics on
+// the clusters, so a task created again resumes.
+func (e *Engine) Remove(t task.Task) error {
+	e.Stop(t.Name)
+	name, ok := t.ConnectCluster()
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	cc, err := e.d.Cluster(ctx, name)
+	if err != nil {
+		return fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
+	}
+	client, err := connect.New(cc.Client)
+	if err != nil {
+		return err
+	}
+	for _, c := range e.d.Names(t) {
+		if err := client.Delete(ctx, c); err != nil && !connect.IsNotFound(err) {
+			return fmt.Errorf("delete connector %s on %s: %w (delete it there by hand, or try again)", c, name, err)
+		}
+	}
+	return nil
+}
+
+// Status is the task's state as its connectors show it; ok is false when it
+// does not run here.
+func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
+	e.mu.Lock()
+	dep, ok := e.tasks[name]
+	var p *poller
+	if ok {
+		p = e.pollers[dep.cluster]
+	}
+	e.mu.Unlock()
+	if !ok {
+		return engine.TaskStatus{Name: name, State: task.StateStopped}, false
+	}
+	o, seen := p.last()
+	st := engine.TaskStatus{Name: name, State: task.StateStarting, Reason: "reading the connectors' state from Kafka Connect"}
+	byFlow := map[string][]string{}
+	var flows []string
+	for _, c := range dep.connectors {
+		if _, ok := byFlow[c.Flow]; !ok {
+			flows = append(flows, c.Flow)
+		}
+		byFlow[c.Flow] = append(byFlow[c.Flow], c.Name)
+	}
+	sort.Strings(flows)
+	if !seen {
+		for _, f := range flows {
+			st.Flows = append(st.Flows, replicator.FlowStatus{Flow: f, State: task.StateStarting, Partitions: []replicator.PartitionStatus{}})
+		}
+		return st, true
+	}
+	all := make([]string, 0, len(dep.connectors))
+	for _, c := range dep.connectors {
+		all = append(all, c.Name)
+	}
+	st.State, st.Reason = verdict(all, dep.cluster, o)
+	for _, f := range flows {
+		fs, reason := verdict(byFlow[f], dep.cluster, o)
+		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}})
+	}
+	return st, true
+}
+
+// Names lists the tasks running here, sorted.
+func (e *Engine) Names() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	names := make([]string, 0, len(e.tasks))
+	for n := range e.tasks {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Close ends the polls. The connectors go on running on Kafka Connect.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	ps := e.pollers
+	e.pollers = map[string]*poller{}
+	e.tasks = map[string]*deployment{}
+	e.mu.Unlock()
+	for _, p := range ps {
+		p.stop()
+	}
+}
+
+// poller reads one Connect cluster's connectors and asks the workers they
+// run on whether they answer.
+type poller struct {
+	name string
+	log  *slog.Logger
+	quit chan struct{}
+	done chan struct{}
+
+	mu   sync.Mutex
+	cfg  connect.Config
+	obs  observed
+	seen bool
+}
+
+func newPoller(name string, cfg connect.Config, every time.Duration, log *slog.Logger) *poller {
+	p := &poller{name: name, cfg: cfg, log: log, quit: make(chan struct{}), done: make(chan struct{})}
+	go p.run(every)
+	return p
+}
+
+func (p *poller) setConfig(cfg connect.Config) {
+	p.mu.Lock()
+	p.cfg = cfg
+	p.mu.Unlock()
+}
+
+func (p *poller) config() connect.Config {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cfg
+}
+
+func (p *poller) last() (observed, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.obs, p.seen
+}
+
+func (p *poller) stop() {
+	close(p.quit)
+	<-p.done
+}
+
+func (p *poller) run(every time.Duration) {
+	defer close(p.done)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		o := p.poll()
+		p.mu.Lock()
+		p.obs, p.seen = o, true
+		p.mu.Unlock()
+		select {
+		case <-p.quit:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// workerProbeTimeout bounds asking one worker whether it answers.
+const workerProbeTimeout = 2 * time.Second
+
+func (p *poller) poll() observed {
+	cfg := p.config()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := connect.New(cfg)
+	if err != nil {
+		return observed{err: err}
+	}
+	views, err := client.Connectors(ctx)
+	if err != nil {
+		return observed{err: err}
+	}
+	o := observed{views: views, deadWorkers: map[string]bool{}}
+	workers := map[string]bool{}
+	for _, v := range views {
+		workers[v.Status.Connector.WorkerID] = true
+		for _, t := range v.Status.Tasks {
+			workers[t.WorkerID] = true
+		}
+	}
+	scheme := "http"
+	if u, err := url.Parse(cfg.URLs[0]); err == nil && u.Scheme != "" {
+		scheme = u.Scheme
+	}
+	for id := range workers {
+		if id == "" {
+			continue
+		}
+		wc := cfg
+		wc.URLs = []string{scheme + "://" + id}
+		wc.Timeout, wc.DialTimeout = workerProbeTimeout, workerProbeTimeout
+		c, err := connect.New(wc)
+		if err == nil {
+			_, err = c.ServerInfo(ctx)
+		}
+		if err != nil {
+			o.deadWorkers[id] = true
+		}
+	}
+	return o
+}

@@ -1,0 +1,95 @@
+package connectengine
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// traceSummaryLength bounds the part of a stack trace a reason carries.
+const traceSummaryLength = 300
+
+// observed is what one poll of a Connect cluster saw of a task's
+// connectors.
+type observed struct {
+	// views are the listed connectors by name; a name missing was not
+	// listed (deleted on Connect behind kmirror's back).
+	views map[string]connect.ConnectorView
+	// deadWorkers are worker ids (host:port) that did not answer: tasks
+	// still shown RUNNING there are not running until Connect moves them.
+	deadWorkers map[string]bool
+	// err is why the Connect cluster could not be read, or nil.
+	err error
+}
+
+// verdict maps the states Connect shows for a task's connectors to
+// kmirror's: the worst wins, with a reason an operator can act on.
+// FAILED > PAUSED (not asked for) > DEGRADED > STARTING > RUNNING.
+func verdict(connectors []string, clusterName string, o observed) (state task.State, reason string) {
+	if o.err != nil {
+		// The connectors may well still copy; kmirror cannot tell.
+		return task.StateDegraded, fmt.Sprintf("Kafka Connect cluster %s does not answer: %v (its connectors may still be copying; check the workers)", clusterName, o.err)
+	}
+	rank := map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, task.StateDegraded: 2, task.StatePaused: 3, task.StateFailed: 4}
+	state = task.StateRunning
+	worse := func(s task.State, r string) {
+		if rank[s] > rank[state] {
+			state, reason = s, r
+		}
+	}
+	for _, name := range connectors {
+		v, ok := o.views[name]
+		if !ok {
+			worse(task.StateFailed, fmt.Sprintf("connector %s is not on Kafka Connect cluster %s (deleted outside kmirror?): restart the task to deploy it again", name, clusterName))
+			continue
+		}
+		st := v.Status
+		switch st.Connector.State {
+		case connect.StateFailed:
+			worse(task.StateFailed, fmt.Sprintf("connector %s failed on worker %s: %s", name, st.Connector.WorkerID, summarize(st.Connector.Trace)))
+		case connect.StatePaused, connect.StateStopped:
+			worse(task.StatePaused, fmt.Sprintf("connector %s is %s on Kafka Connect (paused outside kmirror?): resume the task", name, strings.ToLower(st.Connector.State)))
+		case connect.StateUnassigned, connect.StateRestarting:
+			worse(task.StateStarting, fmt.Sprintf("connector %s is %s", name, strings.ToLower(st.Connector.State)))
+		}
+		if o.deadWorkers[st.Connector.WorkerID] && st.Connector.State == connect.StateRunning {
+			worse(task.StateDegraded, fmt.Sprintf("connector %s is on worker %s, which does not answer: Connect moves it to another worker after scheduled.rebalance.max.delay.ms", name, st.Connector.WorkerID))
+		}
+		tasks := slices.Clone(st.Tasks)
+		slices.SortFunc(tasks, func(a, b connect.TaskState) int { return a.ID - b.ID })
+		for _, ts := range tasks {
+			who := fmt.Sprintf("%s task %d", name, ts.ID)
+			switch {
+			case ts.State == connect.StateFailed:
+				worse(task.StateFailed, fmt.Sprintf("%s failed on worker %s: %s (restart the task once the cause is fixed)", who, ts.WorkerID, summarize(ts.Trace)))
+			case ts.State == connect.StatePaused || ts.State == connect.StateStopped:
+				worse(task.StatePaused, fmt.Sprintf("%s is %s on Kafka Connect (paused outside kmirror?): resume the task", who, strings.ToLower(ts.State)))
+			case ts.State == connect.StateUnassigned:
+				worse(task.StateDegraded, fmt.Sprintf("%s is unassigned: no worker runs it (its worker left; Connect assigns it again after scheduled.rebalance.max.delay.ms)", who))
+			case ts.State == connect.StateRestarting:
+				worse(task.StateStarting, who+" is restarting")
+			case o.deadWorkers[ts.WorkerID]:
+				worse(task.StateDegraded, fmt.Sprintf("%s is on worker %s, which does not answer: Connect moves it to another worker after scheduled.rebalance.max.delay.ms", who, ts.WorkerID))
+			}
+		}
+	}
+	return state, reason
+}
+
+// summarize keeps a stack trace's first line (the exception and its
+// message), shortened: the status shows what failed, the worker's log the
+// rest.
+func summarize(trace string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(trace), "\n")
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return "no reason given (see the worker's log)"
+	}
+	if len(line) > traceSummaryLength {
+		line = line[:traceSummaryLength] + "…"
+	}
+	return line
+}

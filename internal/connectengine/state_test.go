@@ -1,0 +1,73 @@
+package connectengine
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+func view(name, state string, tasks ...connect.TaskState) connect.ConnectorView {
+	return connect.ConnectorView{Status: connect.ConnectorStatus{Name: name,
+		Connector: connect.WorkerState{State: state, WorkerID: "w1:8083"}, Tasks: tasks}}
+}
+
+func ts(id int, state, worker, trace string) connect.TaskState {
+	return connect.TaskState{ID: id, State: state, WorkerID: worker, Trace: trace}
+}
+
+func TestVerdict(t *testing.T) {
+	names := []string{"src", "ckpt"}
+	running := map[string]connect.ConnectorView{
+		"src":  view("src", "RUNNING", ts(0, "RUNNING", "w1:8083", ""), ts(1, "RUNNING", "w2:8083", "")),
+		"ckpt": view("ckpt", "RUNNING", ts(0, "RUNNING", "w2:8083", "")),
+	}
+	with := func(name string, v connect.ConnectorView) map[string]connect.ConnectorView {
+		m := map[string]connect.ConnectorView{}
+		for k, x := range running {
+			m[k] = x
+		}
+		m[name] = v
+		return m
+	}
+	for _, c := range []struct {
+		name   string
+		o      observed
+		want   task.State
+		reason string // a part of the reason
+	}{
+		{"all running", observed{views: running}, task.StateRunning, ""},
+		{"no tasks yet is running", observed{views: with("ckpt", view("ckpt", "RUNNING"))}, task.StateRunning, ""},
+		{"unreachable", observed{err: errors.New("connection refused")}, task.StateDegraded, "does not answer"},
+		{"deleted behind our back", observed{views: map[string]connect.ConnectorView{"src": running["src"]}}, task.StateFailed, "connector ckpt is not on"},
+		{"task failed", observed{views: with("src", view("src", "RUNNING", ts(0, "RUNNING", "w1:8083", ""),
+			ts(1, "FAILED", "w2:8083", "org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized\n\tat x.y(Z.java:1)")))},
+			task.StateFailed, "src task 1 failed on worker w2:8083: org.apache.kafka.common.errors.TopicAuthorizationException: Not authorized ("},
+		{"connector failed", observed{views: with("ckpt", connect.ConnectorView{Status: connect.ConnectorStatus{
+			Connector: connect.WorkerState{State: "FAILED", WorkerID: "w1:8083", Trace: "boom"}}})}, task.StateFailed, "connector ckpt failed"},
+		{"paused outside", observed{views: with("src", view("src", "PAUSED", ts(0, "PAUSED", "w1:8083", "")))}, task.StatePaused, "paused outside kmirror"},
+		{"unassigned", observed{views: with("src", view("src", "RUNNING", ts(0, "UNASSIGNED", "w1:8083", "")))}, task.StateDegraded, "src task 0 is unassigned"},
+		{"on a dead worker", observed{views: running, deadWorkers: map[string]bool{"w2:8083": true}}, task.StateDegraded, "src task 1 is on worker w2:8083, which does not answer"},
+		{"restarting", observed{views: with("src", view("src", "RUNNING", ts(0, "RESTARTING", "w1:8083", "")))}, task.StateStarting, "restarting"},
+		{"failed beats degraded", observed{views: with("src", view("src", "RUNNING", ts(0, "UNASSIGNED", "", ""), ts(1, "FAILED", "w2:8083", "x"))),
+			deadWorkers: map[string]bool{"w2:8083": true}}, task.StateFailed, "src task 1 failed"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, reason := verdict(names, "c1", c.o)
+			if got != c.want || !strings.Contains(reason, c.reason) {
+				t.Errorf("verdict = %s (%q); want %s with %q", got, reason, c.want, c.reason)
+			}
+		})
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	if got := summarize("  \n"); !strings.Contains(got, "worker's log") {
+		t.Errorf("empty trace: %q", got)
+	}
+	if got := summarize(strings.Repeat("x", 1000)); len(got) > traceSummaryLength+4 {
+		t.Errorf("long trace kept %d bytes", len(got))
+	}
+}
