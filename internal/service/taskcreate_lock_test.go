@@ -70,8 +70,8 @@ func regexTask(name, regex string) task.Task {
 func hostile(end string) string { return "(?:__(?:.?){300}|x)" + end }
 
 // TestRegexOverlapSearchIsBudgetedAndOutsideTheLock: two hostile patterns
-// make the search give up within its budget, counted
-// in product states, and none of it runs under the store's write lock.
+// make the search give up within its budget (instructions and product
+// states, counted by topicoverlap), and none of it runs under the store's write lock.
 func TestRegexOverlapSearchIsBudgetedAndOutsideTheLock(t *testing.T) {
 	for _, pair := range [][2]string{{hostile("q"), hostile("r")}} {
 		spy := &lockSpy{}
@@ -82,19 +82,19 @@ func TestRegexOverlapSearchIsBudgetedAndOutsideTheLock(t *testing.T) {
 		}
 		var made int
 		var inLock atomic.Bool
-		*service.ProductStatesMade = func(n int) {
-			made += n
+		restore := service.ObserveOverlapSearches(func(spent int) {
+			made += spent
 			if spy.inLock.Load() {
 				inLock.Store(true)
 			}
-		}
+		})
 		info, err := svc.CreateTask(ctx, regexTask("second", pair[1]), "tester")
-		*service.ProductStatesMade = nil
+		restore()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if made == 0 || made > service.CrossCheckBudget {
-			t.Errorf("%.20s...: %d product states made, want some and at most the budget %d", pair[0], made, service.CrossCheckBudget)
+			t.Errorf("%.20s...: %d units of search made, want some and at most the budget %d", pair[0], made, service.CrossCheckBudget)
 		}
 		if inLock.Load() {
 			t.Errorf("%.20s...: the regex search ran under the store's write lock", pair[0])

@@ -5,7 +5,6 @@ import (
 	"math"
 	"reflect"
 	"regexp"
-	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
+	"github.com/kmirror/kmirror/internal/topicoverlap"
 )
 
 // Task limits (docs/TASKS.md, Task fields) and bounds that keep absurd values out of the store.
@@ -826,303 +826,29 @@ func roundTripTopic(f, g flowView, budget *int) (topic string, decided bool) {
 	return commonTopic(f, g, want, budget)
 }
 
+// commonTopic searches for a topic both flows' regexes select that want
+// approves; names that one of the flows maps, or that carry a target's
+// alias (they came from there), are passed over.
 func commonTopic(f, g flowView, want func(string) bool, budget *int) (string, bool) {
-	exclude := topicSearch{
-		exact:  append(append([]string{".", "..", "heartbeats"}, f.mapped...), g.mapped...),
-		prefix: []string{"__", "mm2-", "kmirror-", f.dst.alias + ".", g.dst.alias + "."},
-		suffix: []string{"internal", ".heartbeats"},
+	ex := topicoverlap.Exclude{
+		Exact:    append(slices.Clone(f.mapped), g.mapped...),
+		Prefixes: []string{f.dst.alias + ".", g.dst.alias + "."},
 	}
-	return exclude.find([]string{f.regex, g.regex}, want, budget)
+	return findTopic([]string{f.regex, g.regex}, ex, want, budget)
 }
 
 // regexWitness finds a topic the regex selects that is not internal.
 func regexWitness(regex string) (string, bool) {
-	s := topicSearch{
-		exact:  []string{".", "..", "heartbeats"},
-		prefix: []string{"__", "mm2-", "kmirror-"},
-		suffix: []string{"internal", ".heartbeats"},
-	}
-	budget := searchBudget
-	return s.find([]string{regex}, func(x string) bool { return checkTopicName(x) == "" && !policy.IsInternal(x) }, &budget)
+	budget := topicoverlap.SearchLimit
+	return topicoverlap.Find([]string{regex}, topicoverlap.Exclude{}, func(x string) bool { return checkTopicName(x) == "" && !policy.IsInternal(x) }, &budget)
 }
 
-// ---- Searching topic names accepted by regexes ----
+// crossCheckBudget bounds the work of all regex searches of one
+// CheckAgainstTasks (topicoverlap.Find counts it), so hostile regexes cannot
+// stall a request. CreateTask runs the searches before it takes the store's
+// write lock.
+const crossCheckBudget = 4_000_000
 
-// topicAlphabet is every character of a legal topic name, lowercase first so
-// examples read naturally.
-const topicAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
-
-// Search budgets bound the work of one search and of all searches of one
-// CheckAgainstTasks, so hostile regexes cannot stall a request: a unit is
-// one instruction visited or one product state made (a state of every
-// pattern at once), whichever the search does. CreateTask runs the searches
-// before it takes the store's write lock.
-const (
-	searchBudget     = 1_000_000
-	crossCheckBudget = 4_000_000
-)
-
-// productStatesMade, when set (by tests), is told how many product states
-// each search step makes.
-var productStatesMade func(n int)
-
-// topicSearch looks, breadth first, for the shortest topic name that every
-// regex accepts (anchored, as the replicator matches) and want approves. It
-// runs the regexes' compiled programs side by side over topic characters.
-// Names are told apart only by the program states and by where they stand
-// against the excluded exact names, prefixes and suffixes, so a name is
-// never pruned in favour of an equivalent excluded one; want has the final
-// word.
-type topicSearch struct {
-	exact, prefix, suffix []string
-}
-
-type searchNode struct {
-	sets [][]uint32
-	prev rune // -1 at the start, 'a' after a word character, '.' after another
-	pfx  string
-	pst  uint8 // 0: pfx is a prefix of an exact name or excluded prefix, 1: neither, 2: has an excluded prefix
-	sfx  string
-	s    string
-}
-
-func (ts topicSearch) find(regexes []string, want func(string) bool, shared *int) (string, bool) {
-	progs := make([]*progRunner, len(regexes))
-	for i, re := range regexes {
-		if _, err := syntax.Parse(re, syntax.Perl); err != nil {
-			return "", true // an invalid regex selects nothing
-		}
-		tree, err := syntax.Parse("^(?:"+re+")$", syntax.Perl)
-		if err != nil {
-			return "", true
-		}
-		prog, err := syntax.Compile(tree.Simplify())
-		if err != nil {
-			return "", true
-		}
-		progs[i] = newProgRunner(prog)
-	}
-	budget := min(searchBudget, *shared)
-	defer func(initial int) { *shared -= initial - budget }(budget)
-	start := searchNode{prev: -1, sets: make([][]uint32, len(progs))}
-	for i, pr := range progs {
-		start.sets[i] = []uint32{uint32(pr.prog.Start)}
-	}
-	seen := map[string]bool{ts.key(start): true}
-	queue := []searchNode{start}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, c := range topicAlphabet {
-			// Each program moves on c to any of several states; the search
-			// follows every combination (states, not sets of states: a
-			// common string exists iff a path in the product does, and this
-			// keeps patterns like ".*a.{20}" from blowing up).
-			//
-			// The product is what costs: n states of one program and m of
-			// the other make n*m successors, each stored and searched on.
-			// It is charged before any is built, so two patterns that are
-			// small alone (".*a.{200}" against ".*b.{200}") cannot make
-			// millions of them on a budget meant for instructions.
-			nexts := make([][]uint32, len(progs))
-			product := 1
-			for i, pr := range progs {
-				nexts[i] = pr.step(n.sets[i], n.prev, c, &budget)
-				product *= len(nexts[i])
-				if product > budget { // also keeps the product from overflowing
-					budget = 0
-					return "", false
-				}
-			}
-			budget -= product
-			if productStatesMade != nil {
-				productStatesMade(product)
-			}
-			if budget <= 0 {
-				return "", false
-			}
-			combos := [][]uint32{nil}
-			for _, next := range nexts {
-				grown := make([][]uint32, 0, len(combos)*len(next))
-				for _, cmb := range combos {
-					for _, pc := range next {
-						grown = append(grown, append(slices.Clone(cmb), pc))
-					}
-				}
-				combos = grown
-			}
-			prev := rune('.')
-			if syntax.IsWordChar(c) {
-				prev = 'a'
-			}
-			pfx, pst := ts.nextPrefix(n.pfx, n.pst, c)
-			sfx := ts.nextSuffix(n.sfx, c)
-			for _, cmb := range combos {
-				child := searchNode{sets: make([][]uint32, len(progs)), prev: prev, pfx: pfx, pst: pst, sfx: sfx, s: n.s + string(c)}
-				for i, pc := range cmb {
-					child.sets[i] = []uint32{pc}
-				}
-				k := ts.key(child)
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-				if ts.allowed(child) {
-					all := true
-					for i, pr := range progs {
-						if !pr.matchesAtEnd(child.sets[i], child.prev, &budget) {
-							all = false
-							break
-						}
-					}
-					if budget <= 0 {
-						return "", false
-					}
-					if all && want(child.s) {
-						return child.s, true
-					}
-				}
-				if len(child.s) < maxTopicNameLength {
-					queue = append(queue, child)
-				}
-			}
-		}
-	}
-	return "", true
-}
-
-func (ts topicSearch) key(n searchNode) string {
-	var b strings.Builder
-	for _, set := range n.sets {
-		for _, pc := range set {
-			b.WriteString(strconv.FormatUint(uint64(pc), 36))
-			b.WriteByte(',')
-		}
-		b.WriteByte('|')
-	}
-	b.WriteRune(n.prev)
-	b.WriteByte(n.pst + '0')
-	b.WriteString(n.pfx)
-	b.WriteByte('|')
-	b.WriteString(n.sfx)
-	return b.String()
-}
-
-func (ts topicSearch) nextPrefix(pfx string, st uint8, c rune) (string, uint8) {
-	if st != 0 {
-		return "", st
-	}
-	s := pfx + string(c)
-	if contains(ts.prefix, s) {
-		return "", 2
-	}
-	for _, x := range ts.exact {
-		if strings.HasPrefix(x, s) {
-			return s, 0
-		}
-	}
-	for _, x := range ts.prefix {
-		if strings.HasPrefix(x, s) {
-			return s, 0
-		}
-	}
-	return "", 1
-}
-
-// nextSuffix keeps the longest end of the name that could still grow into
-// an excluded suffix.
-func (ts topicSearch) nextSuffix(sfx string, c rune) string {
-	s := sfx + string(c)
-	for i := 0; i <= len(s); i++ {
-		for _, x := range ts.suffix {
-			if strings.HasPrefix(x, s[i:]) {
-				return s[i:]
-			}
-		}
-	}
-	return ""
-}
-
-func (ts topicSearch) allowed(n searchNode) bool {
-	if n.pst == 2 || (n.pst == 0 && contains(ts.exact, n.pfx)) {
-		return false
-	}
-	for _, x := range ts.suffix {
-		if strings.HasSuffix(n.sfx, x) {
-			return false
-		}
-	}
-	return true
-}
-
-// progRunner steps one compiled regex over topic characters; marks are
-// reused between closures (a generation counter) to keep the search cheap.
-type progRunner struct {
-	prog  *syntax.Prog
-	mark  []uint32
-	gen   uint32
-	stack []uint32
-}
-
-func newProgRunner(prog *syntax.Prog) *progRunner {
-	return &progRunner{prog: prog, mark: make([]uint32, len(prog.Inst))}
-}
-
-// closure follows the program's empty moves from pcs under the empty-width
-// conditions flags; it returns the instructions that consume a rune and
-// whether a match is reached.
-func (r *progRunner) closure(pcs []uint32, flags syntax.EmptyOp, budget *int) (runes []uint32, match bool) {
-	r.gen++
-	if r.gen == 0 { // wrapped: clear stale marks
-		clear(r.mark)
-		r.gen = 1
-	}
-	stack := append(r.stack[:0], pcs...)
-	for len(stack) > 0 && *budget > 0 {
-		pc := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if int(pc) >= len(r.prog.Inst) || r.mark[pc] == r.gen {
-			continue
-		}
-		r.mark[pc] = r.gen
-		*budget--
-		inst := &r.prog.Inst[pc]
-		switch inst.Op {
-		case syntax.InstAlt, syntax.InstAltMatch:
-			stack = append(stack, inst.Arg, inst.Out)
-		case syntax.InstCapture, syntax.InstNop:
-			stack = append(stack, inst.Out)
-		case syntax.InstEmptyWidth:
-			if syntax.EmptyOp(inst.Arg)&^flags == 0 {
-				stack = append(stack, inst.Out)
-			}
-		case syntax.InstMatch:
-			match = true
-		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
-			runes = append(runes, pc)
-		}
-	}
-	r.stack = stack
-	return runes, match
-}
-
-func (r *progRunner) step(pcs []uint32, prev, c rune, budget *int) []uint32 {
-	runes, _ := r.closure(pcs, syntax.EmptyOpContext(prev, c), budget)
-	var next []uint32
-	for _, pc := range runes {
-		inst := &r.prog.Inst[pc]
-		ok := inst.Op == syntax.InstRuneAny || inst.Op == syntax.InstRuneAnyNotNL || inst.MatchRune(c)
-		if ok && !containsPC(next, inst.Out) {
-			next = append(next, inst.Out)
-		}
-	}
-	slices.Sort(next)
-	return next
-}
-
-func (r *progRunner) matchesAtEnd(pcs []uint32, prev rune, budget *int) bool {
-	_, m := r.closure(pcs, syntax.EmptyOpContext(prev, -1), budget)
-	return m
-}
-
-func containsPC(list []uint32, pc uint32) bool { return slices.Contains(list, pc) }
+// findTopic is topicoverlap.Find; tests wrap it to see when the cross-task
+// searches run and what they spend.
+var findTopic = topicoverlap.Find

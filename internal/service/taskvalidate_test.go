@@ -557,34 +557,6 @@ func TestCheckAgainstTasksWithoutAddrs(t *testing.T) {
 	checkProblems(t, p, []fp{{"rules.direction", "replication loop"}})
 }
 
-func TestRegexWitness(t *testing.T) {
-	tests := []struct {
-		re, want string
-	}{
-		{".*", "a"},
-		{"orders", "orders"},
-		{"__.*|x", "x"},
-		{"(__|ab)x", "abx"},
-		{".*internal|ok", "ok"},
-		{"[A-Z]{3}", "AAA"},
-		{`\bfoo`, "foo"},
-		{"mm2-.*|kmirror-.*|heartbeats", ""},
-		{`a\.b`, "a.b"},
-		{"[.]|[.][.]", ""},
-		{"x{200}", strings.Repeat("x", 200)},
-	}
-	for _, tc := range tests {
-		got, decided := regexWitness(tc.re)
-		if !decided || got != tc.want {
-			t.Errorf("regexWitness(%q) = %q, %v; want %q", tc.re, got, decided, tc.want)
-		}
-	}
-	// A pattern too big to search gives up rather than stalls.
-	if _, decided := regexWitness(strings.Repeat("(a|b|c)?", 120) + "z{900}y"); decided {
-		t.Log("large regex decided within budget")
-	}
-}
-
 func FuzzValidateTask(f *testing.F) {
 	seed, _ := json.Marshal(validTask())
 	f.Add(seed, "orders")
