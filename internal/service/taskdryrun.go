@@ -100,7 +100,7 @@ func peerUnusable(p Problems) bool {
 func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluster.Settings, p *Problems, res *ValidationResult) {
 	cur, per := sides(t, current, peer)
 	type described struct {
-		d   Description
+		d   connectivity.Description
 		err error
 	}
 	desc := map[string]described{}
@@ -128,7 +128,7 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 			}
 		}
 	}
-	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (Description, bool) {
+	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (connectivity.Description, bool) {
 		d := desc[role]
 		return d.d, d.err == nil
 	})
