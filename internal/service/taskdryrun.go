@@ -122,9 +122,8 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 	}
 	if len(p.For("rules.replication_factor")) == 0 {
 		for _, tg := range targets(t, cur, per) {
-			if d := desc[tg.role]; d.err == nil && t.Rules.ReplicationFactor > d.d.Brokers {
-				p.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
-					t.Rules.ReplicationFactor, d.d.Brokers, tg.label, d.d.Brokers)
+			if d := desc[tg.role]; d.err == nil {
+				checkBrokers(p, t, tg, d.d.Brokers)
 			}
 		}
 	}

@@ -160,7 +160,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	if len(p) > 0 {
 		return TaskInfo{}, invalidTask(p)
 	}
-	if p, _ := s.checkReplicationFactor(ctx, t, current, peer); len(p) > 0 {
+	if p := s.checkReplicationFactor(ctx, t, current, peer); len(p) > 0 {
 		return TaskInfo{}, invalidTask(p)
 	}
 	addrs, err := s.clusterAddrs(ctx)
@@ -341,10 +341,10 @@ func targets(t task.Task, cur, per side) []side {
 }
 
 // checkReplicationFactor asks each target cluster for its broker count.
-// Returned problems are rule violations and, separately, unreachable targets
-// (the caller decides whether those refuse: CreateTask yes, the dry run
-// warns).
-func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, current, peer cluster.Settings) (Problems, Problems) {
+// Returned problems are rule violations, then unreachable targets (CreateTask
+// refuses both; the dry run describes the clusters itself and only warns
+// about those it cannot reach).
+func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, current, peer cluster.Settings) Problems {
 	cur, per := sides(t, current, peer)
 	var broken, unreachable Problems
 	for _, tg := range targets(t, cur, per) {
@@ -353,12 +353,18 @@ func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, curre
 			unreachable.Add(tg.field, "cannot reach %s to check the replication factor against its broker count: %v. Run the connectivity check (Start check) and fix what it reports", tg.label, err)
 			continue
 		}
-		if t.Rules.ReplicationFactor > d.Brokers {
-			broken.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
-				t.Rules.ReplicationFactor, d.Brokers, tg.label, d.Brokers)
-		}
+		checkBrokers(&broken, t, tg, d.Brokers)
 	}
-	return append(broken, unreachable...), unreachable
+	return append(broken, unreachable...)
+}
+
+// checkBrokers is the rule that a target has at least replication factor
+// brokers: the topics this task creates there could not be made otherwise.
+func checkBrokers(p *Problems, t task.Task, target side, brokers int) {
+	if t.Rules.ReplicationFactor > brokers {
+		p.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
+			t.Rules.ReplicationFactor, brokers, target.label, brokers)
+	}
 }
 
 // clusterAddrs lets the cross-task rules tell that a peer by address is a

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
@@ -106,3 +107,46 @@ func TestTaskThatCannotStartShowsWhy(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestReplicationFactorAgainstBrokers: the dry run and CreateTask refuse a
+// replication factor above a target's broker count with the same problems,
+// and look only at the clusters the task writes to.
+func TestReplicationFactorAgainstBrokers(t *testing.T) {
+	tests := []struct {
+		name       string
+		direction  string
+		rf         int
+		east, west int // broker counts
+		want       []string
+	}{
+		{"push fits", task.DirectionPush, 2, 1, 2, nil},
+		{"push above the peer", task.DirectionPush, 3, 5, 2, []string{`the 2 broker(s) of peer cluster "west"`}},
+		{"pull above the current", task.DirectionPull, 2, 1, 5, []string{`the 1 broker(s) of current cluster "east"`}},
+		{"bidirectional above both", task.DirectionBidirectional, 3, 1, 2, []string{`the 1 broker(s) of current cluster "east"`, `the 2 broker(s) of peer cluster "west"`}},
+		{"target's default", task.DirectionPush, task.DefaultReplicationFactor, 1, 1, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			svc := dryRunService(t, servicetest.FakeCluster{Brokers: tc.east, Topics: []string{"orders"}}, servicetest.FakeCluster{Brokers: tc.west, Topics: []string{"orders"}})
+			tk := dryRunTask(tc.direction, "orders")
+			tk.Rules.ReplicationFactor = tc.rf
+			res, err := svc.ValidateTaskDryRun(ctx, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.CreateTask(ctx, tk, "tester")
+			for what, got := range map[string]service.Problems{"dry run": res.Problems, "create": service.AsError(err).Problems} {
+				rf := got.For("rules.replication_factor")
+				if len(rf) != len(tc.want) || len(got) != len(tc.want) {
+					t.Fatalf("%s: problems %v, want %d about the replication factor", what, got, len(tc.want))
+				}
+				for i, w := range tc.want {
+					if !strings.Contains(rf[i], w) {
+						t.Errorf("%s: %q, want it to name %s", what, rf[i], w)
+					}
+				}
+			}
+		})
+	}
+}
