@@ -77,7 +77,7 @@ func TestRegexOverlapSearchIsBudgetedAndOutsideTheLock(t *testing.T) {
 		spy := &lockSpy{}
 		svc := spyService(t, spy)
 		ctx := context.Background()
-		if _, err := svc.CreateTask(ctx, regexTask("first", pair[0]), "tester"); err != nil {
+		if _, err := svc.CreateTask(ctx, regexTask("first", pair[0])); err != nil {
 			t.Fatal(err)
 		}
 		var made int
@@ -88,7 +88,7 @@ func TestRegexOverlapSearchIsBudgetedAndOutsideTheLock(t *testing.T) {
 				inLock.Store(true)
 			}
 		})
-		info, err := svc.CreateTask(ctx, regexTask("second", pair[1]), "tester")
+		info, err := svc.CreateTask(ctx, regexTask("second", pair[1]))
 		restore()
 		if err != nil {
 			t.Fatal(err)
@@ -119,14 +119,14 @@ func TestCreateChecksAgainAfterAConcurrentCreate(t *testing.T) {
 	spy.before = func() {
 		if !done {
 			done = true
-			if _, err := svc.CreateTask(ctx, sneaky, "other"); err != nil {
+			if _, err := svc.CreateTask(ctx, sneaky); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	late := sneaky
 	late.Name = "late"
-	_, err := svc.CreateTask(ctx, late, "tester")
+	_, err := svc.CreateTask(ctx, late)
 	if e := service.AsError(err); e.Code != service.CodeInvalidTask || len(e.Problems.For("rules.topics")) == 0 {
 		t.Fatalf("a duplicate stored meanwhile was not caught: %v", err)
 	}

@@ -135,14 +135,14 @@ func (s *Service) requireTasks() error {
 }
 
 // CreateTask validates a task against every rule of docs/TASKS.md (Task fields, Cross-task rules), stores it and
-// starts it. by names who asked (a console user, "api"). Every broken rule
+// starts it, recorded as done by the caller (ActorFrom). Every broken rule
 // comes back at once in an invalid_task Error: the field rules, unregistered
 // clusters, a replication factor above the target's broker count (checked
 // on the live cluster; an unreachable target is a problem naming it), and
 // the rules across tasks, which are checked in the same store transaction as
 // the insert. A task that is stored but cannot start is returned with state
 // FAILED and the reason.
-func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ TaskInfo, err error) {
+func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err error) {
 	defer s.audit(ctx, "task.create", in.Name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
@@ -169,7 +169,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	}
 
 	now := time.Now().UTC().Truncate(time.Second)
-	rec := store.Task{Spec: t, DesiredState: store.DesiredRunning, LastAction: ActionCreate, LastActionBy: by,
+	rec := store.Task{Spec: t, DesiredState: store.DesiredRunning, LastAction: ActionCreate, LastActionBy: actorName(ctx),
 		LastActionAt: now, CreatedAt: now}
 	if t.Peer.Password != "" {
 		sealed, err := s.secrets.Seal([]byte(t.Peer.Password), passwordLabel(t.Name))
@@ -191,7 +191,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	case err != nil:
 		return TaskInfo{}, err
 	}
-	s.log.Info("task created", "task", t.Name, "by", by, "current", t.Current.Cluster, "direction", t.Rules.Direction)
+	s.log.Info("task created", "task", t.Name, "by", actorName(ctx), "current", t.Current.Cluster, "direction", t.Rules.Direction)
 	s.startTask(ctx, t, current, peer)
 	info, err := s.Task(ctx, t.Name)
 	info.Warnings = warnings
@@ -527,7 +527,7 @@ func (s *Service) status(r store.Task) TaskStatus {
 // DeleteTask stops a task (gracefully: its progress is committed) and
 // deletes it. Its progress consumer groups and internal topics stay on the
 // clusters, so a task created again under the same name resumes.
-func (s *Service) DeleteTask(ctx context.Context, name, by string) (err error) {
+func (s *Service) DeleteTask(ctx context.Context, name string) (err error) {
 	defer s.audit(ctx, "task.delete", name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return err
@@ -542,30 +542,30 @@ func (s *Service) DeleteTask(ctx context.Context, name, by string) (err error) {
 	} else if err != nil {
 		return err
 	}
-	s.log.Info("task deleted", "task", name, "by", by)
+	s.log.Info("task deleted", "task", name, "by", actorName(ctx))
 	return nil
 }
 
 // PauseTask stops a task gracefully and keeps it stopped, across restarts
 // of kmirror too, until ResumeTask. Pausing a paused task changes nothing.
-func (s *Service) PauseTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, ActionPause)
+func (s *Service) PauseTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, ActionPause)
 }
 
 // ResumeTask starts a paused task again from its committed progress.
 // Resuming a running task changes nothing.
-func (s *Service) ResumeTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, ActionResume)
+func (s *Service) ResumeTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, ActionResume)
 }
 
 // RestartTask stops a task gracefully and starts it again, which clears
 // partitions that failed for good (a record too large for the target, for
 // one) once their cause is fixed. A paused task is started.
-func (s *Service) RestartTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, ActionRestart)
+func (s *Service) RestartTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, ActionRestart)
 }
 
-func (s *Service) changeState(ctx context.Context, name, by, action string) (_ TaskInfo, err error) {
+func (s *Service) changeState(ctx context.Context, name, action string) (_ TaskInfo, err error) {
 	defer s.audit(ctx, "task."+action, name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
@@ -595,7 +595,7 @@ func (s *Service) changeState(ctx context.Context, name, by, action string) (_ T
 		s.runner.Stop(name)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	if err := s.taskStore.SetTaskState(ctx, name, desired, action, by, now); errors.Is(err, store.ErrNotFound) {
+	if err := s.taskStore.SetTaskState(ctx, name, desired, action, actorName(ctx), now); errors.Is(err, store.ErrNotFound) {
 		return TaskInfo{}, notFound("no task named %q", name)
 	} else if err != nil {
 		return TaskInfo{}, err
@@ -606,7 +606,7 @@ func (s *Service) changeState(ctx context.Context, name, by, action string) (_ T
 			s.startStored(ctx, rec)
 		}
 	}
-	s.log.Info("task "+action, "task", name, "by", by)
+	s.log.Info("task "+action, "task", name, "by", actorName(ctx))
 	return s.Task(ctx, name)
 }
 

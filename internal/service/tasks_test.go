@@ -28,7 +28,8 @@ func taskService(t *testing.T, dir string, runner *servicetest.Runner) *service.
 // StartTasks starts exactly the tasks whose desired state is running, with
 // their peer passwords opened.
 func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
-	ctx := context.Background()
+	// Who acts comes with the context, as the web layer sets it.
+	ctx := service.WithActor(context.Background(), service.Actor{Name: "tester", Role: service.RoleAdmin})
 	dir := t.TempDir()
 	svc := taskService(t, dir, servicetest.NewRunner())
 	for _, c := range []cluster.Settings{
@@ -50,11 +51,11 @@ func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
 		return tk
 	}
 	for _, tk := range []task.Task{mk("keeps-running", "a", true), mk("stays-paused", "b", false)} {
-		if _, err := svc.CreateTask(ctx, tk, "tester"); err != nil {
+		if _, err := svc.CreateTask(ctx, tk); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.PauseTask(ctx, "stays-paused", "tester"); err != nil {
+	if _, err := svc.PauseTask(ctx, "stays-paused"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -95,7 +96,7 @@ func TestTaskThatCannotStartShowsWhy(t *testing.T) {
 	}
 	info, err := svc.CreateTask(ctx, task.Task{Name: "fails", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"x"}}}, "tester")
+		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestReplicationFactorAgainstBrokers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = svc.CreateTask(ctx, tk, "tester")
+			_, err = svc.CreateTask(ctx, tk)
 			for what, got := range map[string]service.Problems{"dry run": res.Problems, "create": service.AsError(err).Problems} {
 				rf := got.For("rules.replication_factor")
 				if len(rf) != len(tc.want) || len(got) != len(tc.want) {
