@@ -11,15 +11,6 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// apiBy is who a task API call records as having acted: the token's name
-// (the audit log has the same).
-func apiBy(c echo.Context) string {
-	if a, ok := service.ActorFrom(c.Request().Context()); ok && a.Name != "" {
-		return a.Name
-	}
-	return "api"
-}
-
 // taskList is the body of GET /api/v1/tasks.
 type taskList struct {
 	Tasks []service.TaskInfo `json:"tasks"`
@@ -50,7 +41,7 @@ func (s *Server) apiFailover(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return s.WriteError(c, err)
 	}
-	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group, apiBy(c))
+	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group)
 	if err != nil {
 		return s.WriteError(c, err)
 	}
@@ -78,7 +69,7 @@ func (s *Server) apiCreateTask(c echo.Context) error {
 	if err := DecodeJSON(c, &in); err != nil {
 		return s.WriteError(c, err)
 	}
-	info, err := s.svc.CreateTask(c.Request().Context(), in, apiBy(c))
+	info, err := s.svc.CreateTask(c.Request().Context(), in)
 	if err != nil {
 		return s.WriteError(c, err)
 	}
@@ -87,7 +78,7 @@ func (s *Server) apiCreateTask(c echo.Context) error {
 }
 
 func (s *Server) apiDeleteTask(c echo.Context) error {
-	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name"), apiBy(c)); err != nil {
+	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name")); err != nil {
 		return s.WriteError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -95,9 +86,9 @@ func (s *Server) apiDeleteTask(c echo.Context) error {
 
 // apiTaskAction answers pause, resume and restart with the task as it is
 // afterwards.
-func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string, string) (service.TaskInfo, error)) echo.HandlerFunc {
+func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string) (service.TaskInfo, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		info, err := do(s.svc, c.Request().Context(), c.Param("name"), apiBy(c))
+		info, err := do(s.svc, c.Request().Context(), c.Param("name"))
 		if err != nil {
 			return s.WriteError(c, err)
 		}

@@ -24,16 +24,16 @@ func (s *Server) runTaskAction(c echo.Context, name, action string) (done string
 	if !ok {
 		return "", false, nil
 	}
-	ctx, by := c.Request().Context(), CurrentUser(c)
+	ctx := c.Request().Context()
 	switch action {
 	case views.ActionPause:
-		_, err = s.svc.PauseTask(ctx, name, by)
+		_, err = s.svc.PauseTask(ctx, name)
 	case views.ActionResume:
-		_, err = s.svc.ResumeTask(ctx, name, by)
+		_, err = s.svc.ResumeTask(ctx, name)
 	case views.ActionRestart:
-		_, err = s.svc.RestartTask(ctx, name, by)
+		_, err = s.svc.RestartTask(ctx, name)
 	case views.ActionDelete:
-		if err = s.svc.DeleteTask(ctx, name, by); err == nil && s.history != nil {
+		if err = s.svc.DeleteTask(ctx, name); err == nil && s.history != nil {
 			s.history.Forget(name) // its chart series go with it
 		}
 	}

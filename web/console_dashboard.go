@@ -93,7 +93,7 @@ func (s *Server) importTask(c echo.Context) error {
 	form.JSON, form.PasswordRemoved = withoutPassword(raw, in.Peer.Password)
 	var info service.TaskInfo
 	if err == nil {
-		info, err = s.svc.CreateTask(c.Request().Context(), in, CurrentUser(c))
+		info, err = s.svc.CreateTask(c.Request().Context(), in)
 	}
 	if err != nil {
 		e := service.AsError(err)

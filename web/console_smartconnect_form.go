@@ -81,7 +81,7 @@ func (h *smartConnect) create(c echo.Context) error {
 		f.Message = tr(c, "sc.not_created")
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
-	info, err := h.s.svc.CreateTask(c.Request().Context(), t, CurrentUser(c))
+	info, err := h.s.svc.CreateTask(c.Request().Context(), t)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {

@@ -43,7 +43,7 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return err
 	}
-	if err := validateSpec(&spec); err != nil {
+	if err := service.ValidateSpec(&spec); err != nil {
 		return err
 	}
 	log := lf.logger(stderr)
@@ -75,34 +75,4 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 			}
 		}
 	}
-}
-
-// validateSpec checks every cluster and task of a spec with the same rules
-// as the API (the cross-task rules included) and reports all problems at
-// once. Tasks come back normalized, defaults filled.
-func validateSpec(spec *engine.Spec) error {
-	var errs []error
-	addrs := map[string][]string{}
-	for i, c := range spec.Clusters {
-		c = service.NormalizeCluster(c)
-		spec.Clusters[i] = c
-		addrs[c.Name] = c.BootstrapServers
-		for _, p := range service.ValidateCluster(c) {
-			errs = append(errs, fmt.Errorf("clusters[%d].%s: %s", i, p.Field, p.Message))
-		}
-	}
-	lookup := func(name string) []string { return addrs[name] }
-	for i, t := range spec.Tasks {
-		t = service.NormalizeTask(t)
-		spec.Tasks[i] = t
-		problems := service.ValidateTask(t)
-		if _, ok := addrs[t.Current.Cluster]; !ok && t.Current.Cluster != "" {
-			problems.Add("current.cluster", "cluster %q is not in the spec's clusters", t.Current.Cluster)
-		}
-		cross, _ := service.CheckAgainstTasks(t, spec.Tasks[:i], lookup)
-		for _, p := range append(problems, cross...) {
-			errs = append(errs, fmt.Errorf("tasks[%d] (%s).%s: %s", i, t.Name, p.Field, p.Message))
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -321,7 +321,7 @@ func apiToken(cfg serveConfig) (token, source string, err error) {
 }
 
 // demoTaskActor is who the demo task is recorded as created by.
-const demoTaskActor = "demo"
+var demoTaskActor = service.Actor{Name: "demo", Role: service.RoleAdmin}
 
 // startDemo starts the demo clusters, registers them as instances and
 // creates the demo task on them through the service, like a user would.
@@ -338,7 +338,7 @@ func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *
 	}
 	t := bg.Task()
 	if _, err := svc.Task(ctx, t.Name); err == nil {
-		if err := svc.DeleteTask(ctx, t.Name, demoTaskActor); err != nil {
+		if err := svc.DeleteTask(service.WithActor(ctx, demoTaskActor), t.Name); err != nil {
 			bg.Close()
 			return nil, fmt.Errorf("replace demo task %s: %w", t.Name, err)
 		}
@@ -356,7 +356,7 @@ func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *
 		}
 		log.Info("demo cluster registered", "cluster", cs)
 	}
-	if _, err := svc.CreateTask(ctx, t, demoTaskActor); err != nil {
+	if _, err := svc.CreateTask(service.WithActor(ctx, demoTaskActor), t); err != nil {
 		bg.Close()
 		return nil, fmt.Errorf("create demo task %s: %w", t.Name, err)
 	}

@@ -5,7 +5,9 @@
 // skipped, never run, so the first failure is the one to fix.
 //
 // Explain is the same vocabulary for the rest of kmirror: it turns a sarama
-// connection error into one that says what failed and what to do.
+// connection error into one that says what failed and what to do. Live
+// answers the service's other questions of a live cluster in it (Describe:
+// brokers and topics; TopicConfigs), with short-lived clients.
 package connectivity
 
 import (

@@ -25,6 +25,15 @@ type Actor struct {
 
 type actorKey struct{}
 
+// actorName is who a change is recorded as made by: the caller, or
+// "system" when kmirror acts on its own.
+func actorName(ctx context.Context) string {
+	if a, ok := ActorFrom(ctx); ok && a.Name != "" {
+		return a.Name
+	}
+	return "system"
+}
+
 // WithActor makes a the caller of every service call made with the result.
 func WithActor(ctx context.Context, a Actor) context.Context {
 	return context.WithValue(ctx, actorKey{}, a)
@@ -356,12 +365,7 @@ func (s *Service) CreateToken(ctx context.Context, in NewToken) (_ CreatedToken,
 		return CreatedToken{}, &Error{Code: CodeInvalidUser, Message: "the token settings are not valid", Problems: p}
 	}
 	tok := TokenPrefix + rand.Text() + rand.Text() // 260 random bits
-	a, _ := ActorFrom(ctx)
-	by := a.Name
-	if by == "" {
-		by = "system"
-	}
-	rec := store.Token{Name: in.Name, Role: in.Role, TokenSHA256: tokenHash(tok), CreatedBy: by, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	rec := store.Token{Name: in.Name, Role: in.Role, TokenSHA256: tokenHash(tok), CreatedBy: actorName(ctx), CreatedAt: time.Now().UTC().Truncate(time.Second)}
 	if err := s.tokens.CreateToken(ctx, rec); errors.Is(err, store.ErrExists) {
 		p.Add("name", "a token named %q exists already: revoke it first", in.Name)
 		return CreatedToken{}, &Error{Code: CodeInvalidUser, Message: "the token settings are not valid", Problems: p}

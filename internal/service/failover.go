@@ -25,7 +25,7 @@ type FailoverResult struct {
 // target now, so the group's consumers can move to the target and continue
 // without missing a record. The task must run with sync consumer offsets on;
 // a group active on the target is left alone (reported in skipped).
-func (s *Service) Failover(ctx context.Context, name, group, by string) (_ FailoverResult, err error) {
+func (s *Service) Failover(ctx context.Context, name, group string) (_ FailoverResult, err error) {
 	defer s.audit(ctx, "task.failover", name+" group "+group, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return FailoverResult{}, err
@@ -51,6 +51,6 @@ func (s *Service) Failover(ctx context.Context, name, group, by string) (_ Failo
 	if err != nil {
 		return FailoverResult{}, &Error{Code: CodeInvalidRequest, Message: "fail over group " + group + ": " + err.Error()}
 	}
-	s.log.Info("consumer group failed over", "task", name, "group", group, "by", by)
+	s.log.Info("consumer group failed over", "task", name, "group", group, "by", actorName(ctx))
 	return FailoverResult{Task: name, Group: group, Results: res}, nil
 }

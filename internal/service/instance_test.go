@@ -42,7 +42,7 @@ func TestClusterHealthAndTasksOfCluster(t *testing.T) {
 			Peer:  task.Peer{Alias: "A", ConfigType: task.PeerByCluster, Cluster: "east"},
 			Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"t2"}, RenameTopics: true}},
 	} {
-		if _, err := svc.CreateTask(ctx, tk, "tester"); err != nil {
+		if _, err := svc.CreateTask(ctx, tk); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectivity"
 	"github.com/kmirror/kmirror/internal/store"
 )
 
@@ -53,7 +54,7 @@ type Deps struct {
 	// rest); without them those answer an internal error.
 	TaskStore store.Tasks
 	Runner    Runner
-	// Kafka talks to live clusters; optional (sarama by default).
+	// Kafka talks to live clusters; optional (connectivity.Live by default).
 	Kafka Kafka
 	// Logger is optional (slog.Default). Passwords are never logged.
 	Logger *slog.Logger
@@ -119,7 +120,7 @@ func New(d Deps) (*Service, error) {
 		d.Tasks = storeCounter{d.TaskStore}
 	}
 	if d.Kafka == nil {
-		d.Kafka = saramaKafka{}
+		d.Kafka = connectivity.Live{}
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()

@@ -70,31 +70,31 @@ func regexTask(name, regex string) task.Task {
 func hostile(end string) string { return "(?:__(?:.?){300}|x)" + end }
 
 // TestRegexOverlapSearchIsBudgetedAndOutsideTheLock: two hostile patterns
-// make the search give up within its budget, counted
-// in product states, and none of it runs under the store's write lock.
+// make the search give up within its budget (instructions and product
+// states, counted by topicoverlap), and none of it runs under the store's write lock.
 func TestRegexOverlapSearchIsBudgetedAndOutsideTheLock(t *testing.T) {
 	for _, pair := range [][2]string{{hostile("q"), hostile("r")}} {
 		spy := &lockSpy{}
 		svc := spyService(t, spy)
 		ctx := context.Background()
-		if _, err := svc.CreateTask(ctx, regexTask("first", pair[0]), "tester"); err != nil {
+		if _, err := svc.CreateTask(ctx, regexTask("first", pair[0])); err != nil {
 			t.Fatal(err)
 		}
 		var made int
 		var inLock atomic.Bool
-		*service.ProductStatesMade = func(n int) {
-			made += n
+		restore := service.ObserveOverlapSearches(func(spent int) {
+			made += spent
 			if spy.inLock.Load() {
 				inLock.Store(true)
 			}
-		}
-		info, err := svc.CreateTask(ctx, regexTask("second", pair[1]), "tester")
-		*service.ProductStatesMade = nil
+		})
+		info, err := svc.CreateTask(ctx, regexTask("second", pair[1]))
+		restore()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if made == 0 || made > service.CrossCheckBudget {
-			t.Errorf("%.20s...: %d product states made, want some and at most the budget %d", pair[0], made, service.CrossCheckBudget)
+			t.Errorf("%.20s...: %d units of search made, want some and at most the budget %d", pair[0], made, service.CrossCheckBudget)
 		}
 		if inLock.Load() {
 			t.Errorf("%.20s...: the regex search ran under the store's write lock", pair[0])
@@ -119,14 +119,14 @@ func TestCreateChecksAgainAfterAConcurrentCreate(t *testing.T) {
 	spy.before = func() {
 		if !done {
 			done = true
-			if _, err := svc.CreateTask(ctx, sneaky, "other"); err != nil {
+			if _, err := svc.CreateTask(ctx, sneaky); err != nil {
 				t.Error(err)
 			}
 		}
 	}
 	late := sneaky
 	late.Name = "late"
-	_, err := svc.CreateTask(ctx, late, "tester")
+	_, err := svc.CreateTask(ctx, late)
 	if e := service.AsError(err); e.Code != service.CodeInvalidTask || len(e.Problems.For("rules.topics")) == 0 {
 		t.Fatalf("a duplicate stored meanwhile was not caught: %v", err)
 	}

@@ -108,14 +108,14 @@ func (s *Service) requireTasks() error {
 }
 
 // CreateTask validates a task against every rule of docs/TASKS.md (Task fields, Cross-task rules), stores it and
-// starts it. by names who asked (a console user, "api"). Every broken rule
+// starts it, recorded as done by the caller (ActorFrom). Every broken rule
 // comes back at once in an invalid_task Error: the field rules, unregistered
 // clusters, a replication factor above the target's broker count (checked
 // on the live cluster; an unreachable target is a problem naming it), and
 // the rules across tasks, which are checked in the same store transaction as
 // the insert. A task that is stored but cannot start is returned with state
 // FAILED and the reason.
-func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ TaskInfo, err error) {
+func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err error) {
 	defer s.audit(ctx, "task.create", in.Name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
@@ -133,7 +133,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	if len(p) > 0 {
 		return TaskInfo{}, invalidTask(p)
 	}
-	if p, _ := s.checkReplicationFactor(ctx, t, current, peer); len(p) > 0 {
+	if p := s.checkReplicationFactor(ctx, t, current, peer); len(p) > 0 {
 		return TaskInfo{}, invalidTask(p)
 	}
 	addrs, err := s.clusterAddrs(ctx)
@@ -142,7 +142,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	}
 
 	now := time.Now().UTC().Truncate(time.Second)
-	rec := store.Task{Spec: t, DesiredState: task.DesiredRunning, LastAction: task.ActionCreate, LastActionBy: by,
+	rec := store.Task{Spec: t, DesiredState: task.DesiredRunning, LastAction: task.ActionCreate, LastActionBy: actorName(ctx),
 		LastActionAt: now, CreatedAt: now}
 	if t.Peer.Password != "" {
 		sealed, err := s.secrets.Seal([]byte(t.Peer.Password), passwordLabel(t.Name))
@@ -164,7 +164,7 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task, by string) (_ Ta
 	case err != nil:
 		return TaskInfo{}, err
 	}
-	s.log.Info("task created", "task", t.Name, "by", by, "current", t.Current.Cluster, "direction", t.Rules.Direction)
+	s.log.Info("task created", "task", t.Name, "by", actorName(ctx), "current", t.Current.Cluster, "direction", t.Rules.Direction)
 	s.startTask(ctx, t, current, peer)
 	info, err := s.Task(ctx, t.Name)
 	info.Warnings = warnings
@@ -314,10 +314,10 @@ func targets(t task.Task, cur, per side) []side {
 }
 
 // checkReplicationFactor asks each target cluster for its broker count.
-// Returned problems are rule violations and, separately, unreachable targets
-// (the caller decides whether those refuse: CreateTask yes, the dry run
-// warns).
-func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, current, peer cluster.Settings) (Problems, Problems) {
+// Returned problems are rule violations, then unreachable targets (CreateTask
+// refuses both; the dry run describes the clusters itself and only warns
+// about those it cannot reach).
+func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, current, peer cluster.Settings) Problems {
 	cur, per := sides(t, current, peer)
 	var broken, unreachable Problems
 	for _, tg := range targets(t, cur, per) {
@@ -326,12 +326,18 @@ func (s *Service) checkReplicationFactor(ctx context.Context, t task.Task, curre
 			unreachable.Add(tg.field, "cannot reach %s to check the replication factor against its broker count: %v. Run the connectivity check (Start check) and fix what it reports", tg.label, err)
 			continue
 		}
-		if t.Rules.ReplicationFactor > d.Brokers {
-			broken.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
-				t.Rules.ReplicationFactor, d.Brokers, tg.label, d.Brokers)
-		}
+		checkBrokers(&broken, t, tg, d.Brokers)
 	}
-	return append(broken, unreachable...), unreachable
+	return append(broken, unreachable...)
+}
+
+// checkBrokers is the rule that a target has at least replication factor
+// brokers: the topics this task creates there could not be made otherwise.
+func checkBrokers(p *Problems, t task.Task, target side, brokers int) {
+	if t.Rules.ReplicationFactor > brokers {
+		p.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
+			t.Rules.ReplicationFactor, brokers, target.label, brokers)
+	}
 }
 
 // clusterAddrs lets the cross-task rules tell that a peer by address is a
@@ -494,7 +500,7 @@ func (s *Service) status(r store.Task) TaskStatus {
 // DeleteTask stops a task (gracefully: its progress is committed) and
 // deletes it. Its progress consumer groups and internal topics stay on the
 // clusters, so a task created again under the same name resumes.
-func (s *Service) DeleteTask(ctx context.Context, name, by string) (err error) {
+func (s *Service) DeleteTask(ctx context.Context, name string) (err error) {
 	defer s.audit(ctx, "task.delete", name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return err
@@ -509,30 +515,30 @@ func (s *Service) DeleteTask(ctx context.Context, name, by string) (err error) {
 	} else if err != nil {
 		return err
 	}
-	s.log.Info("task deleted", "task", name, "by", by)
+	s.log.Info("task deleted", "task", name, "by", actorName(ctx))
 	return nil
 }
 
 // PauseTask stops a task gracefully and keeps it stopped, across restarts
 // of kmirror too, until ResumeTask. Pausing a paused task changes nothing.
-func (s *Service) PauseTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, task.ActionPause)
+func (s *Service) PauseTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, task.ActionPause)
 }
 
 // ResumeTask starts a paused task again from its committed progress.
 // Resuming a running task changes nothing.
-func (s *Service) ResumeTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, task.ActionResume)
+func (s *Service) ResumeTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, task.ActionResume)
 }
 
 // RestartTask stops a task gracefully and starts it again, which clears
 // partitions that failed for good (a record too large for the target, for
 // one) once their cause is fixed. A paused task is started.
-func (s *Service) RestartTask(ctx context.Context, name, by string) (TaskInfo, error) {
-	return s.changeState(ctx, name, by, task.ActionRestart)
+func (s *Service) RestartTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, task.ActionRestart)
 }
 
-func (s *Service) changeState(ctx context.Context, name, by string, action task.Action) (_ TaskInfo, err error) {
+func (s *Service) changeState(ctx context.Context, name string, action task.Action) (_ TaskInfo, err error) {
 	defer s.audit(ctx, "task."+string(action), name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
@@ -562,7 +568,7 @@ func (s *Service) changeState(ctx context.Context, name, by string, action task.
 		s.runner.Stop(name)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
-	if err := s.taskStore.SetTaskState(ctx, name, desired, action, by, now); errors.Is(err, store.ErrNotFound) {
+	if err := s.taskStore.SetTaskState(ctx, name, desired, action, actorName(ctx), now); errors.Is(err, store.ErrNotFound) {
 		return TaskInfo{}, notFound("no task named %q", name)
 	} else if err != nil {
 		return TaskInfo{}, err
@@ -573,7 +579,7 @@ func (s *Service) changeState(ctx context.Context, name, by string, action task.
 			s.startStored(ctx, rec)
 		}
 	}
-	s.log.Info("task "+string(action), "task", name, "by", by)
+	s.log.Info("task "+string(action), "task", name, "by", actorName(ctx))
 	return s.Task(ctx, name)
 }
 

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
@@ -27,7 +28,8 @@ func taskService(t *testing.T, dir string, runner *servicetest.Runner) *service.
 // StartTasks starts exactly the tasks whose desired state is running, with
 // their peer passwords opened.
 func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
-	ctx := context.Background()
+	// Who acts comes with the context, as the web layer sets it.
+	ctx := service.WithActor(context.Background(), service.Actor{Name: "tester", Role: service.RoleAdmin})
 	dir := t.TempDir()
 	svc := taskService(t, dir, servicetest.NewRunner())
 	for _, c := range []cluster.Settings{
@@ -49,11 +51,11 @@ func TestStartTasksResumesRunningTasksOnly(t *testing.T) {
 		return tk
 	}
 	for _, tk := range []task.Task{mk("keeps-running", "a", true), mk("stays-paused", "b", false)} {
-		if _, err := svc.CreateTask(ctx, tk, "tester"); err != nil {
+		if _, err := svc.CreateTask(ctx, tk); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := svc.PauseTask(ctx, "stays-paused", "tester"); err != nil {
+	if _, err := svc.PauseTask(ctx, "stays-paused"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -94,7 +96,7 @@ func TestTaskThatCannotStartShowsWhy(t *testing.T) {
 	}
 	info, err := svc.CreateTask(ctx, task.Task{Name: "fails", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
-		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"x"}}}, "tester")
+		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,3 +108,46 @@ func TestTaskThatCannotStartShowsWhy(t *testing.T) {
 type errString string
 
 func (e errString) Error() string { return string(e) }
+
+// TestReplicationFactorAgainstBrokers: the dry run and CreateTask refuse a
+// replication factor above a target's broker count with the same problems,
+// and look only at the clusters the task writes to.
+func TestReplicationFactorAgainstBrokers(t *testing.T) {
+	tests := []struct {
+		name       string
+		direction  string
+		rf         int
+		east, west int // broker counts
+		want       []string
+	}{
+		{"push fits", task.DirectionPush, 2, 1, 2, nil},
+		{"push above the peer", task.DirectionPush, 3, 5, 2, []string{`the 2 broker(s) of peer cluster "west"`}},
+		{"pull above the current", task.DirectionPull, 2, 1, 5, []string{`the 1 broker(s) of current cluster "east"`}},
+		{"bidirectional above both", task.DirectionBidirectional, 3, 1, 2, []string{`the 1 broker(s) of current cluster "east"`, `the 2 broker(s) of peer cluster "west"`}},
+		{"target's default", task.DirectionPush, task.DefaultReplicationFactor, 1, 1, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			svc := dryRunService(t, servicetest.FakeCluster{Brokers: tc.east, Topics: []string{"orders"}}, servicetest.FakeCluster{Brokers: tc.west, Topics: []string{"orders"}})
+			tk := dryRunTask(tc.direction, "orders")
+			tk.Rules.ReplicationFactor = tc.rf
+			res, err := svc.ValidateTaskDryRun(ctx, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.CreateTask(ctx, tk)
+			for what, got := range map[string]service.Problems{"dry run": res.Problems, "create": service.AsError(err).Problems} {
+				rf := got.For("rules.replication_factor")
+				if len(rf) != len(tc.want) || len(got) != len(tc.want) {
+					t.Fatalf("%s: problems %v, want %d about the replication factor", what, got, len(tc.want))
+				}
+				for i, w := range tc.want {
+					if !strings.Contains(rf[i], w) {
+						t.Errorf("%s: %q, want it to name %s", what, rf[i], w)
+					}
+				}
+			}
+		})
+	}
+}

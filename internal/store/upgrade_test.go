@@ -47,6 +47,9 @@ var seeds = map[int][]string{
 		`INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at) VALUES ('seed-ci', 'operator', 'ab12', 'seed-user', 1700000030)`,
 		`INSERT INTO audit_log (at, actor, role, address, action, object, outcome) VALUES (1700000031000, 'seed-user', 'admin', '127.0.0.1', 'task.create', 'seed-task', 'ok')`,
 	},
+	5: {
+		`INSERT INTO users (name, password_hash, role, session_epoch, created_at) VALUES ('seed-operator', '$2a$10$operatorhash', 'operator', 1, 1700000040)`,
+	},
 	6: {
 		`INSERT INTO connect_clusters (name, urls, username, password_ciphertext, ca_pem, kafka_cluster, config_provider, created_at)
 		 VALUES ('seed-connect', 'http://w1:8083,http://w2:8083', 'cu', X'0707', 'CPEM', 'seed-west', 'vault', 1700000040)`,
@@ -164,9 +167,11 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		if cs, err := db.ListClusters(ctx); err != nil || len(cs) != 2 {
 			t.Errorf("clusters: %d, %v; want 2", len(cs), err)
 		}
-		var value string
-		if err := db.SQL().QueryRowContext(ctx, `SELECT value FROM settings WHERE key = 'seed-setting'`).Scan(&value); err != nil || value != "kept" {
-			t.Errorf("setting: %q, %v", value, err)
+		// 0005 drops the settings table, which nothing read: its seed row
+		// goes with it.
+		var n int
+		if err := db.SQL().QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'settings'`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("settings tables: %d, %v; want none", n, err)
 		}
 	}
 	if from >= 2 {
@@ -203,6 +208,11 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if es, err := db.ListAudit(ctx, store.AuditFilter{}); err != nil || len(es) != 1 || es[0].Object != "seed-task" {
 			t.Errorf("audit: %+v, %v", es, err)
+		}
+	}
+	if from >= 5 {
+		if u, err := db.User(ctx, "seed-operator"); err != nil || u.Role != "operator" || u.SessionEpoch != 1 {
+			t.Errorf("operator: %+v, %v", u, err)
 		}
 	}
 	if from >= 6 {

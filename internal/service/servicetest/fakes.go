@@ -141,16 +141,16 @@ func (k *Kafka) find(s cluster.Settings) (FakeCluster, error) {
 }
 
 // Describe implements service.Kafka.
-func (k *Kafka) Describe(_ context.Context, s cluster.Settings) (service.Description, error) {
+func (k *Kafka) Describe(_ context.Context, s cluster.Settings) (connectivity.Description, error) {
 	c, err := k.find(s)
 	if err != nil {
-		return service.Description{}, err
+		return connectivity.Description{}, err
 	}
-	return service.Description{Brokers: c.Brokers, Topics: slices.Sorted(slices.Values(c.Topics))}, nil
+	return connectivity.Description{Brokers: c.Brokers, Topics: slices.Sorted(slices.Values(c.Topics))}, nil
 }
 
 // TopicConfigs implements service.Kafka: topics not in Topics are left out.
-func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, names []string) (map[string]map[string]service.ConfigValue, error) {
+func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, names []string) (map[string]map[string]connectivity.ConfigValue, error) {
 	c, err := k.find(s)
 	if err != nil {
 		return nil, err
@@ -159,20 +159,20 @@ func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, name
 		return nil, c.ConfigsErr
 	}
 	wanted := func(n string) bool { return len(names) == 0 || slices.Contains(names, n) }
-	out := map[string]map[string]service.ConfigValue{}
+	out := map[string]map[string]connectivity.ConfigValue{}
 	for _, t := range topics {
 		if !slices.Contains(c.Topics, t) {
 			continue
 		}
-		m := map[string]service.ConfigValue{}
+		m := map[string]connectivity.ConfigValue{}
 		for n, v := range c.Defaults {
 			if wanted(n) {
-				m[n] = service.ConfigValue{Value: v}
+				m[n] = connectivity.ConfigValue{Value: v}
 			}
 		}
 		for n, v := range c.Configs[t] {
 			if wanted(n) {
-				m[n] = service.ConfigValue{Value: v, TopicLevel: true}
+				m[n] = connectivity.ConfigValue{Value: v, TopicLevel: true}
 			}
 		}
 		out[t] = m

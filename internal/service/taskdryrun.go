@@ -100,7 +100,7 @@ func peerUnusable(p Problems) bool {
 func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluster.Settings, p *Problems, res *ValidationResult) {
 	cur, per := sides(t, current, peer)
 	type described struct {
-		d   Description
+		d   connectivity.Description
 		err error
 	}
 	desc := map[string]described{}
@@ -122,13 +122,12 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 	}
 	if len(p.For("rules.replication_factor")) == 0 {
 		for _, tg := range targets(t, cur, per) {
-			if d := desc[tg.role]; d.err == nil && t.Rules.ReplicationFactor > d.d.Brokers {
-				p.Add("rules.replication_factor", "replication factor %d is more than the %d broker(s) of %s, where this task creates topics: use at most %d",
-					t.Rules.ReplicationFactor, d.d.Brokers, tg.label, d.d.Brokers)
+			if d := desc[tg.role]; d.err == nil {
+				checkBrokers(p, t, tg, d.d.Brokers)
 			}
 		}
 	}
-	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (Description, bool) {
+	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (connectivity.Description, bool) {
 		d := desc[role]
 		return d.d, d.err == nil
 	})
