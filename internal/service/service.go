@@ -73,6 +73,9 @@ type Deps struct {
 	Tokens store.Tokens
 	// Audit keeps the audit log; optional (without it nothing is recorded).
 	Audit store.Audit
+	// ConnectRunner runs the tasks whose engine is a Kafka Connect cluster;
+	// optional (without it such tasks are refused).
+	ConnectRunner Runner
 	// ConnectClusters keeps the registered Kafka Connect clusters;
 	// optional (without it the Connect use cases answer an internal error).
 	ConnectClusters store.ConnectClusters
@@ -91,6 +94,7 @@ type Service struct {
 	auditLog store.Audit
 
 	connectClusters store.ConnectClusters
+	connectRunner   Runner
 
 	taskStore store.Tasks
 	runner    Runner
@@ -127,7 +131,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
 		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
-		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters}, nil
+		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters, connectRunner: d.ConnectRunner}, nil
 }
 
 // ClusterInfo is a registered cluster as shown by the console and the API:

@@ -33,6 +33,8 @@ type TaskInfo struct {
 	Current task.Current `json:"current"`
 	Peer    PeerInfo     `json:"peer"`
 	Rules   task.Rules   `json:"rules"`
+	// Engine runs the task: "embedded" (in-process) or "connect:<name>".
+	Engine string `json:"engine"`
 	// DesiredState is running or paused: what the operator asked for.
 	DesiredState task.DesiredState `json:"desired_state"`
 	Status       TaskStatus        `json:"status"`
@@ -130,6 +132,12 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err
 		return TaskInfo{}, err
 	}
 	p = append(p, rp...)
+	if err := s.resolveEngine(ctx, &t, &p); err != nil {
+		return TaskInfo{}, err
+	}
+	if len(p) == 0 {
+		s.checkOnEngine(t, current, peer, &p)
+	}
 	if len(p) > 0 {
 		return TaskInfo{}, invalidTask(p)
 	}
@@ -357,7 +365,11 @@ func (s *Service) clusterAddrs(ctx context.Context) (func(string) []string, erro
 // startTask starts a task in the runner and records why when it cannot.
 func (s *Service) startTask(ctx context.Context, t task.Task, current, peer cluster.Settings) {
 	msg := ""
-	if err := s.runner.Start(t, current, peer); err != nil {
+	r, err := s.runnerFor(t)
+	if err == nil {
+		err = r.Start(t, current, peer)
+	}
+	if err != nil {
 		msg = err.Error()
 		s.log.Error("task could not start", "task", t.Name, "err", err)
 	}
@@ -421,7 +433,7 @@ func (s *Service) StartTasks(ctx context.Context) error {
 		if rec.DesiredState != task.DesiredRunning {
 			continue
 		}
-		if _, running := s.runner.Status(rec.Name()); running {
+		if _, running := s.statusOf(rec.Spec); running {
 			continue
 		}
 		s.startStored(ctx, rec)
@@ -469,7 +481,7 @@ func (s *Service) taskInfo(r store.Task) TaskInfo {
 	t := r.Spec
 	t.Peer.Password = ""
 	return TaskInfo{
-		Name: t.Name, Type: t.Type, Current: t.Current, Rules: t.Rules,
+		Name: t.Name, Type: t.Type, Current: t.Current, Rules: t.Rules, Engine: t.EngineOrDefault(),
 		Peer:           PeerInfo{Peer: t.Peer, PasswordSet: r.PeerPasswordCiphertext != nil},
 		DesiredState:   r.DesiredState,
 		Status:         s.status(r),
@@ -481,7 +493,7 @@ func (s *Service) taskInfo(r store.Task) TaskInfo {
 
 // status merges what the operator asked for with what the engine does.
 func (s *Service) status(r store.Task) TaskStatus {
-	st, running := s.runner.Status(r.Name())
+	st, running := s.statusOf(r.Spec)
 	switch {
 	case r.DesiredState == task.DesiredPaused:
 		return TaskStatus{State: task.StatePaused, Flows: []replicator.FlowStatus{}}
@@ -505,11 +517,14 @@ func (s *Service) DeleteTask(ctx context.Context, name string) (err error) {
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return err
 	}
-	if _, err := s.storedTask(ctx, name); err != nil {
+	rec, err := s.storedTask(ctx, name)
+	if err != nil {
 		return err
 	}
 	defer s.taskLocks.lock(name)()
-	s.runner.Stop(name)
+	if err := s.removeTask(rec.Spec); err != nil {
+		return fmt.Errorf("task %q stays: %w", name, err)
+	}
 	if err := s.taskStore.DeleteTask(ctx, name); errors.Is(err, store.ErrNotFound) {
 		return notFound("no task named %q", name)
 	} else if err != nil {
@@ -551,7 +566,7 @@ func (s *Service) changeState(ctx context.Context, name string, action task.Acti
 	if err != nil {
 		return TaskInfo{}, err
 	}
-	_, running := s.runner.Status(name)
+	_, running := s.statusOf(rec.Spec)
 	desired := task.DesiredRunning
 	switch action {
 	case task.ActionPause:
@@ -559,13 +574,13 @@ func (s *Service) changeState(ctx context.Context, name string, action task.Acti
 		if rec.DesiredState == task.DesiredPaused && !running {
 			return s.taskInfo(rec), nil
 		}
-		s.runner.Stop(name)
+		s.stopTask(rec.Spec)
 	case task.ActionResume:
 		if rec.DesiredState == task.DesiredRunning && running {
 			return s.taskInfo(rec), nil
 		}
 	case task.ActionRestart:
-		s.runner.Stop(name)
+		s.stopTask(rec.Spec)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if err := s.taskStore.SetTaskState(ctx, name, desired, action, actorName(ctx), now); errors.Is(err, store.ErrNotFound) {
@@ -575,7 +590,7 @@ func (s *Service) changeState(ctx context.Context, name string, action task.Acti
 	}
 	rec.DesiredState = desired
 	if desired == task.DesiredRunning {
-		if _, running := s.runner.Status(name); !running {
+		if _, running := s.statusOf(rec.Spec); !running {
 			s.startStored(ctx, rec)
 		}
 	}

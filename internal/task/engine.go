@@ -39,3 +39,12 @@ func ParseEngine(v string) (connectCluster string, err error) {
 		return "", fmt.Errorf(`must be "embedded" (the in-process engine, the default) or "connect:<name>" (a registered Kafka Connect cluster), not %q`, v)
 	}
 }
+
+// EngineOrDefault is the task's engine as shown: "embedded" when it names
+// none (tasks created before engines could be chosen).
+func (t Task) EngineOrDefault() string {
+	if t.Engine == "" {
+		return EngineEmbedded
+	}
+	return t.Engine
+}

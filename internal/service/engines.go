@@ -1,0 +1,122 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Remover is a Runner whose tasks outlive a stop (Kafka Connect keeps
+// paused connectors): Remove deletes them for good when the task is
+// deleted. A Runner without it is stopped instead.
+type Remover interface {
+	Remove(t task.Task) error
+}
+
+// Checker is a Runner that can say, before a task is stored, why the task
+// cannot run on it (an option its engine cannot honour). The message names
+// the option and the reason.
+type Checker interface {
+	Check(t task.Task, current, peer cluster.Settings) error
+}
+
+// runnerFor is the engine a task runs on: the in-process runner, or the
+// Kafka Connect runner for a task whose engine names a Connect cluster.
+func (s *Service) runnerFor(t task.Task) (Runner, error) {
+	if _, ok := t.ConnectCluster(); !ok {
+		return s.runner, nil
+	}
+	if s.connectRunner == nil {
+		return nil, errors.New("this kmirror runs no Kafka Connect engine (Deps.ConnectRunner)")
+	}
+	return s.connectRunner, nil
+}
+
+// statusOf asks a stored task's engine for its status.
+func (s *Service) statusOf(t task.Task) (engine.TaskStatus, bool) {
+	r, err := s.runnerFor(t)
+	if err != nil {
+		return engine.TaskStatus{Name: t.Name, State: task.StateFailed, Reason: err.Error()}, false
+	}
+	return r.Status(t.Name)
+}
+
+// stopTask stops a task on its engine (pausing it on Kafka Connect).
+func (s *Service) stopTask(t task.Task) {
+	if r, err := s.runnerFor(t); err == nil {
+		r.Stop(t.Name)
+	}
+}
+
+// removeTask takes a task off its engine for good before it is deleted.
+func (s *Service) removeTask(t task.Task) error {
+	r, err := s.runnerFor(t)
+	if err != nil {
+		return err
+	}
+	if rm, ok := r.(Remover); ok {
+		return rm.Remove(t)
+	}
+	r.Stop(t.Name)
+	return nil
+}
+
+// resolveEngine fills a task's engine from its current cluster's Smart
+// Connect setting when it names none, and checks it: Smart Connect must be
+// enabled there, and a Connect engine must name a registered Connect
+// cluster. Problems are on "engine" or "current.cluster".
+func (s *Service) resolveEngine(ctx context.Context, t *task.Task, p *Problems) error {
+	if t.Current.Cluster == "" || len(p.For("current.cluster")) > 0 {
+		return nil
+	}
+	r, err := s.clusters.Cluster(ctx, t.Current.Cluster)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // resolveTask says so
+	}
+	if err != nil {
+		return err
+	}
+	if !r.SmartConnect.Enabled {
+		p.Add("current.cluster", "Smart Connect is not enabled on instance %q: enable it on the instance's Smart Connect page (or: kmirror instance smart-connect %s --enable) first", t.Current.Cluster, t.Current.Cluster)
+		return nil
+	}
+	if t.Engine == "" {
+		t.Engine = smartConnectOf(r).Engine
+	}
+	name, perr := task.ParseEngine(t.Engine)
+	switch {
+	case perr != nil:
+		p.Add("engine", "%s", perr.Error())
+	case name == "":
+		t.Engine = task.EngineEmbedded
+	case s.connectClusters == nil || s.connectRunner == nil:
+		p.Add("engine", "this kmirror cannot run tasks on Kafka Connect: choose embedded")
+	default:
+		if _, err := s.connectClusters.ConnectCluster(ctx, name); errors.Is(err, store.ErrNotFound) {
+			p.Add("engine", "no Kafka Connect cluster named %q is registered: register it first, or choose embedded", name)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkOnEngine asks the task's engine whether it can run the task as
+// configured; its answer is a problem on "engine".
+func (s *Service) checkOnEngine(t task.Task, current, peer cluster.Settings, p *Problems) {
+	r, err := s.runnerFor(t)
+	if err != nil {
+		p.Add("engine", "%s", err.Error())
+		return
+	}
+	if c, ok := r.(Checker); ok {
+		if err := c.Check(t, current, peer); err != nil {
+			p.Add("engine", "%s", fmt.Sprintf("%v", err))
+		}
+	}
+}

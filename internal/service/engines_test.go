@@ -1,0 +1,133 @@
+package service_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/service/servicetest"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// connectRunner stands for the Kafka Connect engine: it remembers removals
+// and can refuse a task as its Checker.
+type connectRunner struct {
+	*servicetest.Runner
+	removed []string
+	refuse  error
+}
+
+func (c *connectRunner) Remove(t task.Task) error {
+	c.removed = append(c.removed, t.Name)
+	c.Stop(t.Name)
+	return nil
+}
+
+func (c *connectRunner) Check(task.Task, cluster.Settings, cluster.Settings) error { return c.refuse }
+
+// A task runs on the engine it names, else on its instance's Smart Connect
+// default; actions reach that engine, and deleting a Connect task removes
+// its connectors.
+func TestTasksRunOnTheirEngine(t *testing.T) {
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
+	embedded := servicetest.NewRunner()
+	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: embedded, Kafka: kafka,
+		ConnectClusters: db, ConnectRunner: onConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}, {Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}}} {
+		if _, err := svc.AddCluster(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
+		t.Fatal(err)
+	}
+	mk := func(name, topic, engine string) task.Task {
+		return task.Task{Name: name, Current: task.Current{Cluster: "east", Alias: "A"}, Engine: engine,
+			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+			Rules: task.Rules{Tasks: 1, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{topic}, RenameTopics: true}}
+	}
+	info, err := svc.CreateTask(ctx, mk("inproc", "a", ""))
+	if err != nil || info.Engine != "embedded" {
+		t.Fatalf("default engine: %+v, %v", info.Engine, err)
+	}
+	if _, ok := embedded.Started("inproc"); !ok {
+		t.Fatal("an embedded task was not started in-process")
+	}
+	info, err = svc.CreateTask(ctx, mk("on-connect", "b", "connect:c1"))
+	if err != nil || info.Engine != "connect:c1" || info.Status.State != task.StateRunning {
+		t.Fatalf("on Connect: %+v, %v", info, err)
+	}
+	if _, ok := onConnect.Started("on-connect"); !ok {
+		t.Fatal("a Connect task was not started on the Connect engine")
+	}
+	if _, ok := embedded.Started("on-connect"); ok {
+		t.Fatal("a Connect task also ran in-process")
+	}
+
+	// The instance's Smart Connect default applies to tasks naming no engine.
+	if _, err := svc.SetSmartConnect(ctx, "east", service.SmartConnect{Enabled: true, Engine: "connect:c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if info, err := svc.CreateTask(ctx, mk("by-default", "c", "")); err != nil || info.Engine != "connect:c1" {
+		t.Fatalf("instance default: %+v, %v", info.Engine, err)
+	}
+
+	// Refusals are field problems, and nothing is stored.
+	for _, c := range []struct {
+		name, engine, field string
+		refuse              error
+	}{
+		{"unknown Connect cluster", "connect:nope", "engine", nil},
+		{"bad engine", "mm2", "engine", nil},
+		{"the engine cannot honour an option", "connect:c1", "engine", errors.New("rules.topic_mappings: MirrorMaker 2 cannot rename single topics")},
+	} {
+		onConnect.refuse = c.refuse
+		_, err := svc.CreateTask(ctx, mk("refused", "d", c.engine))
+		if !service.IsCode(err, service.CodeInvalidTask) || len(service.AsError(err).Problems.For(c.field)) != 1 {
+			t.Errorf("%s: %v, want a problem on %s", c.name, err, c.field)
+		}
+	}
+	onConnect.refuse = nil
+	if _, err := svc.Task(ctx, "refused"); !service.IsCode(err, service.CodeNotFound) {
+		t.Errorf("a refused task was stored: %v", err)
+	}
+	if _, err := svc.SetSmartConnect(ctx, "east", service.SmartConnect{Enabled: false, Engine: "embedded"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateTask(ctx, mk("disabled", "e", "")); !service.IsCode(err, service.CodeInvalidTask) ||
+		len(service.AsError(err).Problems.For("current.cluster")) != 1 {
+		t.Errorf("Smart Connect disabled: %v, want a problem on current.cluster", err)
+	}
+
+	// Actions reach the task's engine.
+	if _, err := svc.PauseTask(ctx, "on-connect"); err != nil {
+		t.Fatal(err)
+	}
+	if onConnect.Stops["on-connect"] != 1 || embedded.Stops["on-connect"] != 0 {
+		t.Errorf("pause: stops %v / %v", onConnect.Stops, embedded.Stops)
+	}
+	if _, err := svc.ResumeTask(ctx, "on-connect"); err != nil {
+		t.Fatal(err)
+	}
+	if onConnect.Starts["on-connect"] != 2 {
+		t.Errorf("resume: starts %v", onConnect.Starts)
+	}
+	if err := svc.DeleteTask(ctx, "on-connect"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(onConnect.removed, []string{"on-connect"}) {
+		t.Errorf("delete removed %v from Connect", onConnect.removed)
+	}
+	if err := svc.DeleteTask(ctx, "inproc"); err != nil || embedded.Stops["inproc"] != 1 {
+		t.Errorf("delete in-process: %v, stops %v", err, embedded.Stops)
+	}
+}
