@@ -124,6 +124,10 @@ func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
 		if err := client.Resume(ctx, c.Name); err != nil {
 			return fmt.Errorf("task %s: resume connector %s on %s: %w", t.Name, c.Name, name, err)
 		}
+		// A restart of the task restarts what failed on Connect too.
+		if _, err := client.Restart(ctx, c.Name, true, true); err != nil && !connect.IsNotFound(err) && !connect.IsConflict(err) {
+			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -139,6 +143,24 @@ func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
 	p.setConfig(cc.Client)
 	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
 	return nil
+}
+
+// Check says why t cannot run on its Connect cluster (an option MirrorMaker
+// 2 cannot honour, a Connect cluster that is not registered), without
+// deploying anything.
+func (e *Engine) Check(t task.Task, current, peer cluster.Settings) error {
+	name, ok := t.ConnectCluster()
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	cc, err := e.d.Cluster(ctx, name)
+	if err != nil {
+		return fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
+	}
+	_, err = e.d.Plan(t, current, peer, cc)
+	return err
 }
 
 // Stop pauses the task's connectors (their offsets stay, so a resume
