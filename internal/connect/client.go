@@ -3,9 +3,11 @@
 // cluster the user operates.
 //
 // It speaks to one or more workers' base URLs: a request goes to the last
-// worker that answered and moves to the next URL only when a worker cannot
-// be reached (any worker forwards what needs the group's leader), never on
-// an HTTP error, which is the cluster's answer. Errors from Connect are
+// worker that answered and moves to the next URL when a worker cannot be
+// reached (any worker forwards what needs the group's leader), never on an
+// HTTP error, which is the cluster's answer. A request that may have reached
+// a worker that then failed to answer (a timeout, a reset) moves on only if
+// repeating it is harmless: every method but POST (restart) and DELETE. Errors from Connect are
 // *Error, carrying its error_code and message and saying what to do.
 //
 // It is written on net/http: the Go clients published for this API were
@@ -157,8 +159,8 @@ func statusOf(err error) int {
 	return 0
 }
 
-// errUnreachable wraps the transport errors that send a request to the
-// next worker.
+// unreachableError is a transport error that sends a request to the next
+// worker.
 type unreachableError struct {
 	url string
 	err error
@@ -221,7 +223,10 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		if ctx.Err() != nil {
 			return 0, fmt.Errorf("connect: %s %s: %w", method, base+path, ctx.Err())
 		}
-		return 0, &unreachableError{url: base, err: err}
+		if notSent(err) || repeatable(method) {
+			return 0, &unreachableError{url: base, err: err}
+		}
+		return 0, fmt.Errorf("connect: %s %s: %w: the worker may have acted on it; check with Status before repeating it", method, base+path, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
@@ -249,6 +254,19 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		}
 	}
 	return resp.StatusCode, nil
+}
+
+// notSent reports whether err happened before the request could reach
+// the worker: no connection was made.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// repeatable methods change nothing when sent twice (PUT and PATCH set a
+// state or a config; GET reads).
+func repeatable(method string) bool {
+	return method == http.MethodGet || method == http.MethodPut || method == http.MethodPatch
 }
 
 func connectorPath(name string, rest ...string) string {

@@ -291,6 +291,37 @@ func TestAuthAndTLS(t *testing.T) {
 	}
 }
 
+// A worker that accepts a request and never answers: a read moves on to
+// the next worker, a restart (POST) does not, since the first may have
+// acted on it.
+func TestHangingWorker(t *testing.T) {
+	release := make(chan struct{})
+	hung := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-release }))
+	defer hung.Close()
+	defer close(release)
+	var posts atomic.Int32
+	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			posts.Add(1)
+		}
+		_, _ = io.WriteString(w, `{"name":"m","connector":{"state":"RUNNING"},"tasks":[]}`)
+	}))
+	defer live.Close()
+
+	c := newClient(t, Config{URLs: []string{hung.URL, live.URL}, Timeout: 300 * time.Millisecond})
+	if st, err := c.Status(context.Background(), "m"); err != nil || st.Connector.State != StateRunning {
+		t.Fatalf("status past a hung worker: %+v, %v", st, err)
+	}
+	c = newClient(t, Config{URLs: []string{hung.URL, live.URL}, Timeout: 300 * time.Millisecond})
+	_, err := c.Restart(context.Background(), "m", true, false)
+	if err == nil || !strings.Contains(err.Error(), "may have acted on it") {
+		t.Fatalf("restart on a hung worker: got %v", err)
+	}
+	if posts.Load() != 0 {
+		t.Error("a restart that may have reached one worker was sent to another")
+	}
+}
+
 // A timeout bounds one request to a worker that does not answer.
 func TestTimeout(t *testing.T) {
 	release := make(chan struct{})

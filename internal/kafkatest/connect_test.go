@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -134,5 +136,34 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		t.Fatalf("GET %s: %v in %s", url, err, body)
+	}
+}
+
+// A test's own Connect cluster takes its options: one worker here, with a
+// worker property of the test's, on the second Kafka cluster.
+func TestNewConnectTakesOptions(t *testing.T) {
+	k := kafkatest.Shared(t, 1)
+	cc := kafkatest.NewConnect(t, k, kafkatest.Workers(1), kafkatest.ConnectName("own"),
+		kafkatest.WorkerProps(map[string]string{"offset.flush.interval.ms": "2500"}))
+	if got := len(cc.URLs()); got != 1 {
+		t.Fatalf("%d workers, want 1", got)
+	}
+	var info struct {
+		KafkaClusterID string `json:"kafka_cluster_id"`
+	}
+	getJSON(t, cc.URL(0)+"/", &info)
+	if info.KafkaClusterID != k.ID() {
+		t.Errorf("worker on Kafka %s, want %s", info.KafkaClusterID, k.ID())
+	}
+	waitMembers(t, cc, 1)
+	if !strings.HasPrefix(cc.GroupID(), "kafkatest-own-") {
+		t.Errorf("group id %s does not name the cluster", cc.GroupID())
+	}
+	props, err := os.ReadFile(filepath.Join(cc.Dir(), "worker-0", "config", "worker.properties"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(props), "offset.flush.interval.ms=2500\n") {
+		t.Errorf("worker property not applied:\n%s", props)
 	}
 }
