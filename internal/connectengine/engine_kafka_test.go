@@ -1,0 +1,223 @@
+package connectengine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Two clusters: the first holds the Connect cluster's topics and is the
+// target; the second is the source.
+func TestMain(m *testing.M) { kafkatest.Main(m, 2) }
+
+// A task on Kafka Connect through the engine: deployed as a connector, its
+// status follows Connect (RUNNING, DEGRADED while the worker running its
+// task is dead, RUNNING once Connect moved it), every record arrives,
+// pause and resume act on the connector, and removal deletes it.
+func TestEngineOnRealConnect(t *testing.T) {
+	target, source := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	cc := kafkatest.LazyConnect(t, "engine", target)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Connect worker logs:\n%s", cc.LogTails(40))
+		}
+	})
+	topic := kafkatest.NewTopic(t, source, 2, nil)
+	name := "kmirror-" + kafkatest.TopicName(t.Name())[:20]
+	plan := func(tk task.Task, _, _ cluster.Settings, on Cluster) ([]Connector, error) {
+		return []Connector{{Name: name, Flow: "src->dst", Config: map[string]string{
+			"connector.class":                       "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+			"tasks.max":                             "2",
+			"source.cluster.alias":                  "src",
+			"target.cluster.alias":                  "dst",
+			"source.cluster.bootstrap.servers":      source.Bootstrap(cluster.Plaintext),
+			"target.cluster.bootstrap.servers":      target.Bootstrap(cluster.Plaintext),
+			"topics":                                topic,
+			"replication.factor":                    "1",
+			"offset-syncs.topic.replication.factor": "1",
+			"sync.topic.acls.enabled":               "false",
+		}}}, nil
+	}
+	e := New(Deps{
+		Cluster: func(context.Context, string) (Cluster, error) {
+			return Cluster{Name: "c1", Client: connect.Config{URLs: cc.URLs(), DialTimeout: 2 * time.Second}}, nil
+		},
+		Plan:         plan,
+		Names:        func(task.Task) []string { return []string{name} },
+		PollInterval: time.Second,
+	})
+	defer e.Close()
+	tk := task.Task{Name: "on-connect", Engine: task.ConnectEngine("c1")}
+	if err := e.Check(tk, cluster.Settings{}, cluster.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Start(tk, cluster.Settings{}, cluster.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := connect.New(connect.Config{URLs: cc.URLs(), DialTimeout: 2 * time.Second, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = client.Delete(context.Background(), name) })
+	waitState(t, e, tk.Name, task.StateRunning, "", 3*time.Minute)
+	produce(t, source, topic, 100)
+	waitCount(t, target, "src."+topic, 100)
+
+	st, err := client.Status(context.Background(), name)
+	if err != nil || len(st.Tasks) == 0 {
+		t.Fatalf("status: %+v, %v", st, err)
+	}
+	victim := cc.WorkerIndex(st.Tasks[0].WorkerID)
+	if err := cc.KillWorker(victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := cc.RestartWorker(ctx, victim); err != nil {
+			t.Errorf("leave the Connect cluster whole: %v", err)
+		}
+	})
+	killed := time.Now()
+	reason := waitState(t, e, tk.Name, task.StateDegraded, "does not answer", time.Minute)
+	t.Logf("%s after the kill: DEGRADED: %s", time.Since(killed).Round(time.Millisecond), reason)
+	waitState(t, e, tk.Name, task.StateRunning, "", 5*time.Minute)
+	t.Logf("%s after the kill: RUNNING again", time.Since(killed).Round(time.Millisecond))
+	produce(t, source, topic, 50)
+	waitCount(t, target, "src."+topic, 150)
+
+	e.Stop(tk.Name)
+	if _, running := e.Status(tk.Name); running {
+		t.Fatal("a stopped task still runs here")
+	}
+	waitConnector(t, client, name, connect.StatePaused)
+	if err := e.Start(tk, cluster.Settings{}, cluster.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	waitConnector(t, client, name, connect.StateRunning)
+	waitState(t, e, tk.Name, task.StateRunning, "", time.Minute)
+	if err := e.Remove(tk); err != nil {
+		t.Fatal(err)
+	}
+	// Connect applies a delete through its config topic: gone within seconds.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, err := client.Status(context.Background(), name)
+		if connect.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after Remove the connector is still there: %v", err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	n := waitCount(t, target, "src."+topic, 150)
+	t.Logf("target holds %d records for 150 produced: %d copied again after the kill (MirrorMaker 2 is at least once)", n, n-150)
+}
+
+func waitState(t *testing.T, e *Engine, name string, want task.State, reasonPart string, limit time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		st, ok := e.Status(name)
+		if ok && st.State == want && strings.Contains(st.Reason, reasonPart) {
+			return st.Reason
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s: %s (%s), want %s with %q after %s", name, st.State, st.Reason, want, reasonPart, limit)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func waitConnector(t *testing.T, c *connect.Client, name, want string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		st, err := c.Status(context.Background(), name)
+		if err == nil && st.Connector.State == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connector %s: %+v (%v), want %s", name, st.Connector, err, want)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+func produce(t *testing.T, c *kafkatest.Cluster, topic string, n int) {
+	t.Helper()
+	s := c.Settings(cluster.Plaintext, "")
+	cfg, err := s.Config("engine-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var msgs []*sarama.ProducerMessage
+	for i := range n {
+		msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 2), Value: sarama.StringEncoder(fmt.Sprint(i))})
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countRecords(c *kafkatest.Cluster, topic string) (int64, error) {
+	s := c.Settings(cluster.Plaintext, "")
+	cfg, err := s.Config("engine-test-count")
+	if err != nil {
+		return 0, err
+	}
+	client, err := sarama.NewClient(s.BootstrapServers, cfg)
+	if err != nil {
+		return 0, err
+	}
+	defer client.Close()
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, p := range parts {
+		end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
+		if err != nil {
+			return 0, err
+		}
+		n += end
+	}
+	return n, nil
+}
+
+// waitCount waits until topic holds at least want records and returns how
+// many it holds: MirrorMaker 2 copies at least once, so a worker killed
+// between offset commits copies some records again.
+func waitCount(t *testing.T, c *kafkatest.Cluster, topic string, want int64) int64 {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		n, err := countRecords(c, topic)
+		if err == nil && n >= want {
+			return n
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s holds %d records (%v), want %d", topic, n, err, want)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
