@@ -423,3 +423,77 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	}
 	t.Logf("stopped in %s with the offset syncs unwritable", time.Since(began).Round(time.Millisecond))
 }
+
+// A source partition without a leader (the broker holding its only replica
+// is down) waits alone: a flow started meanwhile copies every record of its
+// other topics, its status names the waiting partition, and once the broker
+// is back that partition copies every record too. Before, one leaderless
+// partition failed every planning round and the whole flow copied nothing.
+// Not parallel: it takes a broker away.
+func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
+	k := rf3(t)
+	s := k.Settings(cluster.Plaintext, "")
+	healthy := kafkatest.NewTopicRF(t, k, 3, 3, nil)
+	ids := k.BrokerIDs()
+	away := ids[len(ids)-1]
+	solo := healthy + "-solo"
+	admin := mustAdmin(t, k)
+	if err := admin.CreateTopic(solo, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
+		ReplicaAssignment: map[int32][]int32{0: {away}}}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if a, err := k.Admin(); err == nil {
+			_ = a.DeleteTopic(solo)
+		}
+	})
+	produceN(t, s, healthy, 3, 300, 100)
+	produceN(t, s, solo, 1, 100, 100)
+	tk := rf3Task("leaderless", "LA", "LB", healthy)
+	tk.Rules.Topics = []string{healthy, solo}
+	_, stop := runUntilStopped(t, tk, s)
+	verifyCopy(t, s, healthy, s, "LA."+healthy, 300, e2e.VerifyOptions{})
+	verifyCopy(t, s, solo, s, "LA."+solo, 100, e2e.VerifyOptions{})
+	stop()
+
+	if err := k.StopBroker(away); err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		if restarted {
+			return
+		}
+		restarted = true
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if err := k.RestartBroker(ctx, away); err != nil {
+			t.Errorf("restart broker %d: %v", away, err)
+		}
+	}
+	defer restart()
+	produceN(t, s, healthy, 3, 300, 100) // its leaders moved to the brokers left
+
+	reps, _ := runUntilStopped(t, tk, s)
+	verifyCopy(t, s, healthy, s, "LA."+healthy, 600, e2e.VerifyOptions{})
+	var st FlowStatus
+	waitForLong(t, 2*time.Minute, func() error {
+		st = reps[0].Status()
+		if st.State != StateDegraded || !strings.Contains(st.Reason, solo+"-0 waits for the source") {
+			return fmt.Errorf("state %s (%s)", st.State, st.Reason)
+		}
+		return nil
+	})
+	t.Logf("with broker %d away: %s: %s", away, st.State, st.Reason)
+
+	restart()
+	produceN(t, s, solo, 1, 50, 100)
+	verifyCopy(t, s, solo, s, "LA."+solo, 150, e2e.VerifyOptions{})
+	verifyCopy(t, s, healthy, s, "LA."+healthy, 600, e2e.VerifyOptions{})
+	waitForLong(t, time.Minute, func() error {
+		if st = reps[0].Status(); st.State != StateRunning {
+			return fmt.Errorf("state %s (%s)", st.State, st.Reason)
+		}
+		return nil
+	})
+}
