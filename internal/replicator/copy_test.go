@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -208,5 +209,26 @@ func TestNextSequenceWrapsAsTheBroker(t *testing.T) {
 		if got := nextSequence(c.seq, c.n); got != c.want {
 			t.Errorf("nextSequence(%d, %d) = %d, want %d", c.seq, c.n, got, c.want)
 		}
+	}
+}
+
+func TestOnlyTopicTrouble(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"a broker unreachable", sarama.ErrOutOfBrokers, false},
+		{"one topic without a leader", errors.Join(fmt.Errorf("t: %w", sarama.ErrLeaderNotAvailable)), true},
+		{"topics with their own errors", errors.Join(fmt.Errorf("a: %w", sarama.ErrLeaderNotAvailable), fmt.Errorf("b: %w", sarama.ErrTopicAuthorizationFailed)), true},
+		{"a topic error and a network one", errors.Join(fmt.Errorf("a: %w", sarama.ErrLeaderNotAvailable), errors.New("EOF")), false},
+		{"a bare Kafka error", sarama.ErrLeaderNotAvailable, false},
+	} {
+		if got := onlyTopicTrouble(c.err); got != c.want {
+			t.Errorf("%s: onlyTopicTrouble = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if !partitionLocal(fmt.Errorf("consume: %w", sarama.ErrLeaderNotAvailable)) || partitionLocal(sarama.ErrOutOfBrokers) || partitionLocal(nil) {
+		t.Error("partitionLocal: a partition's Kafka error is local, a cluster's unreachability and nil are not")
 	}
 }

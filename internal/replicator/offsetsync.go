@@ -75,6 +75,10 @@ func newSyncWriter(s cluster.Settings, clientID, topic, history string, onErr fu
 	p.Retry.BackoffFunc = retryBackoff
 	cfg.Metadata.Retry.Max = 600
 	cfg.Metadata.Retry.BackoffFunc = retryBackoff
+	// Only the two sync topics' metadata: with a full refresh at start,
+	// the retries above made one leaderless partition of any other topic
+	// hold the flow's start for minutes.
+	cfg.Metadata.Full = false
 	prod, err := sarama.NewAsyncProducer(s.BootstrapServers, cfg)
 	if err != nil {
 		return nil, err

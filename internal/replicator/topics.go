@@ -52,10 +52,11 @@ type plan struct {
 }
 
 func (p *planner) run() (plan, error) {
-	if err := p.src.RefreshMetadata(); err != nil {
+	srcTrouble, err := refreshAll(p.src)
+	if err != nil {
 		return plan{}, fmt.Errorf("read source topics: %w", err)
 	}
-	if err := p.dst.RefreshMetadata(); err != nil {
+	if _, err := refreshAll(p.dst); err != nil {
 		return plan{}, fmt.Errorf("read target topics: %w", err)
 	}
 	srcTopics, err := p.src.Topics()
@@ -64,6 +65,20 @@ func (p *planner) run() (plan, error) {
 	}
 	pairs, conflicts := p.flow.Policy.Select(srcTopics)
 	out := plan{Topics: pairs, Conflicts: conflicts}
+	// A source topic the brokers answered about with an error (a partition
+	// without a leader, a topic being created or denied) is reported; its
+	// partitions that could be read are planned and wait alone for the rest.
+	for _, e := range srcTrouble {
+		if errors.Is(e, sarama.ErrLeaderNotAvailable) {
+			// Its partitions are planned; those without a leader wait
+			// alone in their worker and show once they waited long
+			// enough, so a leader election of seconds does not flap.
+			continue
+		}
+		msg := fmt.Sprintf("source metadata: %v (the flow's other topics go on)", e)
+		out.Unavailable = append(out.Unavailable, msg)
+		p.log.Warn("source topic metadata incomplete", "error", e)
+	}
 	if len(pairs) == 0 {
 		return out, nil
 	}
@@ -114,7 +129,7 @@ func (p *planner) run() (plan, error) {
 	if len(pairs) == 0 {
 		return out, nil
 	}
-	if err := p.dst.RefreshMetadata(targets(pairs)...); err != nil {
+	if err := p.dst.RefreshMetadata(targets(pairs)...); err != nil && !onlyTopicTrouble(err) {
 		return plan{}, fmt.Errorf("refresh target topics: %w", err)
 	}
 	dstConfigs, err := topicConfigs(p.dstAdmin, targets(pairs), false)
@@ -140,6 +155,42 @@ func (p *planner) run() (plan, error) {
 		}
 	}
 	return out, nil
+}
+
+// refreshAll reads every topic's metadata. When the brokers answered but
+// some topics came with errors of their own (no leader for a partition,
+// unknown yet, not authorized), sarama keeps what it could read and reports
+// the topics together; those come back as trouble and the refresh counts as
+// done, so one topic's trouble never stops a whole planning round. Any other
+// failure (no broker reachable) is err.
+func refreshAll(c sarama.Client) (trouble []error, err error) {
+	err = c.RefreshMetadata()
+	if err == nil {
+		return nil, nil
+	}
+	if !onlyTopicTrouble(err) {
+		return nil, err
+	}
+	var multi interface{ Unwrap() []error }
+	errors.As(err, &multi)
+	return multi.Unwrap(), nil
+}
+
+// onlyTopicTrouble reports whether a metadata refresh error is only the
+// brokers' answers about single topics (each a Kafka error code).
+func onlyTopicTrouble(err error) bool {
+	var multi interface{ Unwrap() []error }
+	if !errors.As(err, &multi) {
+		return false
+	}
+	errs := multi.Unwrap()
+	for _, e := range errs {
+		var kerr sarama.KError
+		if !errors.As(e, &kerr) {
+			return false
+		}
+	}
+	return len(errs) > 0
 }
 
 func (p *planner) create(pair policy.Pair, partitions int32, configs map[string]string) error {

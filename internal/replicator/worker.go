@@ -154,6 +154,10 @@ func (w *worker) run(ctx context.Context) error {
 		pc sarama.PartitionConsumer
 	}
 	var runs []started
+	// waiting are partitions the source cannot serve yet (no leader, read
+	// denied, a topic being created): each waits alone, tried again every
+	// partitionRetry, while the others copy.
+	var waiting []Partition
 	for _, p := range w.asg.Partitions {
 		ps := w.state.partition(p)
 		if failed, _ := ps.failure(); failed {
@@ -165,63 +169,17 @@ func (w *worker) run(ctx context.Context) error {
 		ps.syncPending = nil
 		ps.stalled = "" // a stall belongs to the run whose writes were retried
 		ps.mu.Unlock()
-		if st := stored[p]; st.offset >= 0 && st.topicID != "" && p.TopicID != "" && st.topicID != p.TopicID {
-			msg := fmt.Sprintf("%s-%d: source topic %s was deleted and created again (topic id %s, progress stored for %s): copying it from its first record", p.Source, p.Partition, p.Source, p.TopicID, st.topicID)
-			w.log.Warn(msg)
-			w.state.setError(msg)
-			stored[p] = noProgress
+		pc, err := w.startPartition(src, dst, consumer, p, ps, stored)
+		if partitionLocal(err) {
+			w.wait(ps, err)
+			waiting = append(waiting, p)
+			continue
 		}
-		offset, err := w.startOffset(src, p, stored[p].offset)
 		if err != nil {
 			cleanup()
 			return err
 		}
-		pc, err := consumer.ConsumePartition(p.Source, p.Partition, offset)
-		if errors.Is(err, sarama.ErrOffsetOutOfRange) {
-			// Stored progress points before the source's retention: those
-			// records expired before they could be copied. Say so and go on.
-			oldest, oerr := src.GetOffset(p.Source, p.Partition, sarama.OffsetOldest)
-			if oerr != nil {
-				cleanup()
-				return fmt.Errorf("find oldest offset of %s-%d: %w", p.Source, p.Partition, oerr)
-			}
-			if oldest > offset {
-				ps.expired.Add(oldest - offset)
-			}
-			msg := fmt.Sprintf("%s-%d: progress %d is outside the source's retained offsets; continuing at %d (%d records expired on the source before they were copied)", p.Source, p.Partition, offset, oldest, max(oldest-offset, 0))
-			w.log.Warn(msg)
-			w.state.setError(msg)
-			offset = oldest
-			pc, err = consumer.ConsumePartition(p.Source, p.Partition, offset)
-		}
-		if err != nil {
-			cleanup()
-			return fmt.Errorf("consume %s-%d from offset %d: %w", p.Source, p.Partition, offset, err)
-		}
-		if st := stored[p]; st.offset >= 0 && st.down >= 0 && st.offset == offset {
-			w.reportRecopy(dst, ps, offset, st.down)
-		}
-		// The end offset is known before the first record arrives, so
-		// lag is right from the start (and an idle partition shows its end).
-		if end, err := src.GetOffset(p.Source, p.Partition, sarama.OffsetNewest); err == nil {
-			ps.hwm.Store(end)
-		}
 		pcs = append(pcs, pc)
-		// The target position that goes with the start: stored with the
-		// progress, or the target partition's end for a fresh start (where
-		// the first copied record lands when nothing else writes there).
-		down := int64(-1)
-		if st := stored[p]; st.offset == offset {
-			down = st.down
-		} else if end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest); err == nil {
-			down = end
-		}
-		ps.mu.Lock()
-		ps.next.Store(offset)
-		ps.progDown = down
-		ps.resumed = stored[p].offset == offset && down >= 0
-		ps.topicID = p.TopicID
-		ps.mu.Unlock()
 		states = append(states, ps)
 		runs = append(runs, started{p: p, ps: ps, pc: pc})
 	}
@@ -233,12 +191,12 @@ func (w *worker) run(ctx context.Context) error {
 	}
 
 	var copiers sync.WaitGroup
-	for _, r := range runs {
-		c := newPartitionCopy(w, r.ps, r.p.MaxBytes)
+	copyPartition := func(p Partition, ps *partState, pc sarama.PartitionConsumer) {
+		c := newPartitionCopy(w, ps, p.MaxBytes)
 		copiers.Add(2)
 		go func() {
 			defer copiers.Done()
-			if err := c.consume(ctx, r.pc); err != nil {
+			if err := c.consume(ctx, pc); err != nil {
 				cancel(err)
 			}
 		}()
@@ -249,8 +207,13 @@ func (w *worker) run(ctx context.Context) error {
 			}
 		}()
 	}
+	for _, r := range runs {
+		copyPartition(r.p, r.ps, r.pc)
+	}
 	tick := time.NewTicker(w.opts.CommitInterval)
 	defer tick.Stop()
+	retry := time.NewTicker(partitionRetry)
+	defer retry.Stop()
 loop:
 	for {
 		select {
@@ -261,6 +224,31 @@ loop:
 				w.state.setError(err.Error())
 				w.log.Warn("progress commit failed; will retry", "error", err)
 			}
+		case <-retry.C:
+			still := waiting[:0]
+			for _, p := range waiting {
+				ps := w.state.partition(p)
+				pc, err := w.startPartition(src, dst, consumer, p, ps, stored)
+				if partitionLocal(err) {
+					w.wait(ps, err)
+					still = append(still, p)
+					continue
+				}
+				if err != nil {
+					cancel(err)
+					break loop
+				}
+				ps.unstall()
+				w.log.Info("partition no longer waits; copying", "topic", p.Source, "partition", p.Partition)
+				pcs = append(pcs, pc)
+				states = append(states, ps)
+				// Its start position is stored at once, as the others' were.
+				if err := prog.commit([]*partState{ps}, true); err != nil {
+					w.state.setError(err.Error())
+				}
+				copyPartition(p, ps, pc)
+			}
+			waiting = still
 		}
 	}
 	copiers.Wait() // every batch handed to the target acknowledged or failed
@@ -269,6 +257,96 @@ loop:
 		return err
 	}
 	return nil
+}
+
+// partitionRetry is how often a partition the source cannot serve yet is
+// tried again.
+const partitionRetry = 5 * time.Second
+
+// partitionLocal reports whether err, from starting one partition, is the
+// source's answer about that partition (no leader, not authorized, unknown
+// yet): the partition waits alone and the rest of the assignment copies.
+// Other errors (the cluster unreachable) end the worker, which is retried
+// as a whole with backoff and shown as the flow's state.
+func partitionLocal(err error) bool {
+	var kerr sarama.KError
+	return err != nil && errors.As(err, &kerr)
+}
+
+// wait marks ps as waiting for the source, with why, for the status: the
+// flow shows DEGRADED with the reason once it has waited DegradedAfter
+// (a leader election of a few seconds does not flap the state).
+func (w *worker) wait(ps *partState, err error) {
+	reason := fmt.Sprintf("%s-%d waits for the source: %v (tried again every %s; the flow's other partitions go on)",
+		ps.Source, ps.Partition.Partition, err, partitionRetry)
+	ps.mu.Lock()
+	since, was := ps.stalledSince, ps.stalled != ""
+	ps.mu.Unlock()
+	if !was {
+		since = time.Now()
+		w.log.Warn("partition waits for the source", "topic", ps.Source, "partition", ps.Partition.Partition, "error", err)
+	}
+	ps.stall(reason, since)
+}
+
+// startPartition resolves where p starts (stored progress, the task's start
+// offset, or the source's oldest when progress expired) and starts its
+// consumer there, setting ps for the copy.
+func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer, p Partition, ps *partState, stored map[Partition]storedProgress) (sarama.PartitionConsumer, error) {
+	if st := stored[p]; st.offset >= 0 && st.topicID != "" && p.TopicID != "" && st.topicID != p.TopicID {
+		msg := fmt.Sprintf("%s-%d: source topic %s was deleted and created again (topic id %s, progress stored for %s): copying it from its first record", p.Source, p.Partition, p.Source, p.TopicID, st.topicID)
+		w.log.Warn(msg)
+		w.state.setError(msg)
+		stored[p] = noProgress
+	}
+	offset, err := w.startOffset(src, p, stored[p].offset)
+	if err != nil {
+		return nil, err
+	}
+	pc, err := consumer.ConsumePartition(p.Source, p.Partition, offset)
+	if errors.Is(err, sarama.ErrOffsetOutOfRange) {
+		// Stored progress points before the source's retention: those
+		// records expired before they could be copied. Say so and go on.
+		oldest, oerr := src.GetOffset(p.Source, p.Partition, sarama.OffsetOldest)
+		if oerr != nil {
+			return nil, fmt.Errorf("find oldest offset of %s-%d: %w", p.Source, p.Partition, oerr)
+		}
+		if oldest > offset {
+			ps.expired.Add(oldest - offset)
+		}
+		msg := fmt.Sprintf("%s-%d: progress %d is outside the source's retained offsets; continuing at %d (%d records expired on the source before they were copied)", p.Source, p.Partition, offset, oldest, max(oldest-offset, 0))
+		w.log.Warn(msg)
+		w.state.setError(msg)
+		offset = oldest
+		pc, err = consumer.ConsumePartition(p.Source, p.Partition, offset)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("consume %s-%d from offset %d: %w", p.Source, p.Partition, offset, err)
+	}
+	if st := stored[p]; st.offset >= 0 && st.down >= 0 && st.offset == offset {
+		w.reportRecopy(dst, ps, offset, st.down)
+	}
+	// The end offset is known before the first record arrives, so
+	// lag is right from the start (and an idle partition shows its end).
+	if end, err := src.GetOffset(p.Source, p.Partition, sarama.OffsetNewest); err == nil {
+		ps.hwm.Store(end)
+	}
+	// The target position that goes with the start: stored with the
+	// progress, or the target partition's end for a fresh start (where
+	// the first copied record lands when nothing else writes there).
+	down := int64(-1)
+	if st := stored[p]; st.offset == offset {
+		down = st.down
+	} else if end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest); err == nil {
+		down = end
+	}
+	ps.mu.Lock()
+	ps.next.Store(offset)
+	ps.progDown = down
+	ps.resumed = stored[p].offset == offset && down >= 0
+	ps.topicID = p.TopicID
+	ps.mu.Unlock()
+	return pc, nil
 }
 
 // syncFlushWait bounds how long a stopping worker waits for its offset syncs.
