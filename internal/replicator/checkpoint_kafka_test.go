@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"strings"
@@ -37,7 +38,21 @@ func commitOnSource(t *testing.T, c *kafkatest.Cluster, group, topic string, off
 	for p, off := range offsets {
 		o[p] = sarama.OffsetAndMetadata{Offset: off, LeaderEpoch: -1}
 	}
-	resp, err := mustAdmin(t, c).AlterConsumerGroupOffsets(group, map[string]map[int32]sarama.OffsetAndMetadata{topic: o}, nil)
+	// A broker that just started may still be loading its offsets topic:
+	// retried for a while, as any client would.
+	var resp *sarama.OffsetCommitResponse
+	var err error
+	for range 60 {
+		resp, err = mustAdmin(t, c).AlterConsumerGroupOffsets(group, map[string]map[int32]sarama.OffsetAndMetadata{topic: o}, nil)
+		loading := err == nil
+		for p := range offsets {
+			loading = loading && errors.Is(resp.Errors[topic][p], sarama.ErrOffsetsLoadInProgress)
+		}
+		if err == nil && !loading {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

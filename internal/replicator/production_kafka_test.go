@@ -479,7 +479,7 @@ func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
 	var st FlowStatus
 	waitForLong(t, 2*time.Minute, func() error {
 		st = reps[0].Status()
-		if st.State != StateDegraded || !strings.Contains(st.Reason, solo+"-0 waits for the source") {
+		if st.State != task.StateDegraded || !strings.Contains(st.Reason, solo+"-0 waits for the source") {
 			return fmt.Errorf("state %s (%s)", st.State, st.Reason)
 		}
 		return nil
@@ -491,7 +491,7 @@ func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
 	verifyCopy(t, s, solo, s, "LA."+solo, 150, e2e.VerifyOptions{})
 	verifyCopy(t, s, healthy, s, "LA."+healthy, 600, e2e.VerifyOptions{})
 	waitForLong(t, time.Minute, func() error {
-		if st = reps[0].Status(); st.State != StateRunning {
+		if st = reps[0].Status(); st.State != task.StateRunning {
 			return fmt.Errorf("state %s (%s)", st.State, st.Reason)
 		}
 		return nil
