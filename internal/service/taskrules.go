@@ -245,25 +245,12 @@ func validateRules(p *Problems, t task.Task) {
 
 	// Aliases of the clusters this task copies to: a topic named
 	// "<alias>.x" came from that cluster and is never copied back to it.
-	var targets []string
-	switch r.Direction {
-	case task.DirectionPush:
-		targets = []string{t.Peer.Alias}
-	case task.DirectionPull:
-		targets = []string{t.Current.Alias}
-	case task.DirectionBidirectional:
-		targets = []string{t.Peer.Alias, t.Current.Alias}
-	}
-	// Aliases this task prefixes topics with when renaming.
-	var prefixes []string
-	if r.RenameTopics {
-		switch r.Direction {
-		case task.DirectionPush:
-			prefixes = []string{t.Current.Alias}
-		case task.DirectionPull:
-			prefixes = []string{t.Peer.Alias}
-		case task.DirectionBidirectional:
-			prefixes = []string{t.Current.Alias, t.Peer.Alias}
+	// Renaming prefixes topics with the alias each flow copies from.
+	var targets, prefixes []string
+	for _, f := range t.Flows() {
+		targets = append(targets, f.TargetAlias)
+		if r.RenameTopics {
+			prefixes = append(prefixes, f.SourceAlias)
 		}
 	}
 
