@@ -153,9 +153,12 @@ func (s *Service) AddConnectCluster(ctx context.Context, in ConnectClusterSettin
 	}
 	in = NormalizeConnectCluster(in)
 	p := ValidateConnectCluster(in)
+	kafkaMissing := func() {
+		p.Add("kafka_cluster", "no Kafka cluster named %q is registered: register the cluster the workers write to first", in.KafkaCluster)
+	}
 	if in.KafkaCluster != "" {
 		if _, err := s.clusters.Cluster(ctx, in.KafkaCluster); errors.Is(err, store.ErrNotFound) {
-			p.Add("kafka_cluster", "no Kafka cluster named %q is registered: register the cluster the workers write to first", in.KafkaCluster)
+			kafkaMissing()
 		} else if err != nil {
 			return ConnectClusterInfo{}, err
 		}
@@ -180,7 +183,7 @@ func (s *Service) AddConnectCluster(ctx context.Context, in ConnectClusterSettin
 		p.Add("name", "a Connect cluster named %q is already registered: choose another name or remove it first", in.Name)
 		return ConnectClusterInfo{}, invalidConnectCluster(p)
 	case errors.Is(err, store.ErrNotFound): // its Kafka cluster went away meanwhile
-		p.Add("kafka_cluster", "no Kafka cluster named %q is registered: register the cluster the workers write to first", in.KafkaCluster)
+		kafkaMissing()
 		return ConnectClusterInfo{}, invalidConnectCluster(p)
 	case err != nil:
 		return ConnectClusterInfo{}, err

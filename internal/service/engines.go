@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
@@ -88,22 +87,42 @@ func (s *Service) resolveEngine(ctx context.Context, t *task.Task, p *Problems) 
 	if t.Engine == "" {
 		t.Engine = smartConnectOf(r).Engine
 	}
-	name, perr := task.ParseEngine(t.Engine)
-	switch {
-	case perr != nil:
-		p.Add("engine", "%s", perr.Error())
-	case name == "":
-		t.Engine = task.EngineEmbedded
-	case s.connectClusters == nil || s.connectRunner == nil:
+	if _, onConnect := t.ConnectCluster(); onConnect && s.connectRunner == nil {
 		p.Add("engine", "this kmirror cannot run tasks on Kafka Connect: choose embedded")
-	default:
-		if _, err := s.connectClusters.ConnectCluster(ctx, name); errors.Is(err, store.ErrNotFound) {
-			p.Add("engine", "no Kafka Connect cluster named %q is registered: register it first, or choose embedded", name)
-		} else if err != nil {
-			return err
-		}
+		return nil
 	}
-	return nil
+	name, err := s.checkEngine(ctx, t.Engine, p)
+	if name == "" && len(p.For("engine")) == 0 {
+		t.Engine = task.EngineEmbedded
+	}
+	return err
+}
+
+// checkEngine checks an engine value (see task.ParseEngine) and that a
+// Connect engine names a registered Connect cluster, adding problems on
+// "engine". It returns the Connect cluster named, "" for the in-process
+// engine.
+func (s *Service) checkEngine(ctx context.Context, engine string, p *Problems) (string, error) {
+	name, perr := task.ParseEngine(engine)
+	if perr != nil {
+		p.Add("engine", "%s", perr.Error())
+		return "", nil
+	}
+	if name == "" {
+		return "", nil
+	}
+	registered := false
+	if s.connectClusters != nil {
+		_, err := s.connectClusters.ConnectCluster(ctx, name)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return "", err
+		}
+		registered = err == nil
+	}
+	if !registered {
+		p.Add("engine", "no Kafka Connect cluster named %q is registered: register it first, or choose embedded", name)
+	}
+	return name, nil
 }
 
 // checkOnEngine asks the task's engine whether it can run the task as
@@ -116,7 +135,7 @@ func (s *Service) checkOnEngine(t task.Task, current, peer cluster.Settings, p *
 	}
 	if c, ok := r.(Checker); ok {
 		if err := c.Check(t, current, peer); err != nil {
-			p.Add("engine", "%s", fmt.Sprintf("%v", err))
+			p.Add("engine", "%s", err.Error())
 		}
 	}
 }

@@ -40,18 +40,9 @@ func (s *Service) SetSmartConnect(ctx context.Context, clusterName string, in Sm
 		return ClusterInfo{}, err
 	}
 	var p Problems
-	connect, perr := task.ParseEngine(in.Engine)
-	if perr != nil {
-		p.Add("engine", "%s", perr.Error())
-	}
-	if connect != "" {
-		if s.connectClusters == nil {
-			p.Add("engine", "no Kafka Connect cluster named %q is registered: register it first, or choose embedded", connect)
-		} else if _, err := s.connectClusters.ConnectCluster(ctx, connect); errors.Is(err, store.ErrNotFound) {
-			p.Add("engine", "no Kafka Connect cluster named %q is registered: register it first, or choose embedded", connect)
-		} else if err != nil {
-			return ClusterInfo{}, err
-		}
+	connect, err := s.checkEngine(ctx, in.Engine, &p)
+	if err != nil {
+		return ClusterInfo{}, err
 	}
 	if len(p) > 0 {
 		return ClusterInfo{}, &Error{Code: CodeInvalidCluster, Message: "the Smart Connect settings are not valid", Problems: p}
