@@ -99,16 +99,13 @@ const requestTimeout = 60 * time.Second
 // configuration up to date) and resumes them if they were paused. Starting
 // a task twice is harmless: Connect keeps one copy of each connector.
 func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
-	name, ok := t.ConnectCluster()
-	if !ok {
-		return fmt.Errorf("task %s runs in-process, not on Kafka Connect", t.Name)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	cc, err := e.d.Cluster(ctx, name)
+	cc, err := e.resolve(ctx, t)
 	if err != nil {
-		return fmt.Errorf("task %s: Kafka Connect cluster %s: %w", t.Name, name, err)
+		return fmt.Errorf("task %s: %w", t.Name, err)
 	}
+	name := cc.Name
 	conns, err := e.d.Plan(t, current, peer, cc)
 	if err != nil {
 		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, name, err)
@@ -149,18 +146,28 @@ func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
 // 2 cannot honour, a Connect cluster that is not registered), without
 // deploying anything.
 func (e *Engine) Check(t task.Task, current, peer cluster.Settings) error {
-	name, ok := t.ConnectCluster()
-	if !ok {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	cc, err := e.d.Cluster(ctx, name)
+	cc, err := e.resolve(ctx, t)
 	if err != nil {
-		return fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
+		return err
 	}
 	_, err = e.d.Plan(t, current, peer, cc)
 	return err
+}
+
+// resolve is the Connect cluster t runs on.
+func (e *Engine) resolve(ctx context.Context, t task.Task) (Cluster, error) {
+	name, ok := t.ConnectCluster()
+	if !ok {
+		return Cluster{}, fmt.Errorf("task %s runs in-process, not on Kafka Connect", t.Name)
+	}
+	cc, err := e.d.Cluster(ctx, name)
+	if err != nil {
+		return Cluster{}, fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
+	}
+	cc.Name = name
+	return cc, nil
 }
 
 // Stop pauses the task's connectors (their offsets stay, so a resume
@@ -199,16 +206,16 @@ func (e *Engine) Stop(name string) {
 // the clusters, so a task created again resumes.
 func (e *Engine) Remove(t task.Task) error {
 	e.Stop(t.Name)
-	name, ok := t.ConnectCluster()
-	if !ok {
+	if _, ok := t.ConnectCluster(); !ok {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	cc, err := e.d.Cluster(ctx, name)
+	cc, err := e.resolve(ctx, t)
 	if err != nil {
-		return fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
+		return err
 	}
+	name := cc.Name
 	client, err := connect.New(cc.Client)
 	if err != nil {
 		return err
@@ -251,14 +258,14 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 		}
 		return st, true
 	}
-	all := make([]string, 0, len(dep.connectors))
-	for _, c := range dep.connectors {
-		all = append(all, c.Name)
-	}
-	st.State, st.Reason = verdict(all, dep.cluster, o)
+	// The task is as its worst flow, as the in-process engine reports it.
+	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
 		fs, reason := verdict(byFlow[f], dep.cluster, o)
 		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}})
+		if severity[fs] > severity[st.State] {
+			st.State, st.Reason = fs, reason
+		}
 	}
 	return st, true
 }

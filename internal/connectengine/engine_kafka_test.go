@@ -2,15 +2,13 @@ package connectengine
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/IBM/sarama"
-
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -156,52 +154,11 @@ func waitConnector(t *testing.T, c *connect.Client, name, want string) {
 
 func produce(t *testing.T, c *kafkatest.Cluster, topic string, n int) {
 	t.Helper()
-	s := c.Settings(cluster.Plaintext, "")
-	cfg, err := s.Config("engine-test")
-	if err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, err := e2e.Produce(ctx, c.Settings(cluster.Plaintext, ""), topic, 2, n, 100); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	var msgs []*sarama.ProducerMessage
-	for i := range n {
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: int32(i % 2), Value: sarama.StringEncoder(fmt.Sprint(i))})
-	}
-	if err := p.SendMessages(msgs); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func countRecords(c *kafkatest.Cluster, topic string) (int64, error) {
-	s := c.Settings(cluster.Plaintext, "")
-	cfg, err := s.Config("engine-test-count")
-	if err != nil {
-		return 0, err
-	}
-	client, err := sarama.NewClient(s.BootstrapServers, cfg)
-	if err != nil {
-		return 0, err
-	}
-	defer client.Close()
-	parts, err := client.Partitions(topic)
-	if err != nil {
-		return 0, err
-	}
-	var n int64
-	for _, p := range parts {
-		end, err := client.GetOffset(topic, p, sarama.OffsetNewest)
-		if err != nil {
-			return 0, err
-		}
-		n += end
-	}
-	return n, nil
 }
 
 // waitCount waits until topic holds at least want records and returns how
@@ -209,15 +166,11 @@ func countRecords(c *kafkatest.Cluster, topic string) (int64, error) {
 // between offset commits copies some records again.
 func waitCount(t *testing.T, c *kafkatest.Cluster, topic string, want int64) int64 {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		n, err := countRecords(c, topic)
-		if err == nil && n >= want {
-			return n
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %d records (%v), want %d", topic, n, err, want)
-		}
-		time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	n, err := e2e.WaitFor(ctx, c.Settings(cluster.Plaintext, ""), topic, want, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return n
 }

@@ -25,6 +25,9 @@ type observed struct {
 	err error
 }
 
+// severity orders states for "the worst wins".
+var severity = map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, task.StateDegraded: 2, task.StatePaused: 3, task.StateFailed: 4}
+
 // verdict maps the states Connect shows for a task's connectors to
 // kmirror's: the worst wins, with a reason an operator can act on.
 // FAILED > PAUSED (not asked for) > DEGRADED > STARTING > RUNNING.
@@ -33,10 +36,9 @@ func verdict(connectors []string, clusterName string, o observed) (state task.St
 		// The connectors may well still copy; kmirror cannot tell.
 		return task.StateDegraded, fmt.Sprintf("Kafka Connect cluster %s does not answer: %v (its connectors may still be copying; check the workers)", clusterName, o.err)
 	}
-	rank := map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, task.StateDegraded: 2, task.StatePaused: 3, task.StateFailed: 4}
 	state = task.StateRunning
 	worse := func(s task.State, r string) {
-		if rank[s] > rank[state] {
+		if severity[s] > severity[state] {
 			state, reason = s, r
 		}
 	}
