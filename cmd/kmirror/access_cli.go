@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-
-	"github.com/kmirror/kmirror/internal/apiclient"
 )
 
 const userUsage = `Usage:
@@ -73,19 +71,7 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 		fmt.Fprintf(stdout, "user %s added as %s\n", name, role)
 		return nil
 	case "remove":
-		pos, err := a.parse(rest, getenv)
-		if err != nil {
-			return err
-		}
-		name, err := oneName(pos, "user")
-		if err != nil {
-			return err
-		}
-		if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path("/api/v1/users/%s", name), nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "user %s removed\n", name)
-		return nil
+		return a.remove(ctx, rest, getenv, "user", "/api/v1/users/%s")
 	default:
 		fmt.Fprint(stderr, userUsage)
 		return fmt.Errorf("unknown user command %q", sub)
@@ -139,19 +125,7 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 			return nil
 		})
 	case "revoke":
-		pos, err := a.parse(rest, getenv)
-		if err != nil {
-			return err
-		}
-		name, err := oneName(pos, "token")
-		if err != nil {
-			return err
-		}
-		if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path("/api/v1/tokens/%s", name), nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "token %s revoked\n", name)
-		return nil
+		return a.remove(ctx, rest, getenv, "token", "/api/v1/tokens/%s", "revoked")
 	default:
 		fmt.Fprint(stderr, tokenUsage)
 		return fmt.Errorf("unknown token command %q", sub)

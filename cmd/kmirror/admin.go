@@ -101,6 +101,70 @@ func (a *adminCmd) body() ([]byte, error) {
 	return b, nil
 }
 
+// bodyOr is the request body: the -f file when given, else build's value
+// as JSON (a command's flags).
+func (a *adminCmd) bodyOr(build func() (any, error)) ([]byte, error) {
+	if a.file != "" {
+		return a.body()
+	}
+	v, err := build()
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
+// readCA reads a --ca-file flag's PEM; "" when none is given.
+func readCA(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read CA file: %w", err)
+	}
+	return string(pem), nil
+}
+
+// remove is a "remove NAME" command: DELETE path (with NAME) and a line
+// saying it is done ("<what> NAME removed", or done instead of removed).
+func (a *adminCmd) remove(ctx context.Context, rest []string, getenv func(string) string, what, path string, done ...string) error {
+	pos, err := a.parse(rest, getenv)
+	if err != nil {
+		return err
+	}
+	name, err := oneName(pos, what)
+	if err != nil {
+		return err
+	}
+	if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path(path, name), nil); err != nil {
+		return err
+	}
+	verb := "removed"
+	if len(done) > 0 {
+		verb = done[0]
+	}
+	fmt.Fprintf(a.stdout, "%s %s %s\n", what, name, verb)
+	return nil
+}
+
+// rowsOf decodes an answer holding one row, or with list a list of rows
+// under key.
+func rowsOf[T any](raw json.RawMessage, list bool, key string) ([]T, error) {
+	if !list {
+		var r T
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("decode answer: %w", err)
+		}
+		return []T{r}, nil
+	}
+	var l map[string][]T
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, fmt.Errorf("decode answer: %w", err)
+	}
+	return l[key], nil
+}
+
 func oneName(pos []string, what string) (string, error) {
 	if len(pos) != 1 {
 		return "", fmt.Errorf("give exactly one %s name", what)
@@ -160,23 +224,15 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		body, err := func() ([]byte, error) {
-			if a.file != "" {
-				return a.body()
-			}
+		body, err := a.bodyOr(func() (any, error) {
 			if bootstrap != "" {
 				in.BootstrapServers = strings.Split(bootstrap, ",")
 			}
 			in.Password = getenv("KMIRROR_KAFKA_PASSWORD")
-			if caFile != "" {
-				pem, err := os.ReadFile(caFile)
-				if err != nil {
-					return nil, fmt.Errorf("read CA file: %w", err)
-				}
-				in.CAPEM = string(pem)
-			}
-			return json.Marshal(in)
-		}()
+			var err error
+			in.CAPEM, err = readCA(caFile)
+			return in, err
+		})
 		if err != nil {
 			return err
 		}
@@ -195,19 +251,7 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 		}
 		return a.print(raw, instanceTable(true))
 	case "remove":
-		pos, err := a.parse(rest, getenv)
-		if err != nil {
-			return err
-		}
-		name, err := oneName(pos, "instance")
-		if err != nil {
-			return err
-		}
-		if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path("/api/v1/clusters/%s", name), nil); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "instance %s removed\n", name)
-		return nil
+		return a.remove(ctx, rest, getenv, "instance", "/api/v1/clusters/%s")
 	default:
 		fmt.Fprint(stderr, instanceUsage)
 		return fmt.Errorf("unknown instance command %q", sub)
@@ -226,21 +270,9 @@ type clusterRow struct {
 
 func instanceTable(list bool) func(io.Writer, json.RawMessage) error {
 	return func(w io.Writer, raw json.RawMessage) error {
-		var rows []clusterRow
-		if list {
-			var l struct {
-				Clusters []clusterRow `json:"clusters"`
-			}
-			if err := json.Unmarshal(raw, &l); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
-			}
-			rows = l.Clusters
-		} else {
-			var r clusterRow
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
-			}
-			rows = []clusterRow{r}
+		rows, err := rowsOf[clusterRow](raw, list, "clusters")
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(w, "NAME\tBOOTSTRAP\tAUTH\tTASKS")
 		for _, r := range rows {
@@ -387,21 +419,9 @@ func (r taskRow) peer() string {
 
 func taskTable(list bool) func(io.Writer, json.RawMessage) error {
 	return func(w io.Writer, raw json.RawMessage) error {
-		var rows []taskRow
-		if list {
-			var l struct {
-				Tasks []taskRow `json:"tasks"`
-			}
-			if err := json.Unmarshal(raw, &l); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
-			}
-			rows = l.Tasks
-		} else {
-			var r taskRow
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
-			}
-			rows = []taskRow{r}
+		rows, err := rowsOf[taskRow](raw, list, "tasks")
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(w, "NAME\tCURRENT\tDIRECTION\tPEER\tSTATE\tRECORDS\tLAG\tREASON")
 		for _, r := range rows {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/apiclient"
@@ -58,23 +57,15 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		body, err := func() ([]byte, error) {
-			if a.file != "" {
-				return a.body()
-			}
+		body, err := a.bodyOr(func() (any, error) {
 			if urls != "" {
 				in.URLs = strings.Split(urls, ",")
 			}
 			in.Password = getenv("KMIRROR_CONNECT_PASSWORD")
-			if caFile != "" {
-				pem, err := os.ReadFile(caFile)
-				if err != nil {
-					return nil, fmt.Errorf("read CA file: %w", err)
-				}
-				in.CAPEM = string(pem)
-			}
-			return json.Marshal(in)
-		}()
+			var err error
+			in.CAPEM, err = readCA(caFile)
+			return in, err
+		})
 		if err != nil {
 			return err
 		}
@@ -92,7 +83,7 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 			return err
 		}
 		return a.print(raw, connectTable(true))
-	case "show", "remove":
+	case "show":
 		pos, err := a.parse(rest, getenv)
 		if err != nil {
 			return err
@@ -101,19 +92,13 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		if err != nil {
 			return err
 		}
-		path := apiclient.Path("/api/v1/connect-clusters/%s", name)
-		if sub == "show" {
-			raw, err := a.client.Do(ctx, http.MethodGet, path, nil)
-			if err != nil {
-				return err
-			}
-			return a.print(raw, connectTable(false))
-		}
-		if _, err := a.client.Do(ctx, http.MethodDelete, path, nil); err != nil {
+		raw, err := a.client.Do(ctx, http.MethodGet, apiclient.Path("/api/v1/connect-clusters/%s", name), nil)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "Connect cluster %s removed\n", name)
-		return nil
+		return a.print(raw, connectTable(false))
+	case "remove":
+		return a.remove(ctx, rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s")
 	default:
 		fmt.Fprint(stderr, connectUsage)
 		return fmt.Errorf("unknown connect-cluster command %q", sub)
@@ -163,21 +148,9 @@ type connectRow struct {
 
 func connectTable(list bool) func(io.Writer, json.RawMessage) error {
 	return func(w io.Writer, raw json.RawMessage) error {
-		var rows []connectRow
-		if list {
-			var l struct {
-				ConnectClusters []connectRow `json:"connect_clusters"`
-			}
-			if err := json.Unmarshal(raw, &l); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
-			}
-			rows = l.ConnectClusters
-		} else {
-			var r connectRow
-			if err := json.Unmarshal(raw, &r); err != nil {
-				return fmt.Errorf("decode answer: %w", err)
-			}
-			rows = []connectRow{r}
+		rows, err := rowsOf[connectRow](raw, list, "connect_clusters")
+		if err != nil {
+			return err
 		}
 		fmt.Fprintln(w, "NAME\tURLS\tKAFKA CLUSTER\tAUTH")
 		for _, r := range rows {
