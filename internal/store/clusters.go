@@ -88,23 +88,7 @@ func (d *DB) Cluster(ctx context.Context, name string) (Cluster, error) {
 
 // ListClusters implements Clusters.
 func (d *DB) ListClusters(ctx context.Context) ([]Cluster, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+clusterReadColumns+` FROM clusters ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list clusters: %w", err)
-	}
-	defer rows.Close()
-	var out []Cluster
-	for rows.Next() {
-		c, err := scanCluster(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list clusters: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list clusters: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, d.db, "list clusters", scanCluster, `SELECT `+clusterReadColumns+` FROM clusters ORDER BY name`)
 }
 
 // DeleteCluster implements Clusters.

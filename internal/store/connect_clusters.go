@@ -73,23 +73,7 @@ func (d *DB) ConnectCluster(ctx context.Context, name string) (ConnectCluster, e
 
 // ListConnectClusters implements ConnectClusters.
 func (d *DB) ListConnectClusters(ctx context.Context) ([]ConnectCluster, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+connectClusterColumns+` FROM connect_clusters ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list Connect clusters: %w", err)
-	}
-	defer rows.Close()
-	var out []ConnectCluster
-	for rows.Next() {
-		c, err := scanConnectCluster(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list Connect clusters: %w", err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list Connect clusters: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, d.db, "list Connect clusters", scanConnectCluster, `SELECT `+connectClusterColumns+` FROM connect_clusters ORDER BY name`)
 }
 
 // DeleteConnectCluster implements ConnectClusters.

@@ -106,3 +106,25 @@ func isForeignKey(err error) bool {
 	return se.ExtendedCode == sqlite3.ErrConstraintForeignKey ||
 		(se.Code == sqlite3.ErrConstraint && strings.Contains(se.Error(), "FOREIGN KEY"))
 }
+
+// queryAll runs a query and scans every row with scan; what names the rows
+// in errors ("list clusters").
+func queryAll[T any](ctx context.Context, q querier, what string, scan func(scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

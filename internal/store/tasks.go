@@ -147,23 +147,7 @@ type querier interface {
 }
 
 func listTasks(ctx context.Context, q querier) ([]Task, error) {
-	rows, err := q.QueryContext(ctx, `SELECT `+taskColumns+` FROM tasks ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, q, "list tasks", scanTask, `SELECT `+taskColumns+` FROM tasks ORDER BY name`)
 }
 
 // DeleteTask implements Tasks.
