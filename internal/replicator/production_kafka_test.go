@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,10 +47,12 @@ func rf3Task(name, current, peer, topic string) task.Task {
 }
 
 // runUntilStopped runs every flow of a task until the returned stop is
-// called (the stop is graceful: progress committed).
-func runUntilStopped(t *testing.T, tk task.Task, s cluster.Settings) ([]*Replicator, func()) {
+// called (the stop is graceful: progress committed). One settings value
+// is both sides; two are the current and the peer cluster.
+func runUntilStopped(t *testing.T, tk task.Task, sides ...cluster.Settings) ([]*Replicator, func()) {
 	t.Helper()
-	flows, err := FlowsOf(tk, s, s)
+	current, peer := sides[0], sides[len(sides)-1]
+	flows, err := FlowsOf(tk, current, peer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +77,32 @@ func runUntilStopped(t *testing.T, tk task.Task, s cluster.Settings) ([]*Replica
 	}
 	t.Cleanup(stop)
 	return reps, stop
+}
+
+// brokerAway takes a broker away, killed (SIGKILL) or stopped cleanly, and
+// brings it back when the test ends, or earlier through back (which does it
+// once).
+func brokerAway(t *testing.T, k *kafkatest.Cluster, id int32, kill bool) (back func()) {
+	t.Helper()
+	away := k.StopBroker
+	if kill {
+		away = k.KillBroker
+	}
+	if err := away(id); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	back = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+			defer cancel()
+			if err := k.RestartBroker(ctx, id); err != nil {
+				t.Errorf("restart broker %d: %v", id, err)
+			}
+		})
+	}
+	t.Cleanup(back)
+	return back
 }
 
 // groupGone polls until the broker has expired the group's offsets.
@@ -388,21 +417,10 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	var killed []int32
 	for _, id := range k.BrokerIDs() {
 		if id != keep {
-			if err := k.KillBroker(id); err != nil {
-				t.Fatal(err)
-			}
+			brokerAway(t, k, id, true)
 			killed = append(killed, id)
 		}
 	}
-	defer func() {
-		rctx, rcancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer rcancel()
-		for _, id := range killed {
-			if err := k.RestartBroker(rctx, id); err != nil {
-				t.Errorf("restart broker %d: %v", id, err)
-			}
-		}
-	}()
 	batch(30)
 	var st FlowStatus
 	waitForLong(t, 2*time.Minute, func() error {
@@ -456,22 +474,7 @@ func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
 	verifyCopy(t, s, solo, s, "LA."+solo, 100, e2e.VerifyOptions{})
 	stop()
 
-	if err := k.StopBroker(away); err != nil {
-		t.Fatal(err)
-	}
-	restarted := false
-	restart := func() {
-		if restarted {
-			return
-		}
-		restarted = true
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		if err := k.RestartBroker(ctx, away); err != nil {
-			t.Errorf("restart broker %d: %v", away, err)
-		}
-	}
-	defer restart()
+	restart := brokerAway(t, k, away, false)
 	produceN(t, s, healthy, 3, 300, 100) // its leaders moved to the brokers left
 
 	reps, _ := runUntilStopped(t, tk, s)
@@ -525,34 +528,12 @@ func TestTargetUncleanElectionLossIsCounted(t *testing.T) {
 			_ = a.DeleteTopic(target)
 		}
 	})
-	down := map[int32]bool{}
-	restart := func(id int32) {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-		defer cancel()
-		if err := k.RestartBroker(ctx, id); err != nil {
-			t.Errorf("restart broker %d: %v", id, err)
-		}
-		delete(down, id)
-	}
-	defer func() {
-		for id := range down {
-			restart(id)
-		}
-	}()
-
 	tk := newTask("unclean", task.DirectionPush, []string{topic})
 	tk.Current.Alias, tk.Peer.Alias = "UA", "UB"
 	tk.Rules.RenameTopics = true
 	tk.Rules.ReplicationFactor = task.DefaultReplicationFactor
-	flows, err := FlowsOf(tk, src, dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := New(flows[0], testOpts, nil)
-	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	reps, _ := runUntilStopped(t, tk, src, dst)
+	r := reps[0]
 
 	count := func(want int64) {
 		t.Helper()
@@ -565,18 +546,12 @@ func TestTargetUncleanElectionLossIsCounted(t *testing.T) {
 	produceN(t, src, topic, 1, 100, 100)
 	count(100) // on both replicas
 
-	if err := k.StopBroker(follower); err != nil {
-		t.Fatal(err)
-	}
-	down[follower] = true
+	followerBack := brokerAway(t, k, follower, false)
 	produceN(t, src, topic, 1, 100, 100)
 	count(200) // acknowledged by the leader alone
 
-	if err := k.KillBroker(leader); err != nil {
-		t.Fatal(err)
-	}
-	down[leader] = true
-	restart(follower)
+	brokerAway(t, k, leader, true)
+	followerBack()
 	var res map[string]map[int32]*sarama.PartitionResult
 	waitForLong(t, 2*time.Minute, func() error {
 		a, err := k.Admin()
