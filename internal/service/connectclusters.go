@@ -97,12 +97,7 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 	if s.Username != "" && s.Password == "" {
 		p.Add("password", "basic authentication needs a password with the user name")
 	}
-	if len(s.Username) > maxUsernameLength {
-		p.Add("username", "username is longer than %d characters", maxUsernameLength)
-	}
-	if len(s.Password) > maxPasswordLength {
-		p.Add("password", "password is longer than %d bytes", maxPasswordLength)
-	}
+	checkCredentialSizes(&p, s.Username, s.Password)
 	if s.Password == task.PasswordMask {
 		p.Add("password", "the password is masked (%s) as kmirror shows a stored one: type the real password", task.PasswordMask)
 	}

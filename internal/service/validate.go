@@ -98,12 +98,7 @@ func ValidateCluster(s cluster.Settings) Problems {
 			p.Add("password", "PLAINTEXT does not authenticate: choose SASL_PLAINTEXT or SASL_SSL, or clear the password")
 		}
 	}
-	if len(s.Username) > maxUsernameLength {
-		p.Add("username", "username is longer than %d characters", maxUsernameLength)
-	}
-	if len(s.Password) > maxPasswordLength {
-		p.Add("password", "password is longer than %d bytes", maxPasswordLength)
-	}
+	checkCredentialSizes(&p, s.Username, s.Password)
 
 	if s.CAPEM != "" {
 		switch {
@@ -135,4 +130,15 @@ func checkHostPort(addr string) string {
 		return strconv.Quote(addr) + " has no valid port: use a number from 1 to 65535"
 	}
 	return ""
+}
+
+// checkCredentialSizes keeps absurd user names and passwords out of the
+// store (a Kafka cluster's SASL ones, a Connect cluster's basic auth).
+func checkCredentialSizes(p *Problems, username, password string) {
+	if len(username) > maxUsernameLength {
+		p.Add("username", "username is longer than %d characters", maxUsernameLength)
+	}
+	if len(password) > maxPasswordLength {
+		p.Add("password", "password is longer than %d bytes", maxPasswordLength)
+	}
 }
