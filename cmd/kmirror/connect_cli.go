@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/apiclient"
+	"github.com/kmirror/kmirror/internal/service"
 )
 
 const connectUsage = `Usage:
@@ -38,15 +39,7 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 	a := newAdminCmd("connect-cluster "+sub, stderr, stdout, sub == "add")
 	switch sub {
 	case "add":
-		var in struct {
-			Name           string   `json:"name"`
-			URLs           []string `json:"urls"`
-			KafkaCluster   string   `json:"kafka_cluster"`
-			Username       string   `json:"username,omitempty"`
-			Password       string   `json:"password,omitempty"`
-			CAPEM          string   `json:"ca_pem,omitempty"`
-			ConfigProvider string   `json:"config_provider,omitempty"`
-		}
+		var in service.ConnectClusterSettings
 		var urls, caFile string
 		a.fs.StringVar(&in.Name, "name", "", "Connect cluster name")
 		a.fs.StringVar(&urls, "url", "", "REST URLs of its workers, comma-separated")
@@ -109,10 +102,7 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 func smartConnectCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	a := newAdminCmd("instance smart-connect", stderr, stdout, false)
 	var enable, disable bool
-	var in struct {
-		Enabled bool   `json:"enabled"`
-		Engine  string `json:"engine"`
-	}
+	var in service.SmartConnect
 	a.fs.BoolVar(&enable, "enable", false, "enable Smart Connect (tasks may be created)")
 	a.fs.BoolVar(&disable, "disable", false, "disable Smart Connect (no new tasks)")
 	a.fs.StringVar(&in.Engine, "engine", "embedded", "engine of new tasks: embedded or connect:<name>")
