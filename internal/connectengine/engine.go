@@ -46,6 +46,9 @@ type Cluster struct {
 	// the workers write to, a config provider for secrets.
 	KafkaCluster   string
 	ConfigProvider string
+	// OverridesAllowed says the workers accept per-connector producer
+	// overrides (connector.client.config.override.policy=All).
+	OverridesAllowed bool
 }
 
 // Deps are the engine's collaborators.

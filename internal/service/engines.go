@@ -126,16 +126,26 @@ func (s *Service) checkEngine(ctx context.Context, engine string, p *Problems) (
 }
 
 // checkOnEngine asks the task's engine whether it can run the task as
-// configured; its answer is a problem on "engine".
+// configured: an option it cannot honour is a problem on that option's
+// field, anything else a problem on "engine".
 func (s *Service) checkOnEngine(t task.Task, current, peer cluster.Settings, p *Problems) {
 	r, err := s.runnerFor(t)
 	if err != nil {
 		p.Add("engine", "%s", err.Error())
 		return
 	}
-	if c, ok := r.(Checker); ok {
-		if err := c.Check(t, current, peer); err != nil {
-			p.Add("engine", "%s", err.Error())
+	c, ok := r.(Checker)
+	if !ok {
+		return
+	}
+	err = c.Check(t, current, peer)
+	var fields task.FieldErrors
+	switch {
+	case errors.As(err, &fields):
+		for _, f := range fields {
+			p.Add(f.Field, "%s", f.Message)
 		}
+	case err != nil:
+		p.Add("engine", "%s", err.Error())
 	}
 }

@@ -48,3 +48,21 @@ func (t Task) EngineOrDefault() string {
 	}
 	return t.Engine
 }
+
+// FieldError is an option an engine cannot honour: the field (as the API
+// names it, e.g. "rules.topic_mappings") and why.
+type FieldError struct {
+	Field, Message string
+}
+
+// FieldErrors is what an engine says about a task it cannot run as
+// configured, one entry per option.
+type FieldErrors []FieldError
+
+func (fe FieldErrors) Error() string {
+	msgs := make([]string, len(fe))
+	for i, e := range fe {
+		msgs[i] = e.Field + ": " + e.Message
+	}
+	return strings.Join(msgs, "; ")
+}

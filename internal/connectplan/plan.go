@@ -1,0 +1,264 @@
+// Package connectplan turns a task into the MirrorMaker 2 connectors that run
+// it on a Kafka Connect cluster: per flow a MirrorSourceConnector, a
+// MirrorHeartbeatConnector, and a MirrorCheckpointConnector when consumer
+// offsets are synced (docs/CONNECT.md). It is pure: no I/O, table-tested.
+//
+// Invariants:
+//   - every task option is mapped faithfully or refused with the field and
+//     the reason (task.FieldErrors); none is silently dropped;
+//   - records are read read_committed and copied as bytes (keys, values and
+//     headers through ByteArrayConverter), as the in-process engine copies;
+//   - a flow's records are written to its target: by the workers' own
+//     producer when the Connect cluster writes to that target, otherwise by
+//     per-connector producer overrides, which the workers must allow.
+package connectplan
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// MirrorMaker 2's connector classes.
+const (
+	SourceConnector     = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
+	CheckpointConnector = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
+	HeartbeatConnector  = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
+)
+
+// Roles of a flow's connectors: the last part of their names.
+const (
+	RoleSource     = "source"
+	RoleCheckpoint = "checkpoint"
+	RoleHeartbeat  = "heartbeat"
+)
+
+// Replication policies: rename prefixes target topics with the source
+// alias (MM2's default), identity keeps the names.
+const (
+	renamePolicy   = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+	identityPolicy = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+)
+
+const byteArrayConverter = "org.apache.kafka.connect.converters.ByteArrayConverter"
+
+// RefreshSeconds is how often MM2 looks for new topics, partitions and
+// groups. MM2's default (10 minutes) would leave a topic created after the
+// task uncopied for that long; the in-process engine finds it within
+// seconds.
+const RefreshSeconds = 10
+
+// topicsExclude keeps what the in-process engine never copies out of a
+// regex's reach (see policy.IsInternal): Kafka's, MM2's and kmirror's own
+// topics. MM2 copies heartbeats topics whatever the filters say.
+const topicsExclude = `.*internal,__.*,mm2-.*,kmirror-.*,.*\.replica`
+
+// groupsExclude leaves kmirror's progress groups and tools' groups alone,
+// as the in-process engine's consumer-offset sync does.
+const groupsExclude = `console-consumer-.*,connect-.*,__.*,kmirror\..*`
+
+// Name is the connector of one role for a flow of a task:
+// kmirror.<task>.<source alias>-<target alias>.<role>.
+func Name(f task.FlowSpec, role string) string { return f.Group + "." + role }
+
+// Names are every connector Build can make for t, whatever its options, so
+// deleting a task removes all of them.
+func Names(t task.Task) []string {
+	var out []string
+	for _, f := range t.Flows() {
+		out = append(out, Name(f, RoleSource), Name(f, RoleCheckpoint), Name(f, RoleHeartbeat))
+	}
+	return out
+}
+
+// Build is the task's connectors on the Connect cluster on. current and
+// peer are the task's clusters, passwords opened. It refuses, naming the
+// field and the reason, every option MM2 cannot honour there.
+func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster) ([]connectengine.Connector, error) {
+	var refused task.FieldErrors
+	refuse := func(field, format string, a ...any) {
+		refused = append(refused, task.FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
+	}
+	r := t.Rules
+	if len(r.TopicMappings) > 0 {
+		refuse("rules.topic_mappings", "MirrorMaker 2 on Kafka Connect names target topics by its replication policy only (rename or identity), so topic mappings cannot be honoured there: remove them, or run the task on the embedded engine")
+	}
+	if r.AddSourceHeader {
+		refuse("rules.add_source_header", "Kafka Connect cannot add the source header and still copy headers faithfully (its InsertHeader transform writes a string, which the byte-for-byte header converter refuses; the default converter would base64-encode every existing header): turn it off and use rename topics, or run the task on the embedded engine")
+	}
+	if r.StartOffset == task.StartLatest {
+		refuse("rules.start_offset", "MirrorMaker 2 applies \"latest\" to every partition it finds later too, so records written to a topic before MM2 noticed it would be skipped: use earliest, or run the task on the embedded engine")
+	}
+	topics, err := topicsFilter(r)
+	if err != nil {
+		refuse("rules.topics_regex", "%s", err.Error())
+	}
+	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
+	var out []connectengine.Connector
+	for _, f := range t.Flows() {
+		src, dst := sides[f.Source], sides[f.Target]
+		common := map[string]string{
+			"source.cluster.alias":            f.SourceAlias,
+			"target.cluster.alias":            f.TargetAlias,
+			"replication.policy.class":        identityPolicy,
+			"key.converter":                   byteArrayConverter,
+			"value.converter":                 byteArrayConverter,
+			"header.converter":                byteArrayConverter,
+			"topics":                          topics,
+			"topics.exclude":                  topicsExclude,
+			"sync.topic.acls.enabled":         "false",
+			"refresh.topics.interval.seconds": strconv.Itoa(RefreshSeconds),
+			// kmirror's own internal topics get the broker's default
+			// replication factor; MM2's fixed default of 3 fails on
+			// smaller clusters.
+			"offset-syncs.topic.replication.factor": "-1",
+			"heartbeats.topic.replication.factor":   "-1",
+			"checkpoints.topic.replication.factor":  "-1",
+			"offset-syncs.topic.location":           location(f),
+		}
+		if r.RenameTopics {
+			common["replication.policy.class"] = renamePolicy
+		}
+		putClient(common, "source.cluster.", src, on.ConfigProvider)
+		putClient(common, "target.cluster.", dst, on.ConfigProvider)
+		// The workers' producer writes the connectors' records: to this
+		// flow's target only if that is the cluster the workers use.
+		overrides := map[string]string{}
+		if !writesTo(t, f.Target, on) {
+			if !on.OverridesAllowed {
+				refuse("engine", "Kafka Connect cluster %s writes to %s, not to %s (the target of %s), and its workers do not allow per-connector producer overrides (connector.client.config.override.policy=All): run the task on a Connect cluster that writes to %s, allow overrides, or use the embedded engine", on.Name, on.KafkaCluster, dst.Name, f.Name(), dst.Name)
+			}
+			putClient(overrides, "producer.override.", dst, on.ConfigProvider)
+		}
+		if r.Compression != "" && r.Compression != "none" {
+			if !on.OverridesAllowed {
+				refuse("rules.compression", "compression %s is set per connector through a producer override, which the workers of Kafka Connect cluster %s do not allow (connector.client.config.override.policy=All): choose none (the workers' own setting applies), allow overrides, or use the embedded engine", r.Compression, on.Name)
+			}
+			overrides["producer.override.compression.type"] = r.Compression
+		}
+
+		source := with(common, overrides, map[string]string{
+			"connector.class":    SourceConnector,
+			"tasks.max":          strconv.Itoa(r.Tasks),
+			"replication.factor": strconv.Itoa(r.ReplicationFactor),
+			// The in-process engine copies committed records only; MM2
+			// reads read_uncommitted unless told otherwise and would copy
+			// aborted transactions as data.
+			"source.consumer.isolation.level":   "read_committed",
+			"source.consumer.auto.offset.reset": "earliest",
+			"emit.offset-syncs.enabled":         strconv.FormatBool(r.SyncConsumerOffsets),
+		})
+		out = append(out, connectengine.Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source})
+		out = append(out, connectengine.Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
+			"connector.class":         HeartbeatConnector,
+			"tasks.max":               "1",
+			"emit.heartbeats.enabled": "true",
+		})})
+		if r.SyncConsumerOffsets {
+			out = append(out, connectengine.Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, overrides, map[string]string{
+				"connector.class":                     CheckpointConnector,
+				"tasks.max":                           "1",
+				"groups":                              ".*",
+				"groups.exclude":                      groupsExclude,
+				"emit.checkpoints.enabled":            "true",
+				"sync.group.offsets.enabled":          "true",
+				"refresh.groups.interval.seconds":     strconv.Itoa(RefreshSeconds),
+				"emit.checkpoints.interval.seconds":   strconv.Itoa(RefreshSeconds),
+				"sync.group.offsets.interval.seconds": strconv.Itoa(RefreshSeconds),
+			})})
+		}
+	}
+	if len(refused) > 0 {
+		return nil, dedupe(refused)
+	}
+	return out, nil
+}
+
+// location says where MM2 keeps a flow's offset syncs, so they land where
+// the in-process engine keeps them (task.FlowSpec.OffsetSyncs) under the
+// same name: MM2 names the topic after the other cluster's alias.
+func location(f task.FlowSpec) string {
+	if f.OffsetSyncs == f.Source {
+		return "source"
+	}
+	return "target"
+}
+
+// writesTo says whether the Connect cluster's workers write to the task's
+// cluster on side s. A peer given by address is never the workers' cluster:
+// only registered clusters can be compared.
+func writesTo(t task.Task, s task.Side, on connectengine.Cluster) bool {
+	switch s {
+	case task.SideCurrent:
+		return t.Current.Cluster == on.KafkaCluster
+	case task.SidePeer:
+		return t.Peer.ConfigType == task.PeerByCluster && t.Peer.Cluster == on.KafkaCluster
+	}
+	return false
+}
+
+func with(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// dedupe keeps one message per field and message (a refusal repeats for
+// each flow of a bidirectional task).
+func dedupe(fe task.FieldErrors) task.FieldErrors {
+	seen := map[task.FieldError]bool{}
+	var out task.FieldErrors
+	for _, e := range fe {
+		if !seen[e] {
+			seen[e] = true
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Field < out[j].Field })
+	return out
+}
+
+// topicsFilter is MM2's "topics" setting: a comma-separated list of Java
+// regexes, each matching a whole topic name.
+func topicsFilter(r task.Rules) (string, error) {
+	if r.TopicsRegex != "" {
+		if err := javaCompatible(r.TopicsRegex); err != nil {
+			return "", err
+		}
+		return r.TopicsRegex, nil
+	}
+	quoted := make([]string, len(r.Topics))
+	for i, name := range r.Topics {
+		// Topic names hold [a-zA-Z0-9._-]: only the dot means more in a
+		// regex.
+		quoted[i] = strings.ReplaceAll(name, ".", `\.`)
+	}
+	return strings.Join(quoted, ","), nil
+}
+
+// javaCompatible refuses the regex syntax that Go and Java read differently
+// or that MM2 would split: the task's regex is matched by Java there.
+func javaCompatible(re string) error {
+	for _, c := range []struct{ syntax, why string }{
+		{",", "MirrorMaker 2 splits its topics setting at commas, so a comma cannot be part of the regex on Kafka Connect: use alternation (a|b) instead"},
+		{"(?P<", "named groups (?P<name>...) are Go syntax that Java refuses: use (?<name>...) or an unnamed group"},
+		{"[[:", "POSIX classes like [[:alpha:]] mean something else to Java: use \\p{Alpha} or an explicit class"},
+		{`\z`, `\z is read differently by Java: leave it out (the whole name must match anyway)`},
+		{`\C`, `\C is Go syntax that Java refuses: leave it out`},
+		{"(?U", "the U flag means ungreedy in Go and Unicode classes in Java: write the quantifiers lazily instead (*?)"},
+	} {
+		if strings.Contains(re, c.syntax) {
+			return fmt.Errorf("this regex runs as Java's on Kafka Connect, and %s", c.why)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,214 @@
+package connectplan
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+var (
+	east = cluster.Settings{Name: "east", BootstrapServers: []string{"e1:9092", "e2:9092"}, SecurityProtocol: cluster.Plaintext}
+	west = cluster.Settings{Name: "west", BootstrapServers: []string{"w1:9092"}, SecurityProtocol: cluster.SASLSSL,
+		SASLMechanism: cluster.MechanismSCRAMSHA512, Username: "rep", Password: `p"w\d`, CAPEM: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"}
+	onWest = connectengine.Cluster{Name: "wc", KafkaCluster: "west"}
+)
+
+func baseTask() task.Task {
+	return task.Task{Name: "t1", Type: task.TypeKafkaReplication, Engine: task.ConnectEngine("wc"),
+		Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+		Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{"orders", "pay.v1"}, Tasks: 3, RenameTopics: true,
+			SyncConsumerOffsets: true, ReplicationFactor: task.DefaultReplicationFactor, StartOffset: task.StartEarliest, Compression: "none"}}
+}
+
+func byName(cs []connectengine.Connector) map[string]map[string]string {
+	out := map[string]map[string]string{}
+	for _, c := range cs {
+		out[c.Name] = c.Config
+	}
+	return out
+}
+
+func TestBuildPushToTheWorkersCluster(t *testing.T) {
+	cs, err := Build(baseTask(), east, west, onWest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byName(cs)
+	if len(got) != 3 {
+		t.Fatalf("connectors %v, want source, heartbeat and checkpoint", got)
+	}
+	src := got["kmirror.t1.A-B.source"]
+	for k, want := range map[string]string{
+		"connector.class":                       SourceConnector,
+		"source.cluster.alias":                  "A",
+		"target.cluster.alias":                  "B",
+		"topics":                                `orders,pay\.v1`,
+		"tasks.max":                             "3",
+		"replication.policy.class":              renamePolicy,
+		"replication.factor":                    "-1",
+		"source.consumer.isolation.level":       "read_committed",
+		"header.converter":                      byteArrayConverter,
+		"source.cluster.bootstrap.servers":      "e1:9092,e2:9092",
+		"source.cluster.security.protocol":      "PLAINTEXT",
+		"target.cluster.security.protocol":      "SASL_SSL",
+		"target.cluster.sasl.mechanism":         "SCRAM-SHA-512",
+		"target.cluster.sasl.jaas.config":       `org.apache.kafka.common.security.scram.ScramLoginModule required username="rep" password="p\"w\\d";`,
+		"target.cluster.ssl.truststore.type":    "PEM",
+		"offset-syncs.topic.location":           "source",
+		"emit.offset-syncs.enabled":             "true",
+		"offset-syncs.topic.replication.factor": "-1",
+	} {
+		if src[k] != want {
+			t.Errorf("source %s = %q, want %q", k, src[k], want)
+		}
+	}
+	for k := range src {
+		if strings.HasPrefix(k, "producer.override.") {
+			t.Errorf("the workers write to the target already, yet %s is set", k)
+		}
+	}
+	if c := got["kmirror.t1.A-B.checkpoint"]; c["connector.class"] != CheckpointConnector || c["groups.exclude"] != groupsExclude || c["sync.group.offsets.enabled"] != "true" {
+		t.Errorf("checkpoint connector %v", c)
+	}
+	if h := got["kmirror.t1.A-B.heartbeat"]; h["connector.class"] != HeartbeatConnector {
+		t.Errorf("heartbeat connector %v", h)
+	}
+	for _, n := range Names(baseTask()) {
+		if _, ok := got[n]; !ok {
+			t.Errorf("Names lists %s, which Build did not make", n)
+		}
+	}
+}
+
+// Pull: the offset syncs stay on the current cluster, the flow's target,
+// under the name the in-process engine uses; a target not the workers'
+// needs producer overrides.
+func TestBuildPullWithOverrides(t *testing.T) {
+	tk := baseTask()
+	tk.Rules.Direction, tk.Rules.RenameTopics, tk.Rules.SyncConsumerOffsets, tk.Rules.Compression = task.DirectionPull, false, false, "zstd"
+	_, err := Build(tk, east, west, onWest)
+	var fe task.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 2 || fe[0].Field != "engine" || fe[1].Field != "rules.compression" {
+		t.Fatalf("without overrides allowed: %v, want engine and rules.compression refused", err)
+	}
+	on := onWest
+	on.OverridesAllowed = true
+	cs, err := Build(tk, east, west, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byName(cs)
+	if len(got) != 2 {
+		t.Fatalf("connectors %v, want source and heartbeat only", got)
+	}
+	src := got["kmirror.t1.B-A.source"]
+	for k, want := range map[string]string{
+		"offset-syncs.topic.location":         "target",
+		"emit.offset-syncs.enabled":           "false",
+		"replication.policy.class":            identityPolicy,
+		"producer.override.bootstrap.servers": "e1:9092,e2:9092",
+		"producer.override.compression.type":  "zstd",
+	} {
+		if src[k] != want {
+			t.Errorf("source %s = %q, want %q", k, src[k], want)
+		}
+	}
+	f := tk.Flows()[0]
+	if f.OffsetSyncs != task.SideCurrent || f.OffsetSyncsTopic != "mm2-offset-syncs.B.internal" {
+		t.Fatalf("flow %+v: the test assumes syncs on current named after the peer", f)
+	}
+}
+
+func TestBuildRefusals(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		edit  func(*task.Task)
+		field string
+		part  string
+	}{
+		{"topic mappings", func(tk *task.Task) { tk.Rules.TopicMappings = []task.Mapping{{Source: "orders", Target: "o2"}} }, "rules.topic_mappings", "replication policy"},
+		{"source header", func(tk *task.Task) { tk.Rules.AddSourceHeader = true }, "rules.add_source_header", "header converter"},
+		{"latest", func(tk *task.Task) { tk.Rules.StartOffset = task.StartLatest }, "rules.start_offset", "skipped"},
+		{"comma in regex", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "a{1,2}" }, "rules.topics_regex", "commas"},
+		{"named group", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "(?P<x>a)" }, "rules.topics_regex", "Java"},
+		{"posix class", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "[[:alpha:]]+" }, "rules.topics_regex", "POSIX"},
+		{"peer by address is never the workers'", func(tk *task.Task) {
+			tk.Peer = task.Peer{Alias: "B", ConfigType: task.PeerByAddress, Address: []string{"w1:9092"}}
+		}, "engine", "producer overrides"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk := baseTask()
+			c.edit(&tk)
+			cs, err := Build(tk, east, west, onWest)
+			var fe task.FieldErrors
+			if !errors.As(err, &fe) || cs != nil {
+				t.Fatalf("got %v, %v; want refused", cs, err)
+			}
+			if len(fe) != 1 || fe[0].Field != c.field || !strings.Contains(fe[0].Message, c.part) {
+				t.Fatalf("refusals %v, want one on %s saying %q", fe, c.field, c.part)
+			}
+		})
+	}
+}
+
+// A regex Go and Java read alike passes as it is.
+func TestBuildRegex(t *testing.T) {
+	tk := baseTask()
+	tk.Rules.Topics, tk.Rules.TopicsRegex = nil, `orders-(eu|us)\.v[0-9]+`
+	cs, err := Build(tk, east, west, onWest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cs[0].Config["topics"]; got != tk.Rules.TopicsRegex {
+		t.Fatalf("topics %q", got)
+	}
+}
+
+// Bidirectional: two flows, each with its own connectors; the flow to the
+// workers' cluster needs no overrides, the other does.
+func TestBuildBidirectional(t *testing.T) {
+	tk := baseTask()
+	tk.Rules.Direction = task.DirectionBidirectional
+	on := onWest
+	on.OverridesAllowed = true
+	cs, err := Build(tk, east, west, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byName(cs)
+	if len(got) != 6 {
+		t.Fatalf("%d connectors, want 6", len(got))
+	}
+	if got["kmirror.t1.A-B.source"]["producer.override.bootstrap.servers"] != "" {
+		t.Error("A->B writes to west, the workers' cluster: no override expected")
+	}
+	back := got["kmirror.t1.B-A.source"]
+	if back["producer.override.bootstrap.servers"] != "e1:9092,e2:9092" || back["offset-syncs.topic.location"] != "source" {
+		t.Errorf("B->A: %v", back)
+	}
+}
+
+// With a config provider the password never goes into a connector config.
+func TestBuildConfigProvider(t *testing.T) {
+	on := onWest
+	on.ConfigProvider = "secrets"
+	cs, err := Build(baseTask(), east, west, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		for k, v := range c.Config {
+			if strings.Contains(v, west.Password) {
+				t.Errorf("%s %s holds the password", c.Name, k)
+			}
+		}
+		if !strings.Contains(c.Config["target.cluster.sasl.jaas.config"], `password="${secrets:west.password}"`) {
+			t.Errorf("%s: %s", c.Name, c.Config["target.cluster.sasl.jaas.config"])
+		}
+	}
+}
