@@ -19,6 +19,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/demo"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
@@ -134,7 +136,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// gracefully, progress committed.
 	eng := engine.New(replicator.Options{}, log)
 	defer eng.Close()
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log, Tokens: db, Audit: db, ConnectClusters: db})
+	// Tasks on Kafka Connect: it asks the service for the Connect clusters
+	// it deploys to. Closing it only ends its polls; the connectors run on.
+	var svc *service.Service
+	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+		return svc.ConnectEngineCluster(ctx, name)
+	}, log)
+	defer onConnect.Close()
+	svc, err = service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log, Tokens: db, Audit: db,
+		ConnectClusters: db, ConnectRunner: onConnect})
 	if err != nil {
 		return err
 	}

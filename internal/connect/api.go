@@ -326,3 +326,23 @@ func (c *Client) ValidateConfig(ctx context.Context, class string, config map[st
 	_, err := c.do(ctx, http.MethodPut, "/connector-plugins/"+url.PathEscape(class)+"/config/validate", cfg, &v)
 	return v, err
 }
+
+// OverrideProbe is the producer setting OverridesAllowed asks about.
+const OverrideProbe = "producer.override.linger.ms"
+
+// OverridesAllowed asks whether the workers accept per-connector producer
+// overrides (their connector.client.config.override.policy): Connect
+// validates a MirrorHeartbeatConnector configuration that overrides one
+// producer setting and says whether that setting is refused.
+func (c *Client) OverridesAllowed(ctx context.Context) (bool, error) {
+	v, err := c.ValidateConfig(ctx, "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector", map[string]string{
+		"name":                 "kmirror-override-probe",
+		"source.cluster.alias": "a",
+		"target.cluster.alias": "b",
+		OverrideProbe:          "5",
+	})
+	if err != nil {
+		return false, fmt.Errorf("ask Kafka Connect whether producer overrides are allowed: %w", err)
+	}
+	return len(v.Errors()[OverrideProbe]) == 0, nil
+}

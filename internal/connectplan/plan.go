@@ -14,7 +14,9 @@
 package connectplan
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -261,4 +263,10 @@ func javaCompatible(re string) error {
 		}
 	}
 	return nil
+}
+
+// NewEngine is the Kafka Connect engine deploying tasks as Build plans
+// them, to the Connect clusters resolve returns.
+func NewEngine(resolve func(ctx context.Context, name string) (connectengine.Cluster, error), log *slog.Logger) *connectengine.Engine {
+	return connectengine.New(connectengine.Deps{Cluster: resolve, Plan: Build, Names: Names, Logger: log})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -276,4 +278,26 @@ func (s *Service) requireConnectClusters() error {
 func connectInfo(r store.ConnectCluster) ConnectClusterInfo {
 	return ConnectClusterInfo{Name: r.Name, URLs: r.URLs, KafkaCluster: r.KafkaCluster, Username: r.Username,
 		PasswordSet: r.PasswordCiphertext != nil, CAPEM: r.CAPEM, ConfigProvider: r.ConfigProvider, CreatedAt: r.CreatedAt}
+}
+
+// ConnectEngineCluster is a registered Connect cluster as the Connect engine
+// deploys to it: its REST settings with the password opened, and whether
+// its workers allow per-connector producer overrides (asked now: a worker
+// restarted with another policy answers differently). Never show it.
+func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connectengine.Cluster, error) {
+	cs, err := s.ConnectClusterSettings(ctx, name)
+	if err != nil {
+		return connectengine.Cluster{}, err
+	}
+	cfg := connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
+	client, err := connect.New(cfg)
+	if err != nil {
+		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
+	}
+	allowed, err := client.OverridesAllowed(ctx)
+	if err != nil {
+		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
+	}
+	return connectengine.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
+		ConfigProvider: cs.ConfigProvider, OverridesAllowed: allowed}, nil
 }
