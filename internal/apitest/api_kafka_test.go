@@ -18,6 +18,8 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
@@ -66,7 +68,15 @@ func newServer(t *testing.T) *server {
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	eng := engine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
 	t.Cleanup(eng.Close) // after the server: cleanups run last-in first-out
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log})
+	// The Connect engine too, as serve wires it: it does nothing until a
+	// task names a Connect cluster.
+	var svc *service.Service
+	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+		return svc.ConnectEngineCluster(ctx, name)
+	}, log)
+	t.Cleanup(onConnect.Close)
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log,
+		ConnectClusters: db, ConnectRunner: onConnect})
 	if err != nil {
 		t.Fatal(err)
 	}
