@@ -19,6 +19,7 @@ func (s *Server) registerConnectAPI() {
 	s.api.POST("/connect-clusters", s.apiAddConnectCluster)
 	s.api.GET("/connect-clusters/:name", s.apiGetConnectCluster)
 	s.api.DELETE("/connect-clusters/:name", s.apiRemoveConnectCluster)
+	s.api.POST("/connect-clusters/:name/check", s.apiCheckConnectCluster)
 	s.api.PUT("/clusters/:name/smart-connect", s.apiSetSmartConnect)
 }
 
@@ -56,6 +57,16 @@ func (s *Server) apiRemoveConnectCluster(c echo.Context) error {
 		return s.WriteError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// apiCheckConnectCluster answers 200 whether the check passed or not
+// (/api/v1/openapi.json), as the connectivity check does.
+func (s *Server) apiCheckConnectCluster(c echo.Context) error {
+	res, err := s.svc.CheckConnectCluster(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, res)
 }
 
 func (s *Server) apiSetSmartConnect(c echo.Context) error {

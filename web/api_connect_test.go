@@ -2,9 +2,12 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/connect/connecttest"
 )
 
 func TestConnectClusterAPI(t *testing.T) {
@@ -58,5 +61,48 @@ func TestConnectClusterAPI(t *testing.T) {
 	}
 	if code, _, _ := e.api(http.MethodGet, "/api/v1/connect-clusters/c1", apiToken, ""); code != http.StatusNotFound {
 		t.Errorf("after delete: %d", code)
+	}
+}
+
+// The check answers 200 whether the cluster is usable or not; ok and each
+// verdict say which.
+func TestConnectClusterCheckAPI(t *testing.T) {
+	e := newEnv(t)
+	if code, _, body := e.api(http.MethodPost, "/api/v1/clusters", apiToken, `{"name":"west","bootstrap_servers":["127.0.0.1:9092"]}`); code != http.StatusCreated {
+		t.Fatalf("add cluster: %d %v", code, body)
+	}
+	for _, tc := range []struct {
+		name   string
+		worker connecttest.Worker
+		ok     bool
+		failed string // the check that fails, if any
+	}{
+		{"good", connecttest.Worker{}, true, ""},
+		{"strict", connecttest.Worker{RefuseOverrides: true}, false, "client_overrides"},
+	} {
+		add := fmt.Sprintf(`{"name":%q,"urls":[%q],"kafka_cluster":"west"}`, tc.name, connecttest.Start(t, tc.worker))
+		if code, _, body := e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken, add); code != http.StatusCreated {
+			t.Fatalf("add %s: %d %v", tc.name, code, body)
+		}
+		code, _, body := e.api(http.MethodPost, "/api/v1/connect-clusters/"+tc.name+"/check", apiToken, "")
+		if code != http.StatusOK || body["ok"] != tc.ok || body["version"] != "4.1.0" {
+			t.Fatalf("check %s: %d %v", tc.name, code, body)
+		}
+		checks, _ := body["checks"].([]any)
+		if len(checks) != 3 {
+			t.Fatalf("check %s: checks %v", tc.name, body["checks"])
+		}
+		for _, c := range checks {
+			c := c.(map[string]any)
+			if failed := c["name"] == tc.failed; c["ok"] == failed || c["verdict"] == "" || failed && c["fix"] == nil {
+				t.Errorf("check %s: %v", tc.name, c)
+			}
+		}
+	}
+	if code, _, _ := e.api(http.MethodPost, "/api/v1/connect-clusters/nope/check", apiToken, ""); code != http.StatusNotFound {
+		t.Errorf("check an unknown Connect cluster: %d, want 404", code)
+	}
+	if code, _, _ := e.api(http.MethodPost, "/api/v1/connect-clusters/good/check", "", ""); code != http.StatusUnauthorized {
+		t.Errorf("check without a token: %d, want 401", code)
 	}
 }

@@ -40,6 +40,7 @@ var apiOps = []apiOp{
 	{method: http.MethodPost, path: "/api/v1/connect-clusters", summary: "Register a Kafka Connect cluster (REST URLs, optional basic auth and CA, the Kafka cluster its workers write to)", request: service.ConnectClusterSettings{}, status: 201, response: service.ConnectClusterInfo{}, errors: []int{400, 401, 403, 422}},
 	{method: http.MethodGet, path: "/api/v1/connect-clusters/:name", summary: "Show a registered Kafka Connect cluster (never its password)", status: 200, response: service.ConnectClusterInfo{}, errors: []int{401, 404}},
 	{method: http.MethodDelete, path: "/api/v1/connect-clusters/:name", summary: "Remove a Kafka Connect cluster no task runs on", status: 204, errors: []int{401, 403, 404, 409}},
+	{method: http.MethodPost, path: "/api/v1/connect-clusters/:name/check", summary: "Check whether kmirror can run tasks on a Kafka Connect cluster: each worker answers, the MirrorMaker 2 connectors are installed, connectors may set their own client settings; each verdict says what to do when it fails; 200 whether the check passed or not", status: 200, response: service.ConnectClusterCheck{}, errors: []int{401, 403, 404}},
 
 	{method: http.MethodGet, path: "/api/v1/tasks", summary: "List Smart Connect tasks with their status", status: 200, response: taskList{}, errors: []int{401}},
 	{method: http.MethodPost, path: "/api/v1/tasks", summary: "Create a task and start it; every broken rule is reported at once", request: task.Task{}, status: 201, response: service.TaskInfo{}, errors: []int{400, 401, 403, 422}},

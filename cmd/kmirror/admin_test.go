@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/connect/connecttest"
 )
 
 // serveDemo runs `kmirror serve --demo` and returns its URL.
@@ -215,5 +217,40 @@ func TestConnectClusterCommands(t *testing.T) {
 	}
 	if out, err := cli(t, base, "connect-cluster", "show", "c1"); err == nil {
 		t.Fatalf("show after remove: %s", out)
+	}
+}
+
+// connect-cluster check prints every verdict and fails a script when the
+// Connect cluster is not usable.
+func TestConnectClusterCheckCommand(t *testing.T) {
+	base, _ := serveDemo(t)
+	for _, tc := range []struct {
+		name   string
+		worker connecttest.Worker
+		ok     bool
+		want   []string
+	}{
+		{"good", connecttest.Worker{}, true, []string{"reachable", "ok", "1 of 1 workers answer (Kafka Connect 4.1.0)", "is usable"}},
+		{"strict", connecttest.Worker{RefuseOverrides: true}, false,
+			[]string{"client_overrides", "FAILED", "to do: set connector.client.config.override.policy=All", "is NOT usable"}},
+	} {
+		if out, err := cli(t, base, "connect-cluster", "add", "--name", tc.name, "--url", connecttest.Start(t, tc.worker), "--kafka-cluster", "west"); err != nil {
+			t.Fatalf("add %s: %v\n%s", tc.name, err, out)
+		}
+		out, err := cli(t, base, "connect-cluster", "check", tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("check %s: error %v, want ok %v\n%s", tc.name, err, tc.ok, out)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("check %s does not say %q:\n%s", tc.name, w, out)
+			}
+		}
+	}
+	if out, err := cli(t, base, "connect-cluster", "check", "good", "-o", "json"); err != nil || !strings.Contains(out, `"ok": true`) {
+		t.Errorf("check -o json: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "connect-cluster", "check"); err == nil {
+		t.Errorf("check without a name: %s", out)
 	}
 }

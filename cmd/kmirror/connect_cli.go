@@ -21,6 +21,7 @@ const connectUsage = `Usage:
   kmirror connect-cluster list
   kmirror connect-cluster show NAME
   kmirror connect-cluster remove NAME
+  kmirror connect-cluster check NAME              can kmirror run tasks on it? each verdict and what to do; exit status 1 when not
   kmirror instance smart-connect NAME --enable|--disable [--engine embedded|connect:<name>]
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
@@ -92,6 +93,31 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		return a.print(raw, connectTable(false))
 	case "remove":
 		return a.remove(ctx, rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s")
+	case "check":
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "Connect cluster")
+		if err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/connect-clusters/%s/check", name), nil)
+		if err != nil {
+			return err
+		}
+		if err := a.print(raw, connectCheckTable); err != nil {
+			return err
+		}
+		// Scripts branch on the exit status.
+		var res service.ConnectClusterCheck
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return fmt.Errorf("decode answer: %w", err)
+		}
+		if !res.OK {
+			return fmt.Errorf("connect-cluster check: %s is not usable: fix what failed above and check again", name)
+		}
+		return nil
 	default:
 		fmt.Fprint(stderr, connectUsage)
 		return fmt.Errorf("unknown connect-cluster command %q", sub)
@@ -152,4 +178,44 @@ func connectTable(list bool) func(io.Writer, json.RawMessage) error {
 		}
 		return nil
 	}
+}
+
+// connectCheckTable prints each worker's answer, then each verdict with
+// what to do.
+func connectCheckTable(w io.Writer, raw json.RawMessage) error {
+	var res service.ConnectClusterCheck
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	fmt.Fprintln(w, "WORKER\tRESULT\tDETAIL")
+	for _, wk := range res.Workers {
+		if wk.OK {
+			fmt.Fprintf(w, "%s\tok\tKafka Connect %s, Kafka cluster id %s\n", wk.URL, wk.Version, wk.KafkaClusterID)
+		} else {
+			fmt.Fprintf(w, "%s\tFAILED\t%s\n", wk.URL, wk.Error)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "CHECK\tRESULT\tVERDICT")
+	for _, c := range res.Checks {
+		result := "FAILED"
+		switch {
+		case c.OK:
+			result = "ok"
+		case c.Skipped:
+			result = "skipped"
+		}
+		verdict := c.Verdict
+		if c.Fix != "" {
+			verdict += " — to do: " + c.Fix
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\n", c.Name, result, verdict)
+	}
+	fmt.Fprintln(w)
+	if res.OK {
+		fmt.Fprintf(w, "Connect cluster %s is usable\n", res.Name)
+	} else {
+		fmt.Fprintf(w, "Connect cluster %s is NOT usable\n", res.Name)
+	}
+	return nil
 }

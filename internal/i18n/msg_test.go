@@ -149,3 +149,58 @@ func TestMsgCheckSteps(t *testing.T) {
 		}
 	}
 }
+
+// The Connect cluster check's verdicts read in zh-TW, Connect's own words
+// kept.
+func TestMsgConnectClusterCheck(t *testing.T) {
+	for in, want := range map[string]string{
+		"1 of 2 workers answer (Kafka Connect 4.1.0)":                                            "2個Worker中有1個應答（Kafka Connect 4.1.0）",
+		"not checked: no worker answers":                                                         "未檢查：沒有Worker應答",
+		"not checked: MirrorSourceConnector is not known to be installed":                        "未檢查：無法確認已安裝MirrorSourceConnector",
+		"MirrorMaker 2 connectors missing: MirrorHeartbeatConnector":                             "缺少MirrorMaker 2連接器：MirrorHeartbeatConnector",
+		"the workers write to different Kafka clusters (a, b): they are not one Connect cluster": "這些Worker寫入不同的Kafka集群（a, b）：它們不屬於同一個Connect集群",
+		"the workers refuse client settings in connector configurations: The 'None' policy does not allow 'linger.ms' to be overridden in the connector configuration.": "Worker拒絕連接器配置中的客戶端設置：The 'None' policy does not allow 'linger.ms' to be overridden in the connector configuration.",
+		"retry; check the worker's log if it persists": "請重試；如果問題持續，請查看Worker的日誌",
+	} {
+		if got := Msg(zhCtx(), in); got != want {
+			t.Errorf("Msg(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// verdictFormat finds the Connect cluster check's verdicts and fixes:
+// it.Verdict = "..." or fmt.Sprintf("...", ...), it.Fix = "...", and the
+// reasons given to skippedVerdict.
+var verdictFormat = regexp.MustCompile(`(?:\.(?:Verdict|Fix)\s*=\s*(?:fmt\.Sprintf\()?|skippedVerdict\([\w.]+,\s*)("(?:[^"\\]|\\.)*")`)
+
+// TestEveryConnectCheckVerdictIsTranslated: a verdict added to the Connect
+// cluster check without a zh-TW translation fails here.
+func TestEveryConnectCheckVerdictIsTranslated(t *testing.T) {
+	c, err := loadFormats("zh-TW")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "service", "connectcheck.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, m := range verdictFormat.FindAllStringSubmatch(string(b), -1) {
+		var format string
+		if err := json.Unmarshal([]byte(m[1]), &format); err != nil {
+			t.Fatal(err)
+		}
+		found++
+		re, _, _ := compileFormat(format)
+		_, ok := c.exact[format]
+		for _, e := range c.entries {
+			ok = ok || e.re.String() == re.String()
+		}
+		if !ok {
+			t.Errorf("%q has no zh-TW translation: add it to internal/i18n/service/zh-TW.json", format)
+		}
+	}
+	if found < 15 {
+		t.Fatalf("found %d verdict formats: is the pattern still right?", found)
+	}
+}
