@@ -102,15 +102,18 @@ func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 		t.Fatalf("target holds %d records of the transactional topic (%v), want the 20 committed ones", c, err)
 	}
 
+	// The status is Connect's, with the copy's progress per partition:
+	// all n records copied, none left behind.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		_, body := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
 		st, _ := body["status"].(map[string]any)
-		if st["state"] == "RUNNING" && body["engine"] == "connect:wc" {
+		copied, lag, parts := progressOf(st, topic)
+		if st["state"] == "RUNNING" && body["engine"] == "connect:wc" && parts == 3 && copied == n && lag == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("task status %v, want RUNNING on connect:wc", body)
+			t.Fatalf("task status %v, want RUNNING on connect:wc with %d records of 3 partitions copied and no lag", body, n)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -140,6 +143,24 @@ func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 			t.Errorf("connector %s left on Connect after the task was deleted", c)
 		}
 	}
+}
+
+// progressOf sums the next offsets and lags of topic's partitions in a
+// task status as the API shows it.
+func progressOf(st map[string]any, topic string) (next, lag, partitions int) {
+	flows, _ := st["flows"].([]any)
+	for _, f := range flows {
+		ps, _ := f.(map[string]any)["partitions"].([]any)
+		for _, p := range ps {
+			m := p.(map[string]any)
+			if m["topic"] == topic {
+				next += int(m["next_offset"].(float64))
+				lag += int(m["lag"].(float64))
+				partitions++
+			}
+		}
+	}
+	return next, lag, partitions
 }
 
 func keys[V any](m map[string]V) []string {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // Connector and task states as Connect reports them.
@@ -327,22 +328,26 @@ func (c *Client) ValidateConfig(ctx context.Context, class string, config map[st
 	return v, err
 }
 
-// OverrideProbe is the producer setting OverridesAllowed asks about.
+// OverrideProbe is the producer setting OverridesRefused asks about.
 const OverrideProbe = "producer.override.linger.ms"
 
-// OverridesAllowed asks whether the workers accept per-connector producer
-// overrides (their connector.client.config.override.policy): Connect
-// validates a MirrorHeartbeatConnector configuration that overrides one
-// producer setting and says whether that setting is refused.
-func (c *Client) OverridesAllowed(ctx context.Context) (bool, error) {
-	v, err := c.ValidateConfig(ctx, "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector", map[string]string{
+// OverridesRefused asks whether the workers refuse per-connector client
+// overrides (their connector.client.config.override.policy is not All):
+// Connect validates a MirrorSourceConnector configuration that overrides
+// one producer setting, creating nothing. It returns Connect's refusal, ""
+// when overrides are allowed.
+func (c *Client) OverridesRefused(ctx context.Context) (string, error) {
+	v, err := c.ValidateConfig(ctx, MirrorSourceConnector, map[string]string{
 		"name":                 "kmirror-override-probe",
-		"source.cluster.alias": "a",
-		"target.cluster.alias": "b",
+		"source.cluster.alias": "source",
+		"target.cluster.alias": "target",
 		OverrideProbe:          "5",
 	})
 	if err != nil {
-		return false, fmt.Errorf("ask Kafka Connect whether producer overrides are allowed: %w", err)
+		return "", fmt.Errorf("ask Kafka Connect whether connectors may set client settings: %w", err)
 	}
-	return len(v.Errors()[OverrideProbe]) == 0, nil
+	errs := v.Errors()
+	// Connect names the setting with its prefix; accept it bare too.
+	msgs := append(errs[OverrideProbe], errs[strings.TrimPrefix(OverrideProbe, "producer.override.")]...)
+	return strings.Join(msgs, "; "), nil
 }

@@ -36,6 +36,8 @@ type Connector struct {
 	Config map[string]string
 	// Flow is the flow it serves ("A->B"), for the status.
 	Flow string
+	// Copy is set on the connector whose offsets are the flow's progress.
+	Copy *Copy
 }
 
 // Cluster is a registered Connect cluster, ready to connect to.
@@ -81,6 +83,7 @@ type Engine struct {
 type deployment struct {
 	cluster    string
 	connectors []Connector
+	progress   *progress
 }
 
 // New makes an Engine.
@@ -129,20 +132,36 @@ func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
 			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
 		}
 	}
+	old, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns}, cc)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		old.progress.stop() // not under the lock: a sample in flight may take seconds
+	}
+	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
+	return nil
+}
+
+// deployed records dep as the task's deployment, starting its progress
+// sampling and its Connect cluster's poll; it returns the deployment it
+// replaces, whose sampling the caller stops.
+func (e *Engine) deployed(name string, dep *deployment, cc Cluster) (*deployment, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return errors.New("the Connect engine is closed")
+		return nil, errors.New("the Connect engine is closed")
 	}
-	e.tasks[t.Name] = &deployment{cluster: name, connectors: conns}
-	p, ok := e.pollers[name]
+	old := e.tasks[name]
+	dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
+	e.tasks[name] = dep
+	p, ok := e.pollers[dep.cluster]
 	if !ok {
-		p = newPoller(name, cc.Client, e.d.PollInterval, e.log)
-		e.pollers[name] = p
+		p = newPoller(dep.cluster, cc.Client, e.d.PollInterval, e.log)
+		e.pollers[dep.cluster] = p
 	}
 	p.setConfig(cc.Client)
-	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
-	return nil
+	return old, nil
 }
 
 // Check says why t cannot run on its Connect cluster (an option MirrorMaker
@@ -187,6 +206,7 @@ func (e *Engine) Stop(name string) {
 	if !ok {
 		return
 	}
+	dep.progress.stop()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	client, err := connect.New(p.config())
@@ -265,7 +285,11 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
 		fs, reason := verdict(byFlow[f], dep.cluster, o)
-		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}})
+		flow := replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}}
+		if fp, ok := dep.progress.of(f); ok {
+			flow.Partitions, flow.LagRecords, flow.Records = fp.partitions, fp.lag, fp.records
+		}
+		st.Flows = append(st.Flows, flow)
 		if severity[fs] > severity[st.State] {
 			st.State, st.Reason = fs, reason
 		}
@@ -291,10 +315,14 @@ func (e *Engine) Close() {
 	e.closed = true
 	ps := e.pollers
 	e.pollers = map[string]*poller{}
+	deps := e.tasks
 	e.tasks = map[string]*deployment{}
 	e.mu.Unlock()
 	for _, p := range ps {
 		p.stop()
+	}
+	for _, d := range deps {
+		d.progress.stop()
 	}
 }
 

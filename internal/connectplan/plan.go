@@ -22,15 +22,10 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
-)
-
-// MirrorMaker 2's connector classes.
-const (
-	SourceConnector     = "org.apache.kafka.connect.mirror.MirrorSourceConnector"
-	CheckpointConnector = "org.apache.kafka.connect.mirror.MirrorCheckpointConnector"
-	HeartbeatConnector  = "org.apache.kafka.connect.mirror.MirrorHeartbeatConnector"
 )
 
 // Roles of a flow's connectors: the last part of their names.
@@ -145,7 +140,7 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 		}
 
 		source := with(common, overrides, map[string]string{
-			"connector.class":    SourceConnector,
+			"connector.class":    connect.MirrorSourceConnector,
 			"tasks.max":          strconv.Itoa(r.Tasks),
 			"replication.factor": strconv.Itoa(r.ReplicationFactor),
 			// The in-process engine copies committed records only; MM2
@@ -155,15 +150,17 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			"source.consumer.auto.offset.reset": "earliest",
 			"emit.offset-syncs.enabled":         strconv.FormatBool(r.SyncConsumerOffsets),
 		})
-		out = append(out, connectengine.Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source})
+		names := policy.Policy{SourceAlias: f.SourceAlias, TargetAlias: f.TargetAlias, Rename: r.RenameTopics}
+		out = append(out, connectengine.Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
+			Copy: &connectengine.Copy{Source: src, TargetTopic: names.TargetTopic}})
 		out = append(out, connectengine.Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
-			"connector.class":         HeartbeatConnector,
+			"connector.class":         connect.MirrorHeartbeatConnector,
 			"tasks.max":               "1",
 			"emit.heartbeats.enabled": "true",
 		})})
 		if r.SyncConsumerOffsets {
 			out = append(out, connectengine.Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, overrides, map[string]string{
-				"connector.class":                     CheckpointConnector,
+				"connector.class":                     connect.MirrorCheckpointConnector,
 				"tasks.max":                           "1",
 				"groups":                              ".*",
 				"groups.exclude":                      groupsExclude,

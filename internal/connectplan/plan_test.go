@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -44,7 +45,7 @@ func TestBuildPushToTheWorkersCluster(t *testing.T) {
 	}
 	src := got["kmirror.t1.A-B.source"]
 	for k, want := range map[string]string{
-		"connector.class":                       SourceConnector,
+		"connector.class":                       connect.MirrorSourceConnector,
 		"source.cluster.alias":                  "A",
 		"target.cluster.alias":                  "B",
 		"topics":                                `orders,pay\.v1`,
@@ -72,10 +73,10 @@ func TestBuildPushToTheWorkersCluster(t *testing.T) {
 			t.Errorf("the workers write to the target already, yet %s is set", k)
 		}
 	}
-	if c := got["kmirror.t1.A-B.checkpoint"]; c["connector.class"] != CheckpointConnector || c["groups.exclude"] != groupsExclude || c["sync.group.offsets.enabled"] != "true" {
+	if c := got["kmirror.t1.A-B.checkpoint"]; c["connector.class"] != connect.MirrorCheckpointConnector || c["groups.exclude"] != groupsExclude || c["sync.group.offsets.enabled"] != "true" {
 		t.Errorf("checkpoint connector %v", c)
 	}
-	if h := got["kmirror.t1.A-B.heartbeat"]; h["connector.class"] != HeartbeatConnector {
+	if h := got["kmirror.t1.A-B.heartbeat"]; h["connector.class"] != connect.MirrorHeartbeatConnector {
 		t.Errorf("heartbeat connector %v", h)
 	}
 	for _, n := range Names(baseTask()) {

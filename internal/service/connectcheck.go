@@ -66,10 +66,6 @@ const (
 	connectCheckRequestTimeout = 15 * time.Second
 )
 
-// overrideProbe is the client setting the override check asks the workers
-// to accept: harmless, and refused by every policy but All.
-const overrideProbe = "producer.override.linger.ms"
-
 // CheckConnectCluster asks a registered Connect cluster whether kmirror can
 // run tasks on it: every worker answers, the MirrorMaker 2 connectors are
 // installed, and connectors may set their own client settings (kmirror
@@ -227,22 +223,14 @@ func overridesVerdict(ctx context.Context, c *connect.Client, plugins ConnectChe
 	it := ConnectCheckItem{Name: ConnectCheckClientOverrides}
 	ctx, cancel := context.WithTimeout(ctx, connectCheckRequestTimeout)
 	defer cancel()
-	v, err := c.ValidateConfig(ctx, connect.MirrorSourceConnector, map[string]string{
-		"name":                 "kmirror-check",
-		"source.cluster.alias": "source",
-		"target.cluster.alias": "target",
-		overrideProbe:          "5",
-	})
+	refusal, err := c.OverridesRefused(ctx)
 	if err != nil {
 		it.Verdict = fmt.Sprintf("cannot ask the workers to validate a connector configuration: %v", err)
 		it.Fix = "retry; check the worker's log if it persists"
 		return it
 	}
-	errs := v.Errors()
-	// Connect names the setting with its prefix; accept it bare too.
-	msgs := append(errs[overrideProbe], errs[strings.TrimPrefix(overrideProbe, "producer.override.")]...)
-	if len(msgs) > 0 {
-		it.Verdict = fmt.Sprintf("the workers refuse client settings in connector configurations: %s", strings.Join(msgs, "; "))
+	if refusal != "" {
+		it.Verdict = fmt.Sprintf("the workers refuse client settings in connector configurations: %s", refusal)
 		it.Fix = "set connector.client.config.override.policy=All on every worker and restart them: kmirror points each connector's consumers and producers at its task's clusters"
 		return it
 	}

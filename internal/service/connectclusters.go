@@ -294,10 +294,10 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 	if err != nil {
 		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
 	}
-	allowed, err := client.OverridesAllowed(ctx)
+	refusal, err := client.OverridesRefused(ctx)
 	if err != nil {
 		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
 	}
 	return connectengine.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
-		ConfigProvider: cs.ConfigProvider, OverridesAllowed: allowed}, nil
+		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == ""}, nil
 }

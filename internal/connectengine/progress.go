@@ -1,0 +1,158 @@
+package connectengine
+
+import (
+	"context"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/replicator"
+)
+
+// Copy says what a connector copies, so its progress can be shown: set on
+// each flow's MirrorSourceConnector, whose offsets are the flow's progress.
+type Copy struct {
+	// Source is the cluster it reads, for the partitions' end offsets.
+	Source cluster.Settings
+	// TargetTopic names the target topic of a source topic.
+	TargetTopic func(source string) string
+}
+
+// progress samples the copy progress of one task's flows: the source
+// connectors' offsets on Connect (the last copied record per partition)
+// against the source partitions' end offsets.
+type progress struct {
+	log  *slog.Logger
+	quit chan struct{}
+	done chan struct{}
+
+	mu    sync.Mutex
+	flows map[string]flowProgress // by flow
+	// first is each partition's next offset when first seen, so Records
+	// counts what was copied while kmirror watched.
+	first map[partitionKey]int64
+}
+
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+type flowProgress struct {
+	partitions []replicator.PartitionStatus
+	records    int64
+	lag        int64
+}
+
+func newProgress(cfg connect.Config, conns []Connector, every time.Duration, log *slog.Logger) *progress {
+	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{}}
+	var copies []Connector
+	for _, c := range conns {
+		if c.Copy != nil {
+			copies = append(copies, c)
+		}
+	}
+	go p.run(cfg, copies, every)
+	return p
+}
+
+func (p *progress) stop() {
+	close(p.quit)
+	<-p.done
+}
+
+func (p *progress) of(flow string) (flowProgress, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.flows[flow]
+	return f, ok
+}
+
+func (p *progress) run(cfg connect.Config, copies []Connector, every time.Duration) {
+	defer close(p.done)
+	clients := map[string]sarama.Client{}
+	defer func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+	}()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		for _, c := range copies {
+			p.sample(cfg, c, clients)
+		}
+		select {
+		case <-p.quit:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// sample reads one source connector's offsets and its source's end
+// offsets. A failure leaves the last sample shown: the state says why the
+// copy is in trouble, this only measures it.
+func (p *progress) sample(cfg connect.Config, c Connector, clients map[string]sarama.Client) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client, err := connect.New(cfg)
+	if err != nil {
+		return
+	}
+	offs, err := client.Offsets(ctx, c.Name)
+	if err != nil {
+		p.log.Debug("connector offsets not read", "connector", c.Name, "error", err)
+		return
+	}
+	src, ok := clients[c.Name]
+	if !ok {
+		scfg, err := c.Copy.Source.Config("kmirror-connect-lag")
+		if err == nil {
+			src, err = sarama.NewClient(c.Copy.Source.BootstrapServers, scfg)
+		}
+		if err != nil {
+			p.log.Debug("source not reached for lag", "connector", c.Name, "error", err)
+			return
+		}
+		clients[c.Name] = src
+	}
+	var fp flowProgress
+	for _, o := range offs.Offsets {
+		pos, err := o.MirrorSource()
+		if err != nil {
+			continue // not a copy position (MM2 keeps none other today)
+		}
+		next := pos.Offset + 1
+		ps := replicator.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
+			NextOffset: next, EndOffset: -1, LastCopied: pos.Offset}
+		if end, err := src.GetOffset(pos.Topic, pos.Partition, sarama.OffsetNewest); err == nil {
+			ps.EndOffset, ps.Lag = end, max(end-next, 0)
+		}
+		fp.partitions = append(fp.partitions, ps)
+		fp.lag += ps.Lag
+	}
+	sort.Slice(fp.partitions, func(i, j int) bool {
+		a, b := fp.partitions[i], fp.partitions[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, ps := range fp.partitions {
+		key := partitionKey{ps.Topic, ps.Partition}
+		first, seen := p.first[key]
+		if !seen {
+			first = ps.NextOffset
+			p.first[key] = first
+		}
+		// Offsets, not records: transaction markers count too.
+		fp.partitions[i].Records = ps.NextOffset - first
+		fp.records += ps.NextOffset - first
+	}
+	p.flows[c.Flow] = fp
+}
