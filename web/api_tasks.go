@@ -26,7 +26,26 @@ func (s *Server) registerTaskAPI() {
 	s.api.POST("/tasks/:name/resume", s.apiTaskAction((*service.Service).ResumeTask))
 	s.api.POST("/tasks/:name/restart", s.apiTaskAction((*service.Service).RestartTask))
 	s.api.POST("/tasks/:name/failover", s.apiFailover)
+	s.api.POST("/tasks/:name/move", s.apiMoveTask)
 	s.api.POST("/connectivity", s.apiConnectivity)
+}
+
+// moveRequest is the body of POST /api/v1/tasks/{name}/move.
+type moveRequest struct {
+	Engine string `json:"engine"`
+}
+
+// apiMoveTask moves a task to another engine, its progress handed over.
+func (s *Server) apiMoveTask(c echo.Context) error {
+	var in moveRequest
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	info, err := s.svc.MoveTask(c.Request().Context(), c.Param("name"), in.Engine)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, info)
 }
 
 // failoverRequest is the body of POST /api/v1/tasks/{name}/failover.

@@ -117,6 +117,21 @@ func (c *Client) CreateOrUpdate(ctx context.Context, name string, config map[str
 	return info, status == http.StatusCreated, err
 }
 
+// Create creates a connector that starts in initialState (StateRunning,
+// StatePaused or StateStopped; Kafka 3.7+): a connector created stopped
+// can have its offsets set before it copies anything. A connector of that
+// name already there is a conflict (IsConflict).
+func (c *Client) Create(ctx context.Context, name string, config map[string]string, initialState string) (ConnectorInfo, error) {
+	body := struct {
+		Name         string            `json:"name"`
+		Config       map[string]string `json:"config"`
+		InitialState string            `json:"initial_state,omitempty"`
+	}{name, config, initialState}
+	var info ConnectorInfo
+	_, err := c.do(ctx, http.MethodPost, "/connectors", body, &info)
+	return info, err
+}
+
 // Delete removes the connector and its tasks; its offsets stay.
 func (c *Client) Delete(ctx context.Context, name string) error {
 	_, err := c.do(ctx, http.MethodDelete, connectorPath(name), nil, nil)

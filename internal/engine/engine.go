@@ -185,3 +185,37 @@ func TuneGC() {
 		debug.SetGCPercent(GCPercent)
 	}
 }
+
+// Halt stops a task for a move to another engine: gracefully, its
+// progress committed.
+func (e *Engine) Halt(t task.Task) error {
+	e.Stop(t.Name)
+	return nil
+}
+
+// Progress is a stopped task's stored progress, by flow name ("A->B"),
+// for another engine to continue from.
+func (e *Engine) Progress(t task.Task, current, peer cluster.Settings) (map[string][]task.Position, error) {
+	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
+	out := map[string][]task.Position{}
+	for _, f := range t.Flows() {
+		ps, err := replicator.ReadProgress(t.Name, f, sides[f.Source], sides[f.Target])
+		if err != nil {
+			return nil, fmt.Errorf("task %s, flow %s: %w", t.Name, f.Name(), err)
+		}
+		out[f.Name()] = ps
+	}
+	return out, nil
+}
+
+// Seed stores progress handed over by another engine as the task's, by
+// flow name, before it starts here.
+func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[string][]task.Position) error {
+	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
+	for _, f := range t.Flows() {
+		if err := replicator.WriteProgress(t.Name, f, sides[f.Source], sides[f.Target], int16(t.Rules.ReplicationFactor), progress[f.Name()]); err != nil {
+			return fmt.Errorf("task %s, flow %s: %w", t.Name, f.Name(), err)
+		}
+	}
+	return nil
+}

@@ -24,6 +24,7 @@ const (
 	CodeTooManyAttempts Code = "too_many_attempts" // sign-in throttled or too many at once; see RetryAfter
 	CodeForbidden       Code = "forbidden"         // the caller's role does not allow it
 	CodeInvalidUser     Code = "invalid_user"      // user or token settings break a rule; see problems
+	CodeMoveFailed      Code = "move_failed"       // an engine failed a move; the message says which step and why
 	CodeInternal        Code = "internal"          // our fault; the log says more
 )
 
@@ -44,6 +45,8 @@ func (c Code) HTTPStatus() int {
 		return http.StatusTooManyRequests
 	case CodeForbidden:
 		return http.StatusForbidden
+	case CodeMoveFailed:
+		return http.StatusBadGateway
 	default:
 		return http.StatusInternalServerError
 	}

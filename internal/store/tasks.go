@@ -47,6 +47,10 @@ type Tasks interface {
 	SetTaskState(ctx context.Context, name string, desired task.DesiredState, action task.Action, by string, at time.Time) error
 	// SetTaskError records why the task could not start ("" clears it).
 	SetTaskError(ctx context.Context, name, msg string) error
+	// SetTaskEngine records the engine a task was moved to, its only
+	// change after creation. It fails with ErrNotFound for an unknown name
+	// or Connect cluster.
+	SetTaskEngine(ctx context.Context, name, engine string) error
 	// CountTasks counts the tasks whose current cluster is cluster.
 	CountTasks(ctx context.Context, cluster string) (int, error)
 	// TasksUsingCluster names the tasks that use cluster on either side.
@@ -227,4 +231,42 @@ func scanTask(s scanner) (Task, error) {
 	t.LastActionAt = unixTime(actionAt)
 	t.CreatedAt = unixTime(created)
 	return t, nil
+}
+
+// SetTaskEngine implements Tasks.
+func (d *DB) SetTaskEngine(ctx context.Context, name, engine string) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("move task %q: begin: %w", name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	var raw string
+	err = tx.QueryRowContext(ctx, `SELECT spec FROM tasks WHERE name = ?`, name).Scan(&raw)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("task %q: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("move task %q: %w", name, err)
+	}
+	var spec task.Task
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		return fmt.Errorf("move task %q: stored spec: %w", name, err)
+	}
+	spec.Engine = engine
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return err
+	}
+	var connect any
+	if c, ok := spec.ConnectCluster(); ok {
+		connect = c
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE tasks SET spec = ?, connect_cluster = ? WHERE name = ?`, string(b), connect, name)
+	if isForeignKey(err) {
+		return fmt.Errorf("Kafka Connect cluster %v: %w", connect, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("move task %q: %w", name, err)
+	}
+	return tx.Commit()
 }

@@ -118,3 +118,11 @@ func CheckpointsTopic(sourceAlias string) string { return sourceAlias + ".checkp
 // the cluster with the given alias: a compacted topic on the flow's target
 // (kmirror's own; MM2 keeps its progress in Connect's offsets topic).
 func ProgressTopic(sourceAlias string) string { return "kmirror-progress." + sourceAlias + ".internal" }
+
+// Position is a flow's progress in one source partition: the next offset
+// to copy. Engines hand positions over when a task moves between them.
+type Position struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Next      int64  `json:"next"`
+}

@@ -1,0 +1,168 @@
+package connectengine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Moving a task between engines: Halt stops it where it runs with its
+// progress kept, Progress reads that progress, Seed stores progress from
+// the other engine before Start. On Connect the progress of a flow is its
+// source connector's offsets (KIP-875), which can only be read exactly and
+// altered while the connector is STOPPED.
+
+// stopWait bounds waiting for Connect to apply a stop.
+const stopWait = 2 * time.Minute
+
+// Halt stops the task's connectors (STOPPED: tasks shut down, offsets
+// committed, nothing copied) and forgets it here.
+func (e *Engine) Halt(t task.Task) error {
+	e.forget(t.Name)
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait+requestTimeout)
+	defer cancel()
+	cc, client, err := e.clientFor(ctx, t)
+	if err != nil {
+		return err
+	}
+	for _, name := range e.d.Names(t) {
+		if err := stopConnector(ctx, client, name); err != nil && !connect.IsNotFound(err) {
+			return fmt.Errorf("stop connector %s on %s: %w", name, cc.Name, err)
+		}
+	}
+	return nil
+}
+
+// Progress is a halted task's progress by flow name: each source
+// connector's last copied offsets, as next offsets.
+func (e *Engine) Progress(t task.Task, current, peer cluster.Settings) (map[string][]task.Position, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	cc, client, err := e.clientFor(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	conns, err := e.d.Plan(t, current, peer, cc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]task.Position{}
+	for _, c := range conns {
+		if c.Copy == nil {
+			continue
+		}
+		offs, err := client.Offsets(ctx, c.Name)
+		if connect.IsNotFound(err) {
+			continue // never deployed: nothing copied
+		}
+		if err != nil {
+			return nil, fmt.Errorf("offsets of connector %s on %s: %w", c.Name, cc.Name, err)
+		}
+		for _, o := range offs.Offsets {
+			pos, err := o.MirrorSource()
+			if err != nil {
+				return nil, fmt.Errorf("connector %s: %w", c.Name, err)
+			}
+			out[c.Flow] = append(out[c.Flow], task.Position{Topic: pos.Topic, Partition: pos.Partition, Next: pos.Offset + 1})
+		}
+	}
+	return out, nil
+}
+
+// Seed deploys the task's connectors stopped and sets their offsets to the
+// progress handed over (by flow name); Start then resumes them.
+func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[string][]task.Position) error {
+	ctx, cancel := context.WithTimeout(context.Background(), stopWait+requestTimeout)
+	defer cancel()
+	cc, client, err := e.clientFor(ctx, t)
+	if err != nil {
+		return err
+	}
+	conns, err := e.d.Plan(t, current, peer, cc)
+	if err != nil {
+		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, cc.Name, err)
+	}
+	for _, c := range conns {
+		_, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped)
+		if connect.IsConflict(err) {
+			// There from an earlier deployment: stop it to set its offsets.
+			_, _, err = client.CreateOrUpdate(ctx, c.Name, c.Config)
+			if err == nil {
+				err = stopConnector(ctx, client, c.Name)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("deploy connector %s stopped on %s: %w", c.Name, cc.Name, err)
+		}
+		if c.Copy == nil {
+			continue
+		}
+		alias := c.Config["source.cluster.alias"]
+		var offs []connect.Offset
+		for _, p := range progress[c.Flow] {
+			if p.Next > 0 {
+				offs = append(offs, connect.MirrorSourceOffset(alias, p.Topic, p.Partition, p.Next-1))
+			}
+		}
+		if len(offs) == 0 {
+			continue
+		}
+		if err := waitConnectorState(ctx, client, c.Name, connect.StateStopped); err != nil {
+			return err
+		}
+		if _, err := client.AlterOffsets(ctx, c.Name, offs); err != nil {
+			return fmt.Errorf("set the offsets of connector %s on %s: %w", c.Name, cc.Name, err)
+		}
+	}
+	return nil
+}
+
+// forget drops the task from this engine's watch without touching Connect.
+func (e *Engine) forget(name string) {
+	e.mu.Lock()
+	dep, ok := e.tasks[name]
+	delete(e.tasks, name)
+	e.mu.Unlock()
+	if ok {
+		dep.progress.stop()
+	}
+}
+
+func (e *Engine) clientFor(ctx context.Context, t task.Task) (Cluster, *connect.Client, error) {
+	cc, err := e.resolve(ctx, t)
+	if err != nil {
+		return Cluster{}, nil, err
+	}
+	client, err := connect.New(cc.Client)
+	return cc, client, err
+}
+
+// stopConnector asks Connect to stop a connector and waits until it shows
+// STOPPED with no task left.
+func stopConnector(ctx context.Context, client *connect.Client, name string) error {
+	if err := client.Stop(ctx, name); err != nil {
+		return err
+	}
+	return waitConnectorState(ctx, client, name, connect.StateStopped)
+}
+
+func waitConnectorState(ctx context.Context, client *connect.Client, name, want string) error {
+	ctx, cancel := context.WithTimeout(ctx, stopWait)
+	defer cancel()
+	for {
+		st, err := client.Status(ctx, name)
+		if err == nil && st.Connector.State == want && (want != connect.StateStopped || len(st.Tasks) == 0) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(fmt.Errorf("connector %s not %s within %s (it shows %s)", name, want, stopWait, st.Connector.State), err)
+		case <-time.After(300 * time.Millisecond): // Connect applies it through its config topic
+		}
+	}
+}

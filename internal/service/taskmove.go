@@ -1,0 +1,122 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// Handover is a Runner a task can move away from and to: Halt stops the
+// task with its progress kept where Progress reads it; Seed stores
+// progress handed over from another engine before Start.
+type Handover interface {
+	Halt(t task.Task) error
+	Progress(t task.Task, current, peer cluster.Settings) (map[string][]task.Position, error)
+	Seed(t task.Task, current, peer cluster.Settings, progress map[string][]task.Position) error
+}
+
+// MoveTask moves a task to another engine without copying again what was
+// copied: it stops the task where it runs, hands its progress (the next
+// offset of every source partition, per flow) to the new engine, records
+// the new engine and starts the task there if it was running. A move that
+// fails before the new engine took over leaves the task where it was,
+// running again if it ran. Operators and admins only.
+func (s *Service) MoveTask(ctx context.Context, name, engine string) (_ TaskInfo, err error) {
+	defer s.audit(ctx, "task.move", name, &err)
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return TaskInfo{}, err
+	}
+	if _, err := s.storedTask(ctx, name); err != nil {
+		return TaskInfo{}, err
+	}
+	defer s.taskLocks.lock(name)()
+	rec, err := s.storedTask(ctx, name) // again, under the lock
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	t, current, peer, err := s.openTask(ctx, rec)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	moved := t
+	moved.Engine = engine
+	if moved.Engine == "" {
+		moved.Engine = task.EngineEmbedded
+	}
+	var p Problems
+	if _, err := s.checkEngine(ctx, moved.Engine, &p); err != nil {
+		return TaskInfo{}, err
+	}
+	if len(p) == 0 && moved.Engine == t.EngineOrDefault() {
+		p.Add("engine", "task %s runs on %s already: name another engine", name, moved.Engine)
+	}
+	if len(p) == 0 {
+		s.checkOnEngine(moved, current, peer, &p)
+	}
+	if len(p) > 0 {
+		return TaskInfo{}, invalidTask(p)
+	}
+	from, err := s.handover(t)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	to, err := s.handover(moved)
+	if err != nil {
+		return TaskInfo{}, err
+	}
+	running := rec.DesiredState == task.DesiredRunning
+	// Until the new engine took over, a failure puts the task back.
+	stayed := func(step string, err error) (TaskInfo, error) {
+		if running {
+			s.startTask(ctx, t, current, peer)
+		}
+		s.log.Error("task not moved", "task", name, "to", moved.Engine, "step", step, "err", err)
+		return TaskInfo{}, &Error{Code: CodeMoveFailed, Message: fmt.Sprintf("task %s not moved to %s: %s failed: %v; the task stays on %s: fix the cause and move it again", name, moved.Engine, step, err, t.EngineOrDefault())}
+	}
+	if err := from.Halt(t); err != nil {
+		return stayed("stop it where it runs", err)
+	}
+	progress, err := from.Progress(t, current, peer)
+	if err != nil {
+		return stayed("read its progress", err)
+	}
+	if err := to.Seed(moved, current, peer, progress); err != nil {
+		return stayed("hand its progress over", err)
+	}
+	if err := s.taskStore.SetTaskEngine(ctx, name, moved.Engine); err != nil {
+		return stayed("record the new engine", err)
+	}
+	// The old engine's leftovers go; on Connect the offsets stay in its
+	// offsets topic, so moving back later needs nothing from them.
+	if old, err := s.runnerFor(t); err == nil {
+		if rm, ok := old.(Remover); ok {
+			if err := rm.Remove(t); err != nil {
+				s.log.Warn("the task's old deployment was not removed", "task", name, "engine", t.EngineOrDefault(), "err", err)
+			}
+		}
+	}
+	if running {
+		s.startTask(ctx, moved, current, peer)
+	}
+	n := 0
+	for _, ps := range progress {
+		n += len(ps)
+	}
+	s.log.Info("task moved", "task", name, "from", t.EngineOrDefault(), "to", moved.Engine, "partitions", n, "by", actorName(ctx))
+	return s.Task(ctx, name)
+}
+
+func (s *Service) handover(t task.Task) (Handover, error) {
+	r, err := s.runnerFor(t)
+	if err != nil {
+		return nil, err
+	}
+	h, ok := r.(Handover)
+	if !ok {
+		return nil, errors.New("the engine of " + t.EngineOrDefault() + " cannot hand tasks over")
+	}
+	return h, nil
+}
