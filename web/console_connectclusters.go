@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -44,6 +45,20 @@ func (s *Server) instanceNames(c echo.Context) ([]string, error) {
 	names := make([]string, len(all))
 	for i, cl := range all {
 		names[i] = cl.Name
+	}
+	return names, nil
+}
+
+// connectClusterNames are the registered Kafka Connect clusters' names,
+// for engine selects.
+func (s *Server) connectClusterNames(ctx context.Context) ([]string, error) {
+	list, err := s.svc.ListConnectClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(list))
+	for i, cc := range list {
+		names[i] = cc.Name
 	}
 	return names, nil
 }
