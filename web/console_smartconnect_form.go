@@ -41,6 +41,7 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	}
 	f.Cluster = info.Name
 	f.AtLimit = info.TasksUsed >= info.TasksLimit
+	f.SmartConnectOff = !info.SmartConnect.Enabled
 	if f.Engine == "" {
 		f.Engine = info.SmartConnect.Engine
 	}

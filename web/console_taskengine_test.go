@@ -75,7 +75,8 @@ func TestTaskFormEngine(t *testing.T) {
 	}
 }
 
-// With Smart Connect off the form is refused by the service, and says why.
+// With Smart Connect off the form and the overview say so, and a create
+// posted anyway is refused by the service with its reason.
 func TestTaskFormWhileSmartConnectDisabled(t *testing.T) {
 	e := newTaskEnv(t)
 	e.signIn(e.client, "admin", adminPassword)
@@ -83,7 +84,14 @@ func TestTaskFormWhileSmartConnectDisabled(t *testing.T) {
 	if _, err := e.svc.SetSmartConnect(admin, "east", service.SmartConnect{Enabled: false, Engine: "embedded"}); err != nil {
 		t.Fatal(err)
 	}
-	csrf := e.get(e.client, "/instances/east/smart-connect/new").csrf(t)
+	form := e.get(e.client, "/instances/east/smart-connect/new")
+	if !strings.Contains(form.testid("form-disabled").Text(), "--enable") || form.doc.Find(`[data-testid="create-now"][disabled]`).Length() != 1 {
+		t.Errorf("the form does not say Smart Connect is off, or still offers create:\n%s", form.testid("form-disabled").Text())
+	}
+	if got := e.get(e.client, "/instances/east").testid("instance-smart-connect").AttrOr("data-enabled", ""); got != "false" {
+		t.Errorf("overview says enabled=%q", got)
+	}
+	csrf := form.csrf(t)
 	p := e.postForm(e.client, "/instances/east/smart-connect", taskFormValues(csrf, "orders-dr"), nil)
 	if p.status != http.StatusUnprocessableEntity || !strings.Contains(p.testid("form-problem").Text(), "Smart Connect is not enabled") {
 		t.Fatalf("create while disabled: %d %q", p.status, p.testid("form-problem").Text())
