@@ -130,9 +130,17 @@ func TestInvalidConnectClusterShowsMessagesByFields(t *testing.T) {
 
 	// In Traditional Chinese the service's messages are translated too.
 	e.get(e.client, "/lang?to=zh-TW&next=/connect-clusters")
-	p = e.postForm(e.client, "/connect-clusters", connectForm(csrf, "name", "c1", "urls", ""), nil)
-	if got := p.testid("error-urls").Text(); !strings.Contains(got, "請至少填寫一個Connect Worker的REST地址") {
-		t.Errorf("zh-TW message %q", got)
+	for urls, want := range map[string]string{
+		"":                            "請至少填寫一個Connect Worker的REST地址",
+		"ftp://h":                     `"ftp://h"必須以 http:// 或 https:// 開頭`,
+		"http://u:p@h:8083":           "包含認證信息",
+		"http://h:8083/?x=1":          "不能包含查詢參數",
+		"http://h:8083 http://h:8083": `"http://h:8083"重`,
+	} {
+		p = e.postForm(e.client, "/connect-clusters", connectForm(csrf, "name", "c1", "urls", urls), nil)
+		if got := p.testid("error-urls").Text(); !strings.Contains(got, want) {
+			t.Errorf("zh-TW message for %q: %q, want %q in it", urls, got, want)
+		}
 	}
 }
 
