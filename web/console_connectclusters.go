@@ -65,12 +65,13 @@ func (s *Server) connectClusterNames(ctx context.Context) ([]string, error) {
 
 func (s *Server) addConnectCluster(c echo.Context) error {
 	in := service.ConnectClusterSettings{
-		Name:         c.FormValue("name"),
-		URLs:         splitServers(c.FormValue("urls")),
-		KafkaCluster: c.FormValue("kafka_cluster"),
-		Username:     c.FormValue("username"),
-		Password:     c.FormValue("password"),
-		CAPEM:        c.FormValue("ca_pem"),
+		Name:           c.FormValue("name"),
+		URLs:           splitServers(c.FormValue("urls")),
+		KafkaCluster:   c.FormValue("kafka_cluster"),
+		Username:       c.FormValue("username"),
+		Password:       c.FormValue("password"),
+		CAPEM:          c.FormValue("ca_pem"),
+		ConfigProvider: c.FormValue("config_provider"),
 	}
 	info, err := s.svc.AddConnectCluster(c.Request().Context(), in)
 	if err != nil {
@@ -80,7 +81,7 @@ func (s *Server) addConnectCluster(c echo.Context) error {
 		}
 		form := views.ConnectClusterForm{
 			Name: in.Name, URLs: c.FormValue("urls"), KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
-			Errors: views.FieldErrorsFrom(e.Problems),
+			ConfigProvider: in.ConfigProvider, Errors: views.FieldErrorsFrom(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message

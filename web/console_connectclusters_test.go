@@ -52,7 +52,7 @@ func TestConnectClustersAddListRemove(t *testing.T) {
 
 	p = e.postForm(e.client, "/connect-clusters", connectForm(p.csrf(t),
 		"name", "west-connect", "urls", "http://10.0.0.5:8083/\r\nhttp://10.0.0.6:8083, http://10.0.0.7:8083",
-		"kafka_cluster", "west", "username", "connect", "password", "connect-secret-pw"), nil)
+		"kafka_cluster", "west", "username", "connect", "password", "connect-secret-pw", "config_provider", "vault"), nil)
 	if p.url != "/connect-clusters" || p.testid("flash-success").Text() != "Kafka Connect cluster west-connect added." {
 		t.Fatalf("add: %d at %s\n%s", p.status, p.url, p.body)
 	}
@@ -68,6 +68,9 @@ func TestConnectClustersAddListRemove(t *testing.T) {
 	}
 	if strings.Contains(p.body, "connect-secret-pw") {
 		t.Fatal("the Connect password is in the page")
+	}
+	if cc, err := e.svc.ConnectCluster(context.Background(), "west-connect"); err != nil || cc.ConfigProvider != "vault" || cc.Username != "connect" {
+		t.Errorf("stored %+v %v", cc, err)
 	}
 
 	// In use as an instance's default engine: the service's reason shows.
@@ -99,12 +102,13 @@ func TestInvalidConnectClusterShowsMessagesByFields(t *testing.T) {
 	e := newTaskEnv(t)
 	p := e.signIn(e.client, "admin", adminPassword)
 	csrf := p.csrf(t)
-	form := connectForm(csrf, "name", "bad name!", "urls", "ftp://h", "kafka_cluster", "nowhere", "password", "typed-password")
+	form := connectForm(csrf, "name", "bad name!", "urls", "ftp://h", "kafka_cluster", "nowhere", "password", "typed-password",
+		"config_provider", "bad provider!")
 	p = e.postForm(e.client, "/connect-clusters", form, nil)
 	if p.status != http.StatusUnprocessableEntity {
 		t.Fatalf("status %d, want 422", p.status)
 	}
-	for _, field := range []string{"name", "urls", "kafka_cluster", "username", "password"} {
+	for _, field := range []string{"name", "urls", "kafka_cluster", "username", "password", "config_provider"} {
 		if p.testid("error-"+field).Length() == 0 {
 			t.Errorf("no message next to %s", field)
 		}
