@@ -94,3 +94,14 @@ func TestSmartConnectListSetting(t *testing.T) {
 		t.Error("engine message or the no-Connect-cluster hint missing")
 	}
 }
+
+// An exported task keeps its engine, so its copy runs where it runs.
+func TestExportTaskKeepsTheEngine(t *testing.T) {
+	info := service.TaskInfo{Name: "orders-dr", Engine: "connect:west-connect"}
+	if got := views.ExportTask(info).Engine; got != "connect:west-connect" {
+		t.Errorf("exported engine %q", got)
+	}
+	if !strings.Contains(views.ExportJSON(info), `"engine": "connect:west-connect"`) {
+		t.Errorf("export JSON lacks the engine:\n%s", views.ExportJSON(info))
+	}
+}
