@@ -28,7 +28,7 @@ func (s *Server) renderConnectClusters(c echo.Context, status int, form views.Co
 	if err != nil {
 		return err
 	}
-	instances, err := s.instanceNames(c)
+	instances, err := s.instanceNames(ctx)
 	if err != nil {
 		return err
 	}
@@ -37,8 +37,8 @@ func (s *Server) renderConnectClusters(c echo.Context, status int, form views.Co
 }
 
 // instanceNames are the registered Kafka clusters' names, for selects.
-func (s *Server) instanceNames(c echo.Context) ([]string, error) {
-	all, err := s.svc.ListClusters(c.Request().Context())
+func (s *Server) instanceNames(ctx context.Context) ([]string, error) {
+	all, err := s.svc.ListClusters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +90,7 @@ func (s *Server) addConnectCluster(c echo.Context) error {
 		}
 		// 422: htmx swaps the form with its messages in (see addInstance).
 		if IsHTMX(c) {
-			instances, err := s.instanceNames(c)
+			instances, err := s.instanceNames(c.Request().Context())
 			if err != nil {
 				return err
 			}

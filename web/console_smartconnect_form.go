@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -56,17 +57,11 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 }
 
 func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]string, error) {
-	all, err := h.s.svc.ListClusters(ctx)
+	all, err := h.s.instanceNames(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, cl := range all {
-		if cl.Name != current {
-			out = append(out, cl.Name)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(n string) bool { return n == current }), nil
 }
 
 // create is "Create now": a created task goes back to the list with the
