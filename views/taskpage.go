@@ -53,9 +53,10 @@ func DirectionArrow(direction string) string {
 const PasswordMask = task.PasswordMask
 
 // ExportTask is the task as the JSON API accepts it (POST /api/v1/tasks),
-// with the peer password masked.
+// with the peer password masked. The engine goes along: the copy runs where
+// the task runs, not wherever the importing instance defaults to.
 func ExportTask(info service.TaskInfo) task.Task {
-	t := task.Task{Name: info.Name, Type: info.Type, Current: info.Current, Peer: info.Peer.Peer, Rules: info.Rules}
+	t := task.Task{Name: info.Name, Type: info.Type, Current: info.Current, Peer: info.Peer.Peer, Rules: info.Rules, Engine: info.Engine}
 	t.Peer.Password = ""
 	if info.Peer.PasswordSet {
 		t.Peer.Password = PasswordMask

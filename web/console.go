@@ -129,8 +129,8 @@ func (s *Server) removeInstance(c echo.Context) error {
 	return Redirect(c, "/instances")
 }
 
-// splitServers accepts bootstrap servers separated by commas, spaces or new
-// lines, as people paste them.
+// splitServers accepts bootstrap servers (and Connect REST URLs) separated
+// by commas, spaces or new lines, as people paste them.
 func splitServers(v string) []string {
 	return strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 }

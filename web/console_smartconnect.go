@@ -30,6 +30,7 @@ func (s *Server) registerSmartConnect() {
 	g.POST(base, h.create)
 	g.POST(base+"/validate", h.validate)
 	g.POST(base+"/check", h.check)
+	g.POST(base+"/settings", h.settings)
 	g.GET(base+"/:task/:action", h.confirm, s.requireRole(service.RoleOperator))
 	g.POST(base+"/:task/:action", h.act)
 }
@@ -62,12 +63,48 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 }
 
 func (h *smartConnect) list(c echo.Context) error {
-	v, err := h.view(c.Request().Context(), c.Param("name"))
+	return h.renderList(c, http.StatusOK, views.SmartConnectSettingsForm{})
+}
+
+// renderList renders the whole section; settings is the Smart Connect
+// setting form after a refused change, or its zero value.
+func (h *smartConnect) renderList(c echo.Context, status int, settings views.SmartConnectSettingsForm) error {
+	ctx := c.Request().Context()
+	v, err := h.view(ctx, c.Param("name"))
 	if err != nil {
 		return err
 	}
+	if v.ConnectClusters, err = h.s.connectClusterNames(ctx); err != nil {
+		return err
+	}
+	v.Settings = settings
 	p := h.s.instancePage(c, tr(c, "task.smart_connect")+" · "+v.Cluster.Name, v.Cluster.Name, "smart-connect")
-	return Render(c, http.StatusOK, views.SmartConnectList(p, v))
+	return Render(c, status, views.SmartConnectList(p, v))
+}
+
+// settings turns Smart Connect on or off and picks its default engine, in
+// one change; a refused one comes back with the service's messages by the
+// fields.
+func (h *smartConnect) settings(c echo.Context) error {
+	name := c.Param("name")
+	in := service.SmartConnect{Enabled: c.FormValue("enabled") == "true", Engine: c.FormValue("engine")}
+	if _, err := h.s.svc.SetSmartConnect(c.Request().Context(), name, in); err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden || e.Code == service.CodeNotFound {
+			return err
+		}
+		f := views.SmartConnectSettingsForm{Submitted: true, Enabled: in.Enabled, Engine: in.Engine, Errors: views.FieldErrorsFrom(e.Problems)}
+		if len(e.Problems) == 0 {
+			f.Message = e.Message
+		}
+		return h.renderList(c, http.StatusUnprocessableEntity, f)
+	}
+	msg := tr(c, "sc.settings_disabled", "Name", name)
+	if in.Enabled {
+		msg = tr(c, "sc.settings_enabled", "Name", name, "Engine", views.EngineLabel(c.Request().Context(), in.Engine))
+	}
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: msg})
+	return Redirect(c, views.InstancePath(name, "smart-connect"))
 }
 
 // rows is the list's self-refreshing body.

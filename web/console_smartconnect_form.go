@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -41,7 +42,14 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	}
 	f.Cluster = info.Name
 	f.AtLimit = info.TasksUsed >= info.TasksLimit
+	f.SmartConnectOff = !info.SmartConnect.Enabled
+	if f.Engine == "" {
+		f.Engine = info.SmartConnect.Engine
+	}
 	if f.Instances, err = h.peerChoices(ctx, info.Name); err != nil {
+		return err
+	}
+	if f.ConnectClusters, err = h.s.connectClusterNames(ctx); err != nil {
 		return err
 	}
 	p := h.s.instancePage(c, tr(c, "task.create"), info.Name, "smart-connect")
@@ -49,17 +57,11 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 }
 
 func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]string, error) {
-	all, err := h.s.svc.ListClusters(ctx)
+	all, err := h.s.instanceNames(ctx)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, cl := range all {
-		if cl.Name != current {
-			out = append(out, cl.Name)
-		}
-	}
-	return out, nil
+	return slices.DeleteFunc(all, func(n string) bool { return n == current }), nil
 }
 
 // create is "Create now": a created task goes back to the list with the
@@ -195,6 +197,7 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		RenameTopics: on("rules.rename_topics"), AddSourceHeader: on("rules.add_source_header"),
 		SyncConsumerOffsets: on("rules.sync_consumer_offsets"), ReplicationFactor: v("rules.replication_factor"),
 		StartOffset: v("rules.start_offset"), Compression: v("rules.compression"), Touched: v("_touched"),
+		Engine: v("engine"),
 	}
 	for _, line := range strings.Split(c.FormValue("rules.topics"), "\n") {
 		if line = strings.TrimSpace(line); line != "" {
@@ -244,7 +247,7 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		return n
 	}
 	t := task.Task{
-		Name: f.Name, Type: v("type"),
+		Name: f.Name, Type: v("type"), Engine: f.Engine,
 		Current: task.Current{Cluster: f.Cluster, Alias: f.CurrentAlias},
 		Peer:    task.Peer{Alias: f.PeerAlias, ConfigType: f.PeerConfigType},
 		Rules: task.Rules{

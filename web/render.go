@@ -74,6 +74,7 @@ func (s *Server) PageData(c echo.Context, title, active string) views.Page {
 func mainNav(c echo.Context, active string) []views.NavItem {
 	items := []views.NavItem{
 		{Label: tr(c, "nav.instances"), Href: "/instances", TestID: "nav-instances"},
+		{Label: tr(c, "nav.connect_clusters"), Href: "/connect-clusters", TestID: "nav-connect-clusters"},
 		{Label: tr(c, "nav.dashboard"), Href: "/dashboard", TestID: "nav-dashboard"},
 	}
 	if service.Allows(CurrentRole(c), service.RoleAdmin) {

@@ -172,6 +172,7 @@ func New(d Deps) (*Server, error) {
 	s.registerTaskPages()
 	s.registerInstancePages()
 	s.registerSmartConnect()
+	s.registerConnectClusterPages()
 	s.registerAccessPages()
 
 	s.api = e.Group("/api/v1", s.requireToken)

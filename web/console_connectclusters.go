@@ -1,0 +1,117 @@
+package web
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// registerConnectClusterPages adds the Kafka Connect clusters page: the
+// list, the add form and removal. The service decides who may change them.
+func (s *Server) registerConnectClusterPages() {
+	s.console.GET("/connect-clusters", s.connectClustersPage)
+	s.console.POST("/connect-clusters", s.addConnectCluster)
+	s.console.POST("/connect-clusters/:name/delete", s.removeConnectCluster)
+}
+
+func (s *Server) connectClustersPage(c echo.Context) error {
+	return s.renderConnectClusters(c, http.StatusOK, views.ConnectClusterForm{})
+}
+
+func (s *Server) renderConnectClusters(c echo.Context, status int, form views.ConnectClusterForm) error {
+	ctx := c.Request().Context()
+	list, err := s.svc.ListConnectClusters(ctx)
+	if err != nil {
+		return err
+	}
+	instances, err := s.instanceNames(ctx)
+	if err != nil {
+		return err
+	}
+	v := views.ConnectClustersView{Clusters: list, Instances: instances, Form: form}
+	return Render(c, status, views.ConnectClusters(s.PageData(c, tr(c, "connect.title"), "/connect-clusters"), v))
+}
+
+// instanceNames are the registered Kafka clusters' names, for selects.
+func (s *Server) instanceNames(ctx context.Context) ([]string, error) {
+	all, err := s.svc.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(all))
+	for i, cl := range all {
+		names[i] = cl.Name
+	}
+	return names, nil
+}
+
+// connectClusterNames are the registered Kafka Connect clusters' names,
+// for engine selects.
+func (s *Server) connectClusterNames(ctx context.Context) ([]string, error) {
+	list, err := s.svc.ListConnectClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(list))
+	for i, cc := range list {
+		names[i] = cc.Name
+	}
+	return names, nil
+}
+
+func (s *Server) addConnectCluster(c echo.Context) error {
+	in := service.ConnectClusterSettings{
+		Name:           c.FormValue("name"),
+		URLs:           splitServers(c.FormValue("urls")),
+		KafkaCluster:   c.FormValue("kafka_cluster"),
+		Username:       c.FormValue("username"),
+		Password:       c.FormValue("password"),
+		CAPEM:          c.FormValue("ca_pem"),
+		ConfigProvider: c.FormValue("config_provider"),
+	}
+	info, err := s.svc.AddConnectCluster(c.Request().Context(), in)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
+			return err
+		}
+		form := views.ConnectClusterForm{
+			Name: in.Name, URLs: c.FormValue("urls"), KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
+			ConfigProvider: in.ConfigProvider, Errors: views.FieldErrorsFrom(e.Problems),
+		}
+		if len(e.Problems) == 0 {
+			form.Message = e.Message
+		} else if in.Password != "" {
+			form.Errors["password"] = append(form.Errors["password"], tr(c, "instances.password_again"))
+		}
+		// 422: htmx swaps the form with its messages in (see addInstance).
+		if IsHTMX(c) {
+			instances, err := s.instanceNames(c.Request().Context())
+			if err != nil {
+				return err
+			}
+			return Render(c, http.StatusUnprocessableEntity, views.ConnectClusterFormView(CSRFToken(c), instances, form))
+		}
+		return s.renderConnectClusters(c, http.StatusUnprocessableEntity, form)
+	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "connect.added", "Name", info.Name)})
+	return Redirect(c, "/connect-clusters")
+}
+
+func (s *Server) removeConnectCluster(c echo.Context) error {
+	name := c.Param("name")
+	if err := s.svc.RemoveConnectCluster(c.Request().Context(), name); err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
+			return err
+		}
+		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
+		return Redirect(c, "/connect-clusters")
+	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "connect.removed", "Name", name)})
+	return Redirect(c, "/connect-clusters")
+}
