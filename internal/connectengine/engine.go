@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,8 +175,49 @@ func (e *Engine) Check(t task.Task, current, peer cluster.Settings) error {
 	if err != nil {
 		return err
 	}
-	_, err = e.d.Plan(t, current, peer, cc)
-	return err
+	conns, err := e.d.Plan(t, current, peer, cc)
+	if err != nil {
+		return err
+	}
+	// Connect's own word on each configuration, before anything is stored.
+	client, err := connect.New(cc.Client)
+	if err != nil {
+		return err
+	}
+	for _, c := range conns {
+		v, err := client.ValidateConfig(ctx, c.Config["connector.class"], withName(c))
+		if err != nil {
+			return fmt.Errorf("Kafka Connect cluster %s could not check connector %s: %w", cc.Name, c.Name, err)
+		}
+		if v.ErrorCount > 0 {
+			return fmt.Errorf("Kafka Connect cluster %s refuses connector %s: %s", cc.Name, c.Name, validationErrors(v))
+		}
+	}
+	return nil
+}
+
+func withName(c Connector) map[string]string {
+	m := make(map[string]string, len(c.Config)+1)
+	for k, v := range c.Config {
+		m[k] = v
+	}
+	m["name"] = c.Name
+	return m
+}
+
+// validationErrors lists a validation's errors, setting by setting.
+func validationErrors(v connect.Validation) string {
+	errs := v.Errors()
+	keys := make([]string, 0, len(errs))
+	for k := range errs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ": " + strings.Join(errs[k], "; ")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // resolve is the Connect cluster t runs on.

@@ -113,10 +113,13 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			// kmirror's own internal topics get the broker's default
 			// replication factor; MM2's fixed default of 3 fails on
 			// smaller clusters.
-			"offset-syncs.topic.replication.factor": "-1",
-			"heartbeats.topic.replication.factor":   "-1",
-			"checkpoints.topic.replication.factor":  "-1",
-			"offset-syncs.topic.location":           location(f),
+			"heartbeats.topic.replication.factor":  "-1",
+			"checkpoints.topic.replication.factor": "-1",
+		}
+		// MM2 refuses offset-syncs settings when it writes none.
+		if r.SyncConsumerOffsets {
+			common["offset-syncs.topic.replication.factor"] = "-1"
+			common["offset-syncs.topic.location"] = location(f)
 		}
 		if r.RenameTopics {
 			common["replication.policy.class"] = renamePolicy

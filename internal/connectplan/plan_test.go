@@ -109,7 +109,6 @@ func TestBuildPullWithOverrides(t *testing.T) {
 	}
 	src := got["kmirror.t1.B-A.source"]
 	for k, want := range map[string]string{
-		"offset-syncs.topic.location":         "target",
 		"emit.offset-syncs.enabled":           "false",
 		"replication.policy.class":            identityPolicy,
 		"producer.override.bootstrap.servers": "e1:9092,e2:9092",
@@ -118,6 +117,19 @@ func TestBuildPullWithOverrides(t *testing.T) {
 		if src[k] != want {
 			t.Errorf("source %s = %q, want %q", k, src[k], want)
 		}
+	}
+	if _, ok := src["offset-syncs.topic.location"]; ok {
+		t.Error("offset-syncs settings without offset syncs: MM2 refuses them")
+	}
+	// With offset syncs, they stay on the current cluster, the flow's
+	// target, where the in-process engine keeps them.
+	tk.Rules.SyncConsumerOffsets = true
+	cs, err = Build(tk, east, west, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byName(cs)["kmirror.t1.B-A.source"]["offset-syncs.topic.location"]; got != "target" {
+		t.Errorf("offset-syncs.topic.location = %q, want target", got)
 	}
 	f := tk.Flows()[0]
 	if f.OffsetSyncs != task.SideCurrent || f.OffsetSyncsTopic != "mm2-offset-syncs.B.internal" {
