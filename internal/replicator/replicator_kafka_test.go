@@ -54,7 +54,7 @@ func runChild(spec string) int {
 	var wg sync.WaitGroup
 	for _, f := range flows {
 		r := New(f, testOpts, nil)
-		wg.Go(func() { r.Run(ctx) })
+		wg.Go(func() { _ = r.Run(ctx) })
 	}
 	wg.Wait()
 	return 0
@@ -92,7 +92,7 @@ func startTask(t *testing.T, tk task.Task, current, peer cluster.Settings) []*Re
 	for _, f := range flows {
 		r := New(f, testOpts, nil)
 		reps = append(reps, r)
-		wg.Go(func() { r.Run(ctx) })
+		wg.Go(func() { _ = r.Run(ctx) })
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return reps
