@@ -388,15 +388,11 @@ func TestTopicConfigsAreSyncedIncrementally(t *testing.T) {
 
 	dstAdmin, srcAdmin := mustAdmin(t, k2), mustAdmin(t, k1)
 	targetConfig := func() map[string]string {
-		entries, err := dstAdmin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+		configs, err := topicConfigs(dstAdmin, []string{topic}, false)
 		if err != nil {
 			return nil
 		}
-		m := map[string]string{}
-		for _, e := range entries {
-			m[e.Name] = e.Value
-		}
-		return m
+		return configs[topic]
 	}
 	waitFor(t, func() error {
 		if c := targetConfig(); c["retention.ms"] != hour || c["cleanup.policy"] != compact {
