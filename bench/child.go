@@ -58,10 +58,10 @@ func childMain(role string, args []string) int {
 // topics, the prefix naming each target topic, and how many independent
 // workers share the partitions (as kmirror's tasks and MM2's tasks.max).
 type bareFlags struct {
-	src, dst, prefix   string
-	topics             []string
-	partitions, worker int
-	workers            int
+	src, dst, prefix string
+	topics           []string
+	partitions       int
+	workers          int
 }
 
 func parseBare(args []string) (bareFlags, error) {

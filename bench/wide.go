@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -300,10 +299,9 @@ func wideTable(rs []result, wide, narrow string) (string, int, int) {
 		if r.Scenario != wide || r.Err != "" {
 			continue
 		}
-		ratio := math.NaN()
 		ratioS := "—"
 		if ref, ok := find(rs, narrow, r.Copier); ok {
-			ratio = r.RecPerSec / ref.RecPerSec
+			ratio := r.RecPerSec / ref.RecPerSec
 			ratioS = fmt.Sprintf("%.2f %s", ratio, mark(ratio >= 0.85))
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s %s | %s %s | %s | %s | %s |\n", r.Scenario, r.Copier,

@@ -117,7 +117,10 @@ func tlsServer(t *testing.T) (string, *http.Client, *env) {
 	t.Cleanup(func() {
 		cancel()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("TLS server: %v", err)
+			}
 		case <-time.After(15 * time.Second):
 			t.Error("TLS server did not stop")
 		}

@@ -95,8 +95,8 @@ func TestConsoleShowsAndAllowsByRole(t *testing.T) {
 
 func TestConsoleManagesUsersTokensAndShowsAudit(t *testing.T) {
 	e := newTaskEnv(t)
-	p := e.signIn(e.client, "admin", adminPassword)
-	p = e.get(e.client, "/users")
+	e.signIn(e.client, "admin", adminPassword)
+	p := e.get(e.client, "/users")
 	p = e.postForm(e.client, "/users", url.Values{"_csrf": {p.csrf(t)}, "name": {"olga"}, "role": {"operator"}, "password": {"short"}}, nil)
 	if p.status != http.StatusUnprocessableEntity || p.testid("error-password").Length() == 0 {
 		t.Fatalf("short password: %d", p.status)
@@ -151,8 +151,8 @@ func TestChangeOwnPasswordInTheConsole(t *testing.T) {
 	e := newEnv(t)
 	other := e.newBrowser()
 	e.signIn(other, "admin", adminPassword)
-	p := e.signIn(e.client, "admin", adminPassword)
-	p = e.get(e.client, "/account")
+	e.signIn(e.client, "admin", adminPassword)
+	p := e.get(e.client, "/account")
 	p = e.postForm(e.client, "/account/password", url.Values{"_csrf": {p.csrf(t)}, "current_password": {"wrong"}, "password": {"brand-new-password"}}, nil)
 	if p.status != http.StatusUnprocessableEntity || p.testid("error-current_password").Length() == 0 {
 		t.Fatalf("wrong current password: %d", p.status)
@@ -173,8 +173,8 @@ func TestChangeOwnPasswordInTheConsole(t *testing.T) {
 func TestConsoleChangesARole(t *testing.T) {
 	e := newTaskEnv(t)
 	e.addUser("olga", service.RoleViewer)
-	p := e.signIn(e.client, "admin", adminPassword)
-	p = e.get(e.client, "/users")
+	e.signIn(e.client, "admin", adminPassword)
+	p := e.get(e.client, "/users")
 	if p.doc.Find(`[data-testid="user-row"][data-user="admin"] [data-testid="user-role-select"]`).Length() != 0 {
 		t.Error("the admin is offered to change their own role")
 	}

@@ -91,7 +91,7 @@ func (s *Server) taskExport(c echo.Context) error {
 	}
 	noStore(c)
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+info.Name+`.json"`)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSONCharsetUTF8, []byte(views.ExportJSON(info)+"\n"))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, []byte(views.ExportJSON(info)+"\n"))
 }
 
 // taskAction pauses, resumes, restarts or deletes a task for the signed-in

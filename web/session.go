@@ -23,11 +23,12 @@ const (
 	// SessionKeyFile holds the cookie signing and encryption keys in the data
 	// directory, so sign-ins survive a restart.
 	SessionKeyFile = "session.key"
-	// SessionAbsolute is the longest a sign-in lasts; SessionIdle how long
-	// it lasts without a request. Both are checked on the server against
-	// times the session carries, not left to the browser.
+	// SessionAbsolute is the longest a sign-in lasts. It and SessionIdle are
+	// checked on the server against times the session carries, not left to
+	// the browser.
 	SessionAbsolute = 12 * time.Hour
-	SessionIdle     = 2 * time.Hour
+	// SessionIdle is how long a sign-in lasts without a request.
+	SessionIdle = 2 * time.Hour
 	// seenEvery is how stale the session's last-seen time may get before a
 	// request rewrites the cookie, so not every request sets one.
 	seenEvery = time.Minute

@@ -15,7 +15,7 @@ func TestHealthcheckExitsByTheServersAnswer(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		w.Write([]byte(`{"status":"ok"}`))
+		_, _ = w.Write([]byte(`{"status":"ok"}`)) // a failed write fails the test that reads it
 	}))
 	defer ok.Close()
 	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

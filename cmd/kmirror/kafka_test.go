@@ -91,7 +91,7 @@ func startKmirror(t *testing.T, args ...string) *kmirrorProcess {
 	go func() { p.done <- p.cmd.Wait() }()
 	t.Cleanup(func() {
 		_ = p.cmd.Process.Kill()
-		<-p.done
+		<-p.done //nolint:errcheck // killed: Wait reports the signal, nothing to check
 	})
 	return p
 }

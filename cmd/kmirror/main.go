@@ -54,8 +54,8 @@ Run 'kmirror <command> -h' for a command's flags.
 func main() {
 	engine.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop() // not deferred: os.Exit below would skip it
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}

@@ -66,13 +66,13 @@ type History struct {
 	max    int
 }
 
-// NewHistory keeps at most max points (the oldest are dropped first);
-// max <= 0 means 100000.
-func NewHistory(max int) *History {
-	if max <= 0 {
-		max = 100000
+// NewHistory keeps at most limit points (the oldest are dropped first);
+// limit <= 0 means 100000.
+func NewHistory(limit int) *History {
+	if limit <= 0 {
+		limit = 100000
 	}
-	return &History{max: max}
+	return &History{max: limit}
 }
 
 // Add records a sync.

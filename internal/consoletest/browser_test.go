@@ -175,7 +175,7 @@ func newBrowser(t *testing.T, base string) *browser {
 			if string(ev.Type) == "error" {
 				var parts []string
 				for _, a := range ev.Args {
-					parts = append(parts, fmt.Sprintf("%s", a.Value))
+					parts = append(parts, a.Value.String())
 				}
 				b.addError("console.error: " + strings.Join(parts, " "))
 			}

@@ -36,7 +36,7 @@ type Background struct {
 }
 
 // Task is the demo task to create once Clusters are registered.
-func (b *Background) Task() task.Task { return DemoTask(b.Topic) }
+func (b *Background) Task() task.Task { return Task(b.Topic) }
 
 // StartBackground starts the embedded clusters, seeds east's "orders" topic
 // and keeps producing to it until Close.

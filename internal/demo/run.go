@@ -51,9 +51,9 @@ func (o RunOptions) withDefaults() RunOptions {
 	return o
 }
 
-// DemoTask is the task the demo runs: the original product's defaults plus rename and
+// Task is the task the demo runs: the original product's defaults plus rename and
 // source header, pushing from the "east" instance (alias A) to "west" (B).
-func DemoTask(topic string) task.Task {
+func Task(topic string) task.Task {
 	return task.Task{
 		Name: "demo-" + topic, Type: task.TypeKafkaReplication,
 		Current: task.Current{Cluster: "east", Alias: "A"},
@@ -85,7 +85,7 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) (e2e.Report, error) {
 	}
 	fmt.Fprintf(w, "produced %d records in %s (%.0f records/s)\n", pr.Records, pr.Elapsed.Round(time.Millisecond), pr.Rate())
 
-	t := DemoTask(o.Topic)
+	t := Task(o.Topic)
 	eng := engine.New(replicator.Options{RefreshInterval: 5 * time.Second}, o.Log)
 	defer eng.Close()
 	lookup := func(name string) (cluster.Settings, bool) {

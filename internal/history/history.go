@@ -270,13 +270,13 @@ func (f FlowSeries) Rate() (float64, bool) {
 
 // Rate is the task's current throughput over its flows, when known.
 func (ts TaskSeries) Rate() (float64, bool) {
-	sum, any := 0.0, false
+	sum, known := 0.0, false
 	for _, f := range ts.Flows {
 		if r, ok := f.Rate(); ok {
-			sum, any = sum+r, true
+			sum, known = sum+r, true
 		}
 	}
-	return sum, any
+	return sum, known
 }
 
 // Flow returns the series of one flow.

@@ -116,8 +116,8 @@ func (cc *ConnectCluster) Version() string { return cc.version }
 // Dir holds one directory per worker (worker-0, worker-1, ...).
 func (cc *ConnectCluster) Dir() string { return cc.dir }
 
-// ConfigTopic, OffsetTopic and StatusTopic are the workers' internal
-// topics on Kafka.
+// ConfigTopic is where connector configs are kept. It, OffsetTopic and
+// StatusTopic are the workers' internal topics on Kafka.
 func (cc *ConnectCluster) ConfigTopic() string { return cc.groupID + "-configs" }
 
 // OffsetTopic is where source connectors' offsets are kept.

@@ -35,12 +35,15 @@ func TestMultiBrokerConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range c.BrokerIDs() {
-		entries, err := a.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: fmt.Sprint(id)})
-		if err != nil {
-			t.Fatalf("describe broker %d: %v", id, err)
+		results, err := a.DescribeConfigs([]*sarama.ConfigResource{{Type: sarama.BrokerResource, Name: fmt.Sprint(id)}}, sarama.DescribeConfigsOptions{})
+		if err == nil && len(results) == 1 && results[0].ErrorCode != sarama.ErrNoError {
+			err = results[0].ErrorCode
+		}
+		if err != nil || len(results) != 1 {
+			t.Fatalf("describe broker %d: %d results, %v", id, len(results), err)
 		}
 		got := map[string]string{}
-		for _, e := range entries {
+		for _, e := range results[0].Configs {
 			got[e.Name] = e.Value
 		}
 		for k, want := range map[string]string{

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
@@ -136,6 +137,6 @@ func b2f(b bool) float64 {
 // process collectors, ready for promhttp.HandlerFor.
 func Registry(src Source) *prometheus.Registry {
 	r := prometheus.NewRegistry()
-	r.MustRegister(NewCollector(src), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	r.MustRegister(NewCollector(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
 }

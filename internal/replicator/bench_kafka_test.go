@@ -44,7 +44,7 @@ func BenchmarkPush1KiB(b *testing.B) {
 		done := make(chan struct{})
 		b.StartTimer()
 		began := time.Now()
-		go func() { defer close(done); r.Run(rctx) }()
+		go func() { defer close(done); _ = r.Run(rctx) }()
 		if _, err := e2e.WaitFor(ctx, dst, topic, int64(n), nil); err != nil {
 			b.Fatal(err)
 		}

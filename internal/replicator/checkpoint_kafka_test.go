@@ -161,7 +161,7 @@ func TestCheckpointsTranslateExactlyForLaggingGroupAndAfterRestart(t *testing.T)
 	ctx, cancel := context.WithCancel(context.Background())
 	r := New(flows[0], Options{RefreshInterval: time.Second, CommitInterval: 100 * time.Millisecond, CheckpointInterval: time.Hour}, nil)
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
+	go func() { defer close(done); _ = r.Run(ctx) }()
 	waitFor(t, func() error {
 		if st := r.Status(); st.Records != int64(copied) || st.LagRecords != 0 {
 			return fmt.Errorf("records %d lag %d", st.Records, st.LagRecords)
@@ -191,7 +191,7 @@ func TestCheckpointsTranslateExactlyForLaggingGroupAndAfterRestart(t *testing.T)
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	r2 := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
-	go r2.Run(ctx2)
+	go func() { _ = r2.Run(ctx2) }()
 	check(r2, "after restart")
 
 	// The checkpoints topic holds MM2 checkpoints for the group.
@@ -222,7 +222,7 @@ func TestCheckpointsLeaveActiveTargetGroupsAlone(t *testing.T) {
 	r := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go r.Run(ctx)
+	go func() { _ = r.Run(ctx) }()
 	waitFor(t, func() error {
 		if st := r.Status(); st.Records != 100 {
 			return fmt.Errorf("records %d", st.Records)
@@ -304,7 +304,9 @@ func translateWithMM2(t *testing.T, bootstrap, alias, group string) map[string]i
 			continue
 		}
 		var off int64
-		fmt.Sscan(f[2], &off)
+		if _, err := fmt.Sscan(f[2], &off); err != nil {
+			t.Fatalf("RemoteClusterUtils.translateOffsets printed %q: %v", line, err)
+		}
 		offsets[f[0]+" "+f[1]] = off
 	}
 	return offsets
@@ -329,7 +331,7 @@ func TestFailoverRenamedTopicGroupReadsTheRestOnTheTarget(t *testing.T) {
 	r := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go r.Run(ctx)
+	go func() { _ = r.Run(ctx) }()
 	waitFor(t, func() error {
 		if st := r.Status(); st.Records != n {
 			return fmt.Errorf("records %d", st.Records)

@@ -522,8 +522,9 @@ func retriable(err error) bool {
 		sarama.ErrReplicaNotAvailable, sarama.ErrInvalidMessage, sarama.ErrFencedLeaderEpoch,
 		sarama.ErrUnknownLeaderEpoch, sarama.ErrThrottlingQuotaExceeded:
 		return true
+	default:
+		return false
 	}
-	return false
 }
 
 // produceVersion is the Produce request version sarama's own producer uses

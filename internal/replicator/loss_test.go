@@ -90,7 +90,7 @@ func TestDeniedPartitionWaitsAloneAndCatchesUp(t *testing.T) {
 	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond, DegradedAfter: time.Second}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
+	wg.Go(func() { _ = r.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 	waitFor(t, func() error {
 		st := r.Status()

@@ -62,7 +62,7 @@ func runUntilStopped(t *testing.T, tk task.Task, sides ...cluster.Settings) ([]*
 	for _, f := range flows {
 		r := New(f, testOpts, nil)
 		reps = append(reps, r)
-		go func() { r.Run(ctx); done <- struct{}{} }()
+		go func() { _ = r.Run(ctx); done <- struct{}{} }()
 	}
 	stopped := false
 	stop := func() {
@@ -283,7 +283,7 @@ func TestLaggingGroupsTranslateAfterCompactionAndRestart(t *testing.T) {
 	defer cancel()
 	r := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
+	go func() { defer close(done); _ = r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	admin := mustAdmin(t, k)
 	for g := int64(0); g < int64(len(src)); g += 5 {
@@ -389,7 +389,7 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := New(flows[0], testOpts, nil)
 	done := make(chan struct{})
-	go func() { defer close(done); r.Run(ctx) }()
+	go func() { defer close(done); _ = r.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 
 	// Records, every third one from the target (an upstream gap: a distance

@@ -20,7 +20,7 @@ func startStoppable(f Flow) (*Replicator, func()) {
 	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
+	wg.Go(func() { _ = r.Run(ctx) })
 	return r, func() { cancel(); wg.Wait() }
 }
 
@@ -109,7 +109,7 @@ func TestLatestAppliesOnlyToPartitionsThereAtTheFirstStart(t *testing.T) {
 	r := New(f, Options{RefreshInterval: 2 * time.Second, CommitInterval: 100 * time.Millisecond}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
+	wg.Go(func() { _ = r.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 	waitProgress(t, r, 10)
 	produceKeys(t, a, "early", 1, 10, 5)

@@ -106,7 +106,7 @@ func runFlow(t *testing.T, f Flow) *Replicator {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
-	go func() { defer wg.Done(); r.Run(ctx) }()
+	go func() { defer wg.Done(); _ = r.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return r
 }

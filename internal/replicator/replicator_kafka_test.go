@@ -54,7 +54,7 @@ func runChild(spec string) int {
 	var wg sync.WaitGroup
 	for _, f := range flows {
 		r := New(f, testOpts, nil)
-		wg.Go(func() { r.Run(ctx) })
+		wg.Go(func() { _ = r.Run(ctx) })
 	}
 	wg.Wait()
 	return 0
@@ -92,7 +92,7 @@ func startTask(t *testing.T, tk task.Task, current, peer cluster.Settings) []*Re
 	for _, f := range flows {
 		r := New(f, testOpts, nil)
 		reps = append(reps, r)
-		wg.Go(func() { r.Run(ctx) })
+		wg.Go(func() { _ = r.Run(ctx) })
 	}
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	return reps
@@ -388,15 +388,11 @@ func TestTopicConfigsAreSyncedIncrementally(t *testing.T) {
 
 	dstAdmin, srcAdmin := mustAdmin(t, k2), mustAdmin(t, k1)
 	targetConfig := func() map[string]string {
-		entries, err := dstAdmin.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+		configs, err := topicConfigs(dstAdmin, []string{topic}, false)
 		if err != nil {
 			return nil
 		}
-		m := map[string]string{}
-		for _, e := range entries {
-			m[e.Name] = e.Value
-		}
-		return m
+		return configs[topic]
 	}
 	waitFor(t, func() error {
 		if c := targetConfig(); c["retention.ms"] != hour || c["cleanup.policy"] != compact {

@@ -273,13 +273,14 @@ func validateRules(p *Problems, t task.Task) {
 		}
 		seen := map[string]bool{}
 		for _, tp := range r.Topics {
-			if msg := checkTopicName(tp); msg != "" {
+			switch msg := checkTopicName(tp); {
+			case msg != "":
 				p.Add("rules.topics", "%s", msg)
-			} else if seen[tp] {
+			case seen[tp]:
 				p.Add("rules.topics", "topic %q is listed twice", tp)
-			} else if policy.IsInternal(tp) {
+			case policy.IsInternal(tp):
 				p.Add("rules.topics", "%s", internalMsg(tp))
-			} else {
+			default:
 				checkCameFrom(p, "rules.topics", tp, targets)
 				for _, a := range prefixes {
 					if len(a)+1+len(tp) > maxTopicNameLength {

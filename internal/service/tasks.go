@@ -581,6 +581,8 @@ func (s *Service) changeState(ctx context.Context, name string, action task.Acti
 		}
 	case task.ActionRestart:
 		s.stopTask(rec.Spec)
+	case task.ActionCreate, task.ActionDelete: // CreateTask's and DeleteTask's
+		return TaskInfo{}, fmt.Errorf("%s is not a change of a task's state", action)
 	}
 	now := time.Now().UTC().Truncate(time.Second)
 	if err := s.taskStore.SetTaskState(ctx, name, desired, action, actorName(ctx), now); errors.Is(err, store.ErrNotFound) {

@@ -48,11 +48,12 @@ func ValidateCluster(s cluster.Settings) Problems {
 		p.Add("name", "name must be 1 to 64 characters of A-Z, a-z, 0-9, - and _")
 	}
 
-	if len(s.BootstrapServers) == 0 {
+	switch {
+	case len(s.BootstrapServers) == 0:
 		p.Add("bootstrap_servers", "give at least one bootstrap server as host:port, for example 127.0.0.1:9092")
-	} else if len(s.BootstrapServers) > maxBootstrapServers {
+	case len(s.BootstrapServers) > maxBootstrapServers:
 		p.Add("bootstrap_servers", "at most %d bootstrap servers", maxBootstrapServers)
-	} else {
+	default:
 		seen := map[string]bool{}
 		for _, b := range s.BootstrapServers {
 			if msg := checkHostPort(b); msg != "" {

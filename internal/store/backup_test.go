@@ -135,7 +135,9 @@ func TestLockDataDirIsExclusive(t *testing.T) {
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}
-	l2.Unlock()
+	if err := l2.Unlock(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // backupWithTasks makes a backup file holding the named tasks.
@@ -198,7 +200,9 @@ func TestRestoreRefusedWhileInUseAndWorksWhenNot(t *testing.T) {
 	if got := fmt.Sprint(taskNames(t, dir)); got != "[current]" {
 		t.Fatalf("after a refused restore the tasks are %s, want [current]", got)
 	}
-	lock.Unlock()
+	if err := lock.Unlock(); err != nil {
+		t.Fatal(err)
+	}
 
 	v, err := store.Restore(ctx, file, dir)
 	if err != nil {

@@ -9,6 +9,7 @@ package task
 // Side names one of a task's two clusters.
 type Side string
 
+// The two sides: the cluster the task is defined on and its peer.
 const (
 	SideCurrent Side = "current"
 	SidePeer    Side = "peer"

@@ -9,19 +9,19 @@ package task
 type State string
 
 const (
-	// StateStarting: the flow is connecting and reading where to resume.
+	// StateStarting means the flow is connecting and reading where to resume.
 	StateStarting State = "STARTING"
-	// StateRunning: records are copied.
+	// StateRunning means records are copied.
 	StateRunning State = "RUNNING"
-	// StateDegraded: copying goes on, but something holds part of it back
+	// StateDegraded means copying goes on, but something holds part of it back
 	// (the reason says what and since when); kmirror keeps retrying.
 	StateDegraded State = "DEGRADED"
-	// StateFailed: copying stopped on an error the reason names; for a
+	// StateFailed means copying stopped on an error the reason names; for a
 	// task, also one that should run but could not be started.
 	StateFailed State = "FAILED"
-	// StateStopped: the flow or task is not running in this process.
+	// StateStopped means the flow or task is not running in this process.
 	StateStopped State = "STOPPED"
-	// StatePaused: the operator paused the task.
+	// StatePaused means the operator paused the task.
 	StatePaused State = "PAUSED"
 )
 
@@ -41,6 +41,7 @@ func (s State) Copying() bool {
 // runs is the engine's to say.
 type DesiredState string
 
+// The desired states.
 const (
 	DesiredRunning DesiredState = "running"
 	DesiredPaused  DesiredState = "paused"
@@ -58,6 +59,7 @@ func (d DesiredState) Valid() bool {
 // Action is what an operator did to a task, recorded with who and when.
 type Action string
 
+// The actions.
 const (
 	ActionCreate  Action = "create"
 	ActionPause   Action = "pause"

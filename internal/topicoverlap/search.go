@@ -277,7 +277,7 @@ func (r *progRunner) closure(pcs []uint32, flags syntax.EmptyOp, budget *int) (r
 		clear(r.mark)
 		r.gen = 1
 	}
-	stack := append(r.stack[:0], pcs...)
+	stack := append(r.stack[:0], pcs...) //nolint:gocritic // reuses r.stack's array on purpose; stored back below
 	for len(stack) > 0 && *budget > 0 {
 		pc := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -300,6 +300,7 @@ func (r *progRunner) closure(pcs []uint32, flags syntax.EmptyOp, budget *int) (r
 			match = true
 		case syntax.InstRune, syntax.InstRune1, syntax.InstRuneAny, syntax.InstRuneAnyNotNL:
 			runes = append(runes, pc)
+		case syntax.InstFail: // matches nothing: this thread ends
 		}
 	}
 	r.stack = stack

@@ -8,8 +8,8 @@ import (
 	"github.com/kmirror/kmirror/internal/topicoverlap"
 )
 
-// any approves every name the search offers.
-func any(string) bool { return true }
+// anyName approves every name the search offers.
+func anyName(string) bool { return true }
 
 func TestFind(t *testing.T) {
 	tests := []struct {
@@ -19,25 +19,25 @@ func TestFind(t *testing.T) {
 		want    func(string) bool
 		topic   string
 	}{
-		{"anything", []string{".*"}, topicoverlap.Exclude{}, any, "a"},
-		{"literal", []string{"orders"}, topicoverlap.Exclude{}, any, "orders"},
-		{"internal prefix passed over", []string{"__.*|x"}, topicoverlap.Exclude{}, any, "x"},
-		{"shortest past an internal prefix", []string{"(__|ab)x"}, topicoverlap.Exclude{}, any, "abx"},
-		{"internal suffix passed over", []string{".*internal|ok"}, topicoverlap.Exclude{}, any, "ok"},
-		{"class", []string{"[A-Z]{3}"}, topicoverlap.Exclude{}, any, "AAA"},
-		{"word boundary", []string{`\bfoo`}, topicoverlap.Exclude{}, any, "foo"},
-		{"only internal names", []string{"mm2-.*|kmirror-.*|heartbeats"}, topicoverlap.Exclude{}, any, ""},
-		{"escaped dot", []string{`a\.b`}, topicoverlap.Exclude{}, any, "a.b"},
-		{"names Kafka refuses", []string{"[.]|[.][.]"}, topicoverlap.Exclude{}, any, ""},
-		{"long name", []string{"x{200}"}, topicoverlap.Exclude{}, any, strings.Repeat("x", 200)},
-		{"longer than Kafka allows", []string{"x{250}"}, topicoverlap.Exclude{}, any, ""},
-		{"not a topic character", []string{"orders list"}, topicoverlap.Exclude{}, any, ""},
-		{"invalid regex selects nothing", []string{"(orders"}, topicoverlap.Exclude{}, any, ""},
-		{"two regexes overlap", []string{"orders.*", ".*-eu"}, topicoverlap.Exclude{}, any, "orders-eu"},
-		{"two regexes disjoint", []string{"a.*", "b.*"}, topicoverlap.Exclude{}, any, ""},
-		{"excluded exact name", []string{"orders|payments"}, topicoverlap.Exclude{Exact: []string{"orders"}}, any, "payments"},
-		{"excluded prefix", []string{"B[.]x|x"}, topicoverlap.Exclude{Prefixes: []string{"B."}}, any, "x"},
-		{"excluded suffix", []string{"x[.]old|xy"}, topicoverlap.Exclude{Suffixes: []string{".old"}}, any, "xy"},
+		{"anything", []string{".*"}, topicoverlap.Exclude{}, anyName, "a"},
+		{"literal", []string{"orders"}, topicoverlap.Exclude{}, anyName, "orders"},
+		{"internal prefix passed over", []string{"__.*|x"}, topicoverlap.Exclude{}, anyName, "x"},
+		{"shortest past an internal prefix", []string{"(__|ab)x"}, topicoverlap.Exclude{}, anyName, "abx"},
+		{"internal suffix passed over", []string{".*internal|ok"}, topicoverlap.Exclude{}, anyName, "ok"},
+		{"class", []string{"[A-Z]{3}"}, topicoverlap.Exclude{}, anyName, "AAA"},
+		{"word boundary", []string{`\bfoo`}, topicoverlap.Exclude{}, anyName, "foo"},
+		{"only internal names", []string{"mm2-.*|kmirror-.*|heartbeats"}, topicoverlap.Exclude{}, anyName, ""},
+		{"escaped dot", []string{`a\.b`}, topicoverlap.Exclude{}, anyName, "a.b"},
+		{"names Kafka refuses", []string{"[.]|[.][.]"}, topicoverlap.Exclude{}, anyName, ""},
+		{"long name", []string{"x{200}"}, topicoverlap.Exclude{}, anyName, strings.Repeat("x", 200)},
+		{"longer than Kafka allows", []string{"x{250}"}, topicoverlap.Exclude{}, anyName, ""},
+		{"not a topic character", []string{"orders list"}, topicoverlap.Exclude{}, anyName, ""},
+		{"invalid regex selects nothing", []string{"(orders"}, topicoverlap.Exclude{}, anyName, ""},
+		{"two regexes overlap", []string{"orders.*", ".*-eu"}, topicoverlap.Exclude{}, anyName, "orders-eu"},
+		{"two regexes disjoint", []string{"a.*", "b.*"}, topicoverlap.Exclude{}, anyName, ""},
+		{"excluded exact name", []string{"orders|payments"}, topicoverlap.Exclude{Exact: []string{"orders"}}, anyName, "payments"},
+		{"excluded prefix", []string{"B[.]x|x"}, topicoverlap.Exclude{Prefixes: []string{"B."}}, anyName, "x"},
+		{"excluded suffix", []string{"x[.]old|xy"}, topicoverlap.Exclude{Suffixes: []string{".old"}}, anyName, "xy"},
 		{"want is asked once per class of names", []string{"[ab]{2}"}, topicoverlap.Exclude{}, func(s string) bool { return s != "aa" }, ""},
 		{"want refuses all", []string{"[ab]"}, topicoverlap.Exclude{}, func(string) bool { return false }, ""},
 	}
@@ -77,7 +77,7 @@ func TestFindGivesUpWithinItsBudget(t *testing.T) {
 			*topicoverlap.ProductStatesMade = func(n int) { made += n }
 			defer func() { *topicoverlap.ProductStatesMade = nil }()
 			budget := tc.budget
-			got, decided := topicoverlap.Find(tc.regexes, topicoverlap.Exclude{}, any, &budget)
+			got, decided := topicoverlap.Find(tc.regexes, topicoverlap.Exclude{}, anyName, &budget)
 			if decided || got != "" {
 				t.Errorf("Find = %q, %v; want undecided", got, decided)
 			}
