@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -363,6 +364,6 @@ func (c *Client) OverridesRefused(ctx context.Context) (string, error) {
 	}
 	errs := v.Errors()
 	// Connect names the setting with its prefix; accept it bare too.
-	msgs := append(errs[OverrideProbe], errs[strings.TrimPrefix(OverrideProbe, "producer.override.")]...)
+	msgs := slices.Concat(errs[OverrideProbe], errs[strings.TrimPrefix(OverrideProbe, "producer.override.")])
 	return strings.Join(msgs, "; "), nil
 }
