@@ -176,10 +176,12 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	metricsHandler := promhttp.HandlerFor(metrics.Registry(eng), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	// Metrics and charts cover the tasks of both engines.
+	running := engine.Union(eng, onConnect)
+	metricsHandler := promhttp.HandlerFor(metrics.Registry(running), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	// The task page's charts and recent errors: the engine sampled every 5s,
 	// kept 15 minutes, in memory.
-	hist := history.New(eng, history.DefaultEvery, history.DefaultKeep)
+	hist := history.New(running, history.DefaultEvery, history.DefaultKeep)
 	access.Service, access.DataDir, access.APIToken, access.Logger, access.Ping, access.Metrics, access.History =
 		svc, cfg.DataDir, token, log, db.Ping, metricsHandler, hist
 	srv, err := web.New(access)

@@ -219,3 +219,36 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 	}
 	return nil
 }
+
+// Source is what reads a set of running tasks: an engine, or several as
+// one (Union). Metrics and the task page's history read it.
+type Source interface {
+	// Names lists the tasks running here.
+	Names() []string
+	// Status is a task's snapshot; false when it stopped meanwhile.
+	Status(name string) (TaskStatus, bool)
+}
+
+// Union reads several engines as one: every engine's tasks (a task runs on
+// one engine at a time).
+func Union(srcs ...Source) Source { return union(srcs) }
+
+type union []Source
+
+func (u union) Names() []string {
+	var out []string
+	for _, s := range u {
+		out = append(out, s.Names()...)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (u union) Status(name string) (TaskStatus, bool) {
+	for _, s := range u {
+		if st, ok := s.Status(name); ok {
+			return st, true
+		}
+	}
+	return TaskStatus{Name: name, State: task.StateStopped}, false
+}

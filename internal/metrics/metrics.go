@@ -22,12 +22,7 @@ import (
 )
 
 // Source is what the Collector reads; *engine.Engine is one.
-type Source interface {
-	// Names lists the tasks running here.
-	Names() []string
-	// Status is a task's snapshot; false when it stopped meanwhile.
-	Status(name string) (engine.TaskStatus, bool)
-}
+type Source = engine.Source
 
 var (
 	labels     = []string{"task", "flow"}
