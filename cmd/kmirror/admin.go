@@ -37,6 +37,8 @@ const taskUsage = `Usage:
   kmirror task check -f task.json       connectivity check of both clusters, step by step
   kmirror task validate -f task.json    dry run: every problem and the topics that would be replicated
   kmirror task failover NAME --group G  translate group G's offsets and commit them to the target now
+  kmirror task move NAME --engine E     run the task on engine E (embedded or connect:<name>), its progress
+                                        handed over (docs/CONNECT.md); a failed move leaves it where it was
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
 The API token comes from KMIRROR_TOKEN.
@@ -49,6 +51,7 @@ type adminCmd struct {
 	output string
 	file   string
 	group  string
+	engine string
 	client *apiclient.Client
 	stdout io.Writer
 }
@@ -297,8 +300,11 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 	sub, rest := args[0], args[1:]
 	withFile := sub == "create" || sub == "check" || sub == "validate"
 	a := newAdminCmd("task "+sub, stderr, stdout, withFile)
-	if sub == "failover" {
+	switch sub {
+	case "failover":
 		a.fs.StringVar(&a.group, "group", "", "consumer group to fail over")
+	case "move":
+		a.fs.StringVar(&a.engine, "engine", "", "engine to move the task to: embedded or connect:<name>")
 	}
 	pos, err := a.parse(rest, getenv)
 	if err != nil {
@@ -355,6 +361,22 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		return a.print(raw, failoverTable)
+	case "move":
+		name, err := oneName(pos, "task")
+		if err != nil {
+			return err
+		}
+		// Required here although the API reads "" as embedded: a move
+		// should say where to.
+		if a.engine == "" {
+			return errors.New("move needs --engine embedded|connect:<name>")
+		}
+		body, _ := json.Marshal(map[string]string{"engine": a.engine})
+		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/move", name), body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, taskTable(false))
 	case "show", "delete", "pause", "resume", "restart":
 		name, err := oneName(pos, "task")
 		if err != nil {
@@ -396,6 +418,7 @@ type taskRow struct {
 	Rules struct {
 		Direction string `json:"direction"`
 	} `json:"rules"`
+	Engine string `json:"engine"`
 	Status struct {
 		State  task.State `json:"state"`
 		Reason string     `json:"reason"`
@@ -423,15 +446,15 @@ func taskTable(list bool) func(io.Writer, json.RawMessage) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintln(w, "NAME\tCURRENT\tDIRECTION\tPEER\tSTATE\tRECORDS\tLAG\tREASON")
+		fmt.Fprintln(w, "NAME\tCURRENT\tDIRECTION\tPEER\tENGINE\tSTATE\tRECORDS\tLAG\tREASON")
 		for _, r := range rows {
 			var records, lag int64
 			for _, f := range r.Status.Flows {
 				records += f.Records
 				lag += f.LagRecords
 			}
-			fmt.Fprintf(w, "%s\t%s (%s)\t%s\t%s (%s)\t%s\t%d\t%d\t%s\n", r.Name, r.Current.Cluster, r.Current.Alias,
-				r.Rules.Direction, r.peer(), r.Peer.Alias, r.Status.State, records, lag, r.Status.Reason)
+			fmt.Fprintf(w, "%s\t%s (%s)\t%s\t%s (%s)\t%s\t%s\t%d\t%d\t%s\n", r.Name, r.Current.Cluster, r.Current.Alias,
+				r.Rules.Direction, r.peer(), r.Peer.Alias, r.Engine, r.Status.State, records, lag, r.Status.Reason)
 		}
 		if !list && len(rows) == 1 {
 			for _, f := range rows[0].Status.Flows {

@@ -79,7 +79,7 @@ func TestAdminCommandsOnTheDemoTask(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if !regexp.MustCompile(`demo-orders\s+east \(A\)\s+push\s+west \(B\)\s+RUNNING\s+[1-9]`).MatchString(out) {
+		if !regexp.MustCompile(`demo-orders\s+east \(A\)\s+push\s+west \(B\)\s+embedded\s+RUNNING\s+[1-9]`).MatchString(out) {
 			return errString("demo task not replicating yet:\n" + out)
 		}
 		return nil
@@ -252,5 +252,74 @@ func TestConnectClusterCheckCommand(t *testing.T) {
 	}
 	if out, err := cli(t, base, "connect-cluster", "check"); err == nil {
 		t.Errorf("check without a name: %s", out)
+	}
+}
+
+// task move: refusals by field (422) and a failed move (502) are errors
+// with the server's words, and the task stays where it was.
+func TestTaskMoveCommand(t *testing.T) {
+	base, _ := serveDemo(t)
+	onEmbedded := func(name string) func() error {
+		return func() error {
+			out, err := cli(t, base, "task", "show", name)
+			if err != nil {
+				return err
+			}
+			if !regexp.MustCompile(name + `\s+east \(A\)\s+push\s+west \(B\)\s+embedded\s+RUNNING`).MatchString(out) {
+				return errString(name + " not running on embedded:\n" + out)
+			}
+			return nil
+		}
+	}
+	checkFor(t, 30*time.Second, 200*time.Millisecond, onEmbedded("demo-orders"))
+	if out, err := cli(t, base, "connect-cluster", "add", "--name", "fake", "--url", connecttest.Start(t, connecttest.Worker{}), "--kafka-cluster", "west"); err != nil {
+		t.Fatalf("add a Connect cluster: %v\n%s", err, out)
+	}
+	// The demo task adds the source header, which Connect cannot: refused
+	// by that field. The next task does not, so its move reaches the engine.
+	if out, err := cli(t, base, "task", "move", "demo-orders", "--engine", "connect:fake"); err == nil || !strings.Contains(err.Error(), "\n  rules.add_source_header: ") {
+		t.Fatalf("move a task Connect cannot run: %v\n%s", err, out)
+	}
+	if _, err := cli(t, base, "task", "delete", "demo-orders"); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "task.json")
+	if err := os.WriteFile(path, []byte(`{"name": "plain", "type": "kafka-replication", "engine": "embedded",
+	  "current": {"cluster": "east", "alias": "A"}, "peer": {"alias": "B", "config_type": "cluster", "cluster": "west"},
+	  "rules": {"direction": "push", "topics": ["orders"], "rename_topics": true, "replication_factor": 1}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli(t, base, "task", "create", "-f", path); err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	checkFor(t, 30*time.Second, 200*time.Millisecond, onEmbedded("plain"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // in the error
+	}{
+		{"no engine", []string{"plain"}, []string{"--engine"}},
+		{"no name", []string{"--engine", "embedded"}, []string{"one task name"}},
+		{"same engine", []string{"plain", "--engine", "embedded"}, []string{"invalid_task", "\n  engine: ", "already"}},
+		{"unknown Connect cluster", []string{"plain", "--engine", "connect:nope"}, []string{"invalid_task", "\n  engine: "}},
+		{"bad engine", []string{"plain", "--engine", "spark"}, []string{"invalid_task", "\n  engine: "}},
+		{"unknown task", []string{"nope", "--engine", "connect:fake"}, []string{"not_found"}},
+		// The fake worker answers checks but cannot hold connectors.
+		{"engine fails", []string{"plain", "--engine", "connect:fake"}, []string{"move_failed", "not moved to connect:fake", "stays on embedded"}},
+	} {
+		out, err := cli(t, base, append([]string{"task", "move"}, tc.args...)...)
+		if err == nil {
+			t.Errorf("%s: moved:\n%s", tc.name, out)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: error does not say %q: %v", tc.name, w, err)
+			}
+		}
+	}
+	checkFor(t, 30*time.Second, 200*time.Millisecond, onEmbedded("plain"))
+	if out, err := cli(t, base, "task", "list", "-o", "json"); err != nil || !strings.Contains(out, `"engine": "embedded"`) {
+		t.Fatalf("list -o json: %v\n%s", err, out)
 	}
 }

@@ -6,7 +6,7 @@
 //	kmirror run -f spec.json     (headless, like MirrorMaker 2's dedicated mode)
 //	kmirror healthcheck          (exit 0 when /healthz answers; for containers)
 //	kmirror instance add|list|remove             (admin over the JSON API)
-//	kmirror task create|list|show|delete|pause|resume|restart|check|validate
+//	kmirror task create|list|show|delete|pause|resume|restart|check|validate|move
 //	kmirror backup FILE | restore FILE   (the database of --data-dir)
 //	kmirror user list|add|remove, kmirror token list|create|revoke   (over the JSON API)
 //	kmirror admin set-password NAME   (on the server, password from stdin)
@@ -40,7 +40,7 @@ Usage:
   kmirror instance ...       add, list, remove Kafka instances; smart-connect NAME (JSON API of a running serve)
   kmirror connect-cluster ...
                              add, list, show, remove Kafka Connect clusters tasks can run on
-  kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate tasks
+  kmirror task ...           create, list, show, delete, pause, resume, restart, check, validate, move tasks
   kmirror backup FILE        copy the database to FILE (safe while serve runs)
   kmirror restore FILE       replace the database with FILE (serve must be stopped)
   kmirror user ...           list, add, remove console users (JSON API; admin token)
