@@ -43,6 +43,10 @@ func (s *Service) Failover(ctx context.Context, name, group string) (_ FailoverR
 		return FailoverResult{}, &Error{Code: CodeInvalidRequest,
 			Message: "task " + name + " does not sync consumer offsets: create a task with sync consumer offsets on to fail groups over"}
 	}
+	if c, onConnect := rec.Spec.ConnectCluster(); onConnect {
+		return FailoverResult{}, &Error{Code: CodeInvalidRequest,
+			Message: "task " + name + " runs on Kafka Connect cluster " + c + ": its MirrorCheckpointConnector syncs the offsets of idle groups every 10 s on its own; on-demand failover is for tasks on the embedded engine"}
+	}
 	syncer, ok := s.runner.(GroupSyncer)
 	if !ok {
 		return FailoverResult{}, &Error{Code: CodeInternal, Message: "this runner cannot sync groups"}
