@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
@@ -148,4 +149,25 @@ func (s *Service) checkOnEngine(t task.Task, current, peer cluster.Settings, p *
 	case err != nil:
 		p.Add("engine", "%s", err.Error())
 	}
+}
+
+// engineWarnings are what a user should know before a task goes to its
+// engine: on a Connect cluster without a config provider, the task's Kafka
+// passwords go into Connect's config topic, readable through its REST API.
+func (s *Service) engineWarnings(ctx context.Context, t task.Task, current, peer cluster.Settings) ([]string, error) {
+	name, ok := t.ConnectCluster()
+	if !ok || s.connectClusters == nil || !(current.UsesSASL() || peer.UsesSASL()) {
+		return nil, nil
+	}
+	r, err := s.connectClusters.ConnectCluster(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil // a problem on "engine" says so
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.ConfigProvider != "" {
+		return nil, nil
+	}
+	return []string{fmt.Sprintf("Kafka Connect cluster %s keeps connector configurations in its config topic and shows them through its REST API: this task's Kafka passwords would be stored there as they are. Register the Connect cluster with a config provider its workers define to send references instead (docs/CONNECT.md)", name)}, nil
 }

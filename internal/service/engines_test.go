@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
@@ -129,5 +130,49 @@ func TestTasksRunOnTheirEngine(t *testing.T) {
 	}
 	if err := svc.DeleteTask(ctx, "inproc"); err != nil || embedded.Stops["inproc"] != 1 {
 		t.Errorf("delete in-process: %v, stops %v", err, embedded.Stops)
+	}
+}
+
+// The dry run asks the engine as a create would: an option the engine
+// refuses is a problem on its field, and a Connect cluster without a
+// config provider is a warning when the task carries a Kafka password.
+func TestDryRunAsksTheEngine(t *testing.T) {
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
+	onConnect := &connectRunner{Runner: servicetest.NewRunner(),
+		refuse: task.FieldErrors{{Field: "rules.start_offset", Message: "not on Connect"}}}
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: servicetest.NewRunner(), Kafka: kafka,
+		ConnectClusters: db, ConnectRunner: onConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddCluster(ctx, cluster.Settings{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "east"}); err != nil {
+		t.Fatal(err)
+	}
+	tk := task.Task{Name: "dry-run", Type: task.TypeKafkaReplication, Current: task.Current{Cluster: "east", Alias: "A"}, Engine: task.ConnectEngine("c1"),
+		Peer: task.Peer{Alias: "B", ConfigType: task.PeerByAddress, Address: []string{"127.0.0.1:9192"}, SecurityProtocol: cluster.SASLPlaintext,
+			SASLMechanism: cluster.MechanismPlain, Username: "u", Password: "secret-pw"},
+		Rules: task.Rules{Tasks: 1, ReplicationFactor: 1, Direction: task.DirectionPull, Topics: []string{"a"}, RenameTopics: true,
+			StartOffset: task.StartEarliest, Compression: "none"}}
+	res, err := svc.ValidateTaskDryRun(ctx, tk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || len(res.Problems.For("rules.start_offset")) != 1 {
+		t.Fatalf("problems %v, want the engine's refusal on rules.start_offset", res.Problems)
+	}
+	if !slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "config topic") }) {
+		t.Fatalf("warnings %v, want one about passwords in Connect's config topic", res.Warnings)
+	}
+	// Without a password nothing to warn about.
+	onConnect.refuse = nil
+	tk.Peer.SecurityProtocol, tk.Peer.SASLMechanism, tk.Peer.Username, tk.Peer.Password = cluster.Plaintext, "", "", ""
+	res, err = svc.ValidateTaskDryRun(ctx, tk)
+	if err != nil || !res.OK || slices.ContainsFunc(res.Warnings, func(w string) bool { return strings.Contains(w, "config topic") }) {
+		t.Fatalf("a task without passwords: %+v, %v", res, err)
 	}
 }

@@ -76,6 +76,17 @@ func (s *Service) ValidateTaskDryRun(ctx context.Context, in task.Task) (Validat
 	cp, warnings := CheckAgainstTasks(t, specs, addrs)
 	p = append(p, cp...)
 	res.Warnings = append(res.Warnings, warnings...)
+	if err := s.resolveEngine(ctx, &t, &p); err != nil {
+		return res, err
+	}
+	if len(p) == 0 {
+		s.checkOnEngine(t, current, peer, &p)
+	}
+	w, err := s.engineWarnings(ctx, t, current, peer)
+	if err != nil {
+		return res, err
+	}
+	res.Warnings = append(res.Warnings, w...)
 
 	if len(rp) == 0 && len(p.For("current.cluster")) == 0 && !peerUnusable(p) {
 		s.preview(ctx, t, current, peer, &p, &res)
