@@ -1,0 +1,86 @@
+package connectplan
+
+import (
+	"strings"
+	"testing"
+)
+
+const sampleMM2 = `# MirrorMaker 2, dedicated mode
+clusters = east, west
+east.bootstrap.servers = e1:9092,e2:9092
+west.bootstrap.servers = w1:9092
+west.security.protocol = SASL_SSL
+west.sasl.jaas.config = org.apache.kafka.common.security.plain.PlainLoginModule required \
+    username="rep" password="${file:/etc/secrets.properties:west}";
+east->west.enabled = true
+east->west.topics = orders, pay\\.v1
+west->east.enabled = false
+tasks.max = 4
+replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+sync.group.offsets.enabled = true
+`
+
+func TestParseMM2Properties(t *testing.T) {
+	flows, err := ParseMM2Properties(sampleMM2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(flows) != 1 || flows[0].Source != "east" || flows[0].Target != "west" {
+		t.Fatalf("flows %+v, want east->west only", flows)
+	}
+	cfg := flows[0].Config
+	for k, want := range map[string]string{
+		"source.cluster.alias":             "east",
+		"target.cluster.alias":             "west",
+		"source.cluster.bootstrap.servers": "e1:9092,e2:9092",
+		"target.cluster.bootstrap.servers": "w1:9092",
+		"target.cluster.security.protocol": "SASL_SSL",
+		"target.cluster.sasl.jaas.config":  `org.apache.kafka.common.security.plain.PlainLoginModule required username="rep" password="${file:/etc/secrets.properties:west}";`,
+		"topics":                           `orders, pay\.v1`,
+		"tasks.max":                        "4",
+		"replication.policy.class":         identityPolicy,
+		"sync.group.offsets.enabled":       "true",
+		"connector.class":                  "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+	} {
+		if cfg[k] != want {
+			t.Errorf("%s = %q, want %q", k, cfg[k], want)
+		}
+	}
+	for _, k := range []string{"clusters", "east->west.enabled", "west->east.enabled", "east.bootstrap.servers"} {
+		if _, ok := cfg[k]; ok {
+			t.Errorf("%s leaked into the flow's configuration", k)
+		}
+	}
+}
+
+func TestParseMM2PropertiesRefusals(t *testing.T) {
+	for _, c := range []struct{ name, text, part string }{
+		{"one cluster", "clusters = a\n", "fewer than two"},
+		{"nothing enabled", "clusters = a, b\n", "no flow is enabled"},
+		{"unknown alias", "clusters = a, b\na->b.enabled = true\nc->a.enabled = true\n", `cluster "c"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseMM2Properties(c.text)
+			if err == nil || !strings.Contains(err.Error(), c.part) {
+				t.Fatalf("got %v, want an error saying %q", err, c.part)
+			}
+		})
+	}
+}
+
+func FuzzParseMM2Properties(f *testing.F) {
+	f.Add(sampleMM2)
+	f.Add("clusters = a, b\na->b.enabled = true\nb->a.enabled = TRUE\n")
+	f.Add("clusters = a, b\na->b.enabled = true\na.sasl.jaas.config = x password=\"${env:NOPE}\";\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		flows, err := ParseMM2Properties(text)
+		if err != nil {
+			return
+		}
+		for _, fl := range flows {
+			if fl.Source == fl.Target || fl.Config["source.cluster.alias"] != fl.Source || fl.Config["target.cluster.alias"] != fl.Target {
+				t.Fatalf("flow %+v", fl)
+			}
+		}
+	})
+}
