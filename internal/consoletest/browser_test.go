@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/kafkatest"
@@ -47,7 +49,14 @@ func startConsole(t *testing.T) string {
 	// A short refresh picks up the test's topic quickly.
 	eng := engine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
 	t.Cleanup(eng.Close)
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log})
+	// The Connect engine too, as serve wires it.
+	var svc *service.Service
+	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+		return svc.ConnectEngineCluster(ctx, name)
+	}, log)
+	t.Cleanup(onConnect.Close)
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log,
+		ConnectClusters: db, ConnectRunner: onConnect})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +65,7 @@ func startConsole(t *testing.T) string {
 	}
 	// The task page's charts: sampled as serve samples them, but every
 	// second so a few seconds of data make a line.
-	hist := history.New(eng, time.Second, 0)
+	hist := history.New(engine.Union(eng, onConnect), time.Second, 0)
 	sampling, stopSampling := context.WithCancel(ctx)
 	sampled := make(chan struct{})
 	go func() { defer close(sampled); _ = hist.Run(sampling) }()
