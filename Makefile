@@ -35,7 +35,7 @@ lint:
 # All tests, real Apache Kafka included (jars fetched once from Maven Central),
 # then the concurrent packages' in-process tests again under the race
 # detector (-short: real Kafka is the first run's).
-RACE_PKGS = ./internal/replicator/ ./internal/engine/ ./internal/service/... ./internal/checkpoint/ ./internal/account/ ./web/
+RACE_PKGS = ./internal/replicator/ ./internal/engine/ ./internal/service/... ./internal/checkpoint/ ./internal/account/ ./web/ ./internal/connectengine/
 test:
 	$(GO) test -count=1 -timeout 25m ./...
 	$(GO) test -race -short -count=1 -timeout 15m $(RACE_PKGS)

@@ -151,6 +151,18 @@ func IsNotFound(err error) bool { return statusOf(err) == http.StatusNotFound }
 // concurrent change; the same request may succeed a moment later.
 func IsConflict(err error) bool { return statusOf(err) == http.StatusConflict }
 
+// IsTransient reports whether err may pass by itself: no worker could be
+// reached, or one answered 409 (rebalancing), 408, 5xx. Trying the same
+// request again later is right; changing it is not needed.
+func IsTransient(err error) bool {
+	var u *unreachableError
+	if errors.As(err, &u) {
+		return true
+	}
+	st := statusOf(err)
+	return st == http.StatusConflict || st == http.StatusRequestTimeout || st >= 500
+}
+
 func statusOf(err error) int {
 	var e *Error
 	if errors.As(err, &e) {

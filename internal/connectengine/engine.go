@@ -77,6 +77,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	tasks   map[string]*deployment // running here, by task name
+	waiting map[string]*pending    // to deploy once Connect answers, by task name
 	pollers map[string]*poller     // by Connect cluster name
 	closed  bool
 }
@@ -95,7 +96,7 @@ func New(d Deps) *Engine {
 	if d.PollInterval <= 0 {
 		d.PollInterval = 5 * time.Second
 	}
-	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, pollers: map[string]*poller{}}
+	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, waiting: map[string]*pending{}, pollers: map[string]*poller{}}
 }
 
 // requestTimeout bounds one action on Connect (deploying a task's
@@ -105,7 +106,90 @@ const requestTimeout = 60 * time.Second
 // Start deploys the task's connectors (creating them, or bringing their
 // configuration up to date) and resumes them if they were paused. Starting
 // a task twice is harmless: Connect keeps one copy of each connector.
+//
+// When Connect cannot be reached or answers that it is busy (a worker
+// down, a rebalance: connect.IsTransient), Start does not fail: the task
+// shows DEGRADED with the reason and is deployed as soon as Connect
+// answers, tried again every poll interval. A kmirror started while its
+// Connect cluster is away so takes its tasks back by itself.
 func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
+	err := e.start(t, current, peer)
+	if err == nil || !connect.IsTransient(err) {
+		return err
+	}
+	e.log.Warn("task not deployed on Kafka Connect yet; trying again", "task", t.Name, "error", err)
+	e.pend(t, current, peer, err)
+	return nil
+}
+
+// pending is a task waiting for its Connect cluster to deploy it.
+type pending struct {
+	mu     sync.Mutex
+	reason error
+	quit   chan struct{}
+}
+
+func (p *pending) why() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reason
+}
+
+// pend watches t as not deployed yet, trying start again until it works,
+// the task is stopped or started anew, or the engine closes.
+func (e *Engine) pend(t task.Task, current, peer cluster.Settings, why error) {
+	p := &pending{reason: why, quit: make(chan struct{})}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	if old, ok := e.waiting[t.Name]; ok {
+		close(old.quit)
+	}
+	e.waiting[t.Name] = p
+	e.mu.Unlock()
+	go func() {
+		tick := time.NewTicker(e.d.PollInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-tick.C:
+			}
+			err := e.start(t, current, peer)
+			e.mu.Lock()
+			current := e.waiting[t.Name] == p
+			if err == nil && current {
+				delete(e.waiting, t.Name)
+			}
+			e.mu.Unlock()
+			if !current {
+				return
+			}
+			if err == nil {
+				e.log.Info("task deployed on Kafka Connect after waiting for it", "task", t.Name)
+				return
+			}
+			p.mu.Lock()
+			p.reason = err
+			p.mu.Unlock()
+		}
+	}()
+}
+
+// unpend stops waiting to deploy a task.
+func (e *Engine) unpend(name string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if p, ok := e.waiting[name]; ok {
+		close(p.quit)
+		delete(e.waiting, name)
+	}
+}
+
+func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	cc, err := e.resolve(ctx, t)
@@ -154,6 +238,10 @@ func (e *Engine) deployed(name string, dep *deployment, cc Cluster) (*deployment
 		return nil, errors.New("the Connect engine is closed")
 	}
 	old := e.tasks[name]
+	if w, ok := e.waiting[name]; ok {
+		close(w.quit)
+		delete(e.waiting, name)
+	}
 	dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
 	e.tasks[name] = dep
 	p, ok := e.pollers[dep.cluster]
@@ -237,6 +325,7 @@ func (e *Engine) resolve(ctx context.Context, t task.Task) (Cluster, error) {
 // Stop pauses the task's connectors (their offsets stay, so a resume
 // continues where they stopped) and forgets the task here.
 func (e *Engine) Stop(name string) {
+	e.unpend(name)
 	e.mu.Lock()
 	dep, ok := e.tasks[name]
 	delete(e.tasks, name)
@@ -302,7 +391,12 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	if ok {
 		p = e.pollers[dep.cluster]
 	}
+	w, waiting := e.waiting[name]
 	e.mu.Unlock()
+	if !ok && waiting {
+		return engine.TaskStatus{Name: name, State: task.StateDegraded, Flows: []replicator.FlowStatus{},
+			Reason: fmt.Sprintf("not deployed on Kafka Connect yet, trying again every %s: %v", e.d.PollInterval, w.why())}, true
+	}
 	if !ok {
 		return engine.TaskStatus{Name: name, State: task.StateStopped}, false
 	}
@@ -343,9 +437,14 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 func (e *Engine) Names() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	names := make([]string, 0, len(e.tasks))
+	names := make([]string, 0, len(e.tasks)+len(e.waiting))
 	for n := range e.tasks {
 		names = append(names, n)
+	}
+	for n := range e.waiting {
+		if _, ok := e.tasks[n]; !ok {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
 	return names
@@ -359,6 +458,10 @@ func (e *Engine) Close() {
 	e.pollers = map[string]*poller{}
 	deps := e.tasks
 	e.tasks = map[string]*deployment{}
+	for _, w := range e.waiting {
+		close(w.quit)
+	}
+	e.waiting = map[string]*pending{}
 	e.mu.Unlock()
 	for _, p := range ps {
 		p.stop()

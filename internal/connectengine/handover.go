@@ -124,6 +124,7 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 
 // forget drops the task from this engine's watch without touching Connect.
 func (e *Engine) forget(name string) {
+	e.unpend(name)
 	e.mu.Lock()
 	dep, ok := e.tasks[name]
 	delete(e.tasks, name)
