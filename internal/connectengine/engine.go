@@ -158,18 +158,15 @@ func (e *Engine) pend(t task.Task, current, peer cluster.Settings, why error) {
 				return
 			case <-tick.C:
 			}
-			err := e.start(t, current, peer)
-			e.mu.Lock()
-			current := e.waiting[t.Name] == p
-			if err == nil && current {
-				delete(e.waiting, t.Name)
-			}
-			e.mu.Unlock()
-			if !current {
-				return
-			}
+			err := e.start(t, current, peer) // on success deployed() ends the wait
 			if err == nil {
 				e.log.Info("task deployed on Kafka Connect after waiting for it", "task", t.Name)
+				return
+			}
+			e.mu.Lock()
+			mine := e.waiting[t.Name] == p
+			e.mu.Unlock()
+			if !mine {
 				return
 			}
 			p.mu.Lock()
