@@ -20,6 +20,8 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // childEnv names the role of a re-executed bench binary: the copiers run
@@ -315,7 +317,7 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	spec, err := engine.ReadSpec(f)
+	spec, err := service.ReadSpec(f)
 	f.Close()
 	if err != nil {
 		return err
@@ -333,7 +335,7 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	engine.TuneGC() // as kmirror itself runs
 	eng := engine.New(replicator.Options{}, log)
-	if err := spec.StartAll(eng); err != nil {
+	if err := spec.StartAll(func(task.Task) (service.Runner, error) { return eng, nil }); err != nil {
 		return err
 	}
 	<-ctx.Done()

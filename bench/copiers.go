@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -95,7 +95,7 @@ func startKmirror(typical bool) func(*harness, scenario, []string, string) (*pro
 			name = "bench-typical-" + sc.key
 			rules.RenameTopics, rules.AddSourceHeader, rules.SyncConsumerOffsets = true, true, true
 		}
-		spec := engine.Spec{
+		spec := service.Spec{
 			Clusters: []cluster.Settings{
 				{Name: "source", BootstrapServers: []string{h.srcBoot}, SecurityProtocol: cluster.Plaintext},
 				{Name: "target", BootstrapServers: []string{h.dstBoot}, SecurityProtocol: cluster.Plaintext},

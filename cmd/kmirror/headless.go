@@ -10,9 +10,12 @@ import (
 	"os"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // headlessCommand is `kmirror run -f spec.json`: the spec's tasks run in the
@@ -38,7 +41,7 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	if err != nil {
 		return fmt.Errorf("open spec: %w", err)
 	}
-	spec, err := engine.ReadSpec(f)
+	spec, err := service.ReadSpec(f)
 	f.Close()
 	if err != nil {
 		return err
@@ -48,9 +51,27 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	}
 	log := lf.logger(stderr)
 	eng := engine.New(replicator.Options{}, log)
-	if err := spec.StartAll(eng); err != nil {
+	// Tasks on Kafka Connect are deployed there and watched from here;
+	// stopping kmirror leaves them running on Connect.
+	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+		cs, ok := spec.ConnectCluster(name)
+		if !ok {
+			return connectengine.Cluster{}, fmt.Errorf("no Kafka Connect cluster %q in the spec", name)
+		}
+		return service.ConnectTarget(ctx, cs)
+	}, log)
+	defer onConnect.Close()
+	runnerFor := func(t task.Task) (service.Runner, error) {
+		if _, ok := t.ConnectCluster(); ok {
+			return onConnect, nil
+		}
+		return eng, nil
+	}
+	if err := spec.StartAll(runnerFor); err != nil {
+		eng.Close()
 		return err
 	}
+	running := engine.Union(eng, onConnect)
 	fmt.Fprintf(stdout, "kmirror: running %d task(s); Ctrl-C or SIGTERM stops them with progress saved\n", len(spec.Tasks))
 	var tick <-chan time.Time
 	if *statusEvery > 0 {
@@ -65,8 +86,8 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 			fmt.Fprintln(stdout, "kmirror: stopped; progress committed")
 			return nil
 		case <-tick:
-			for _, name := range eng.Names() {
-				if st, ok := eng.Status(name); ok {
+			for _, name := range running.Names() {
+				if st, ok := running.Status(name); ok {
 					for _, fl := range st.Flows {
 						log.Info("status", "task", name, "flow", fl.Flow, "state", fl.State, "records", fl.Records,
 							"lag_records", fl.LagRecords, "reason", fl.Reason)

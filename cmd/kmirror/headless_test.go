@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
-	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
+	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-func writeSpec(t *testing.T, spec engine.Spec) string {
+func writeSpec(t *testing.T, spec service.Spec) string {
 	t.Helper()
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -51,7 +52,7 @@ func TestRunSpecStopsWithProgressSaved(t *testing.T) {
 		Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
 		Rules:   task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"orders"}, RenameTopics: true}}
-	path := writeSpec(t, engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
+	path := writeSpec(t, service.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
 
 	runOnce := func(until int64) {
 		t.Helper()
@@ -90,7 +91,7 @@ func TestRunSpecRefusesAnInvalidTask(t *testing.T) {
 	tk := task.Task{Name: "x", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "A", ConfigType: task.PeerByAddress, Address: []string{"127.0.0.1:1"}},
 		Rules: task.Rules{Direction: "sideways", Topics: []string{"orders"}}}
-	path := writeSpec(t, engine.Spec{Clusters: []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}}, Tasks: []task.Task{tk}})
+	path := writeSpec(t, service.Spec{Clusters: []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}}, Tasks: []task.Task{tk}})
 	var out, errOut bytes.Buffer
 	err := run(context.Background(), []string{"run", "-f", path}, func(string) string { return "" }, &out, &errOut)
 	if err == nil {
@@ -151,7 +152,7 @@ func TestRunProcessSIGTERMMidCopyCopiesNothingTwice(t *testing.T) {
 		Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
 		Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, Tasks: 2, ReplicationFactor: task.DefaultReplicationFactor, RenameTopics: true}}
-	path := writeSpec(t, engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
+	path := writeSpec(t, service.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{tk}})
 	args := []string{"run", "-f", path, "--log-format", "json", "--log-level", "debug", "--status-interval", "500ms"}
 
 	first := startKmirror(t, args...)
@@ -223,5 +224,66 @@ func checkJSONLog(t *testing.T, log, secret string) {
 	}
 	if lines == 0 {
 		t.Fatal("nothing was logged; is the log captured?")
+	}
+}
+
+// `kmirror run -f` with a task on Kafka Connect deploys it there from the
+// spec's connect_clusters (both sides over SASL, the target over TLS with
+// the spec's CA: the connectors get them as Java client settings), every
+// record arrives, and stopping kmirror leaves the connectors running.
+func TestRunDeploysTasksOnConnect(t *testing.T) {
+	k1, k2 := realKafka(t)
+	east := k1.Settings(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256)
+	east.Name = "east"
+	west := k2.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
+	west.Name = "west"
+	cc := kafkatest.NewConnect(t, k2, kafkatest.Workers(1))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	topic := kafkatest.NewTopic(t, k1, 2, nil)
+	const n = 400
+	if _, err := e2e.Produce(ctx, east, topic, 2, n, 100); err != nil {
+		t.Fatal(err)
+	}
+	tk := task.Task{Name: "headless-connect", Type: task.TypeKafkaReplication, Engine: task.ConnectEngine("wc"),
+		Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+		Rules:   task.Rules{Direction: task.DirectionPush, Topics: []string{topic}, Tasks: 2, ReplicationFactor: task.DefaultReplicationFactor, RenameTopics: true}}
+	path := writeSpec(t, service.Spec{Clusters: []cluster.Settings{east, west},
+		ConnectClusters: []service.ConnectClusterSettings{{Name: "wc", URLs: cc.URLs(), KafkaCluster: "west"}},
+		Tasks:           []task.Task{tk}})
+	p := startKmirror(t, "run", "-f", path, "--status-interval", "1s")
+	client, err := connect.New(connect.Config{URLs: cc.URLs(), Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := "kmirror.headless-connect.A-B.source"
+	t.Cleanup(func() {
+		for _, role := range []string{"source", "heartbeat", "checkpoint"} {
+			_ = client.Delete(context.Background(), "kmirror.headless-connect.A-B."+role)
+		}
+	})
+	if _, err := e2e.WaitFor(ctx, west, "A."+topic, n, nil); err != nil {
+		st, _ := client.Status(ctx, source)
+		t.Fatalf("%v\nconnector: %+v\n%s", err, st, p.stderr.String())
+	}
+	rep, err := e2e.Verify(ctx, east, topic, west, "A."+topic, e2e.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("the copy on Connect: %s", rep)
+	}
+	if _, err := p.terminate(t, stopLimit); err != nil {
+		t.Fatalf("kmirror run exited with %v after SIGTERM\n%s", err, p.stderr.String())
+	}
+	st, err := client.Status(ctx, source)
+	if err != nil || st.Connector.State != connect.StateRunning {
+		t.Fatalf("after kmirror stopped the connector is %+v (%v), want it running on", st.Connector, err)
+	}
+	// The passwords went to Connect as the spec gave them (no config
+	// provider): what the docs warn about.
+	if strings.Contains(p.stderr.String(), west.Password) || strings.Contains(p.stdout.String(), west.Password) {
+		t.Fatal("a password is in kmirror's output")
 	}
 }

@@ -281,22 +281,28 @@ func connectInfo(r store.ConnectCluster) ConnectClusterInfo {
 }
 
 // ConnectEngineCluster is a registered Connect cluster as the Connect engine
-// deploys to it: its REST settings with the password opened, and whether
-// its workers allow per-connector producer overrides (asked now: a worker
-// restarted with another policy answers differently). Never show it.
+// deploys to it (see ConnectTarget). Never show it.
 func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connectengine.Cluster, error) {
 	cs, err := s.ConnectClusterSettings(ctx, name)
 	if err != nil {
 		return connectengine.Cluster{}, err
 	}
+	return ConnectTarget(ctx, cs)
+}
+
+// ConnectTarget is a Connect cluster as the Connect engine deploys to it:
+// its REST settings, password included, and whether its workers allow
+// per-connector producer overrides (asked now: a worker restarted with
+// another policy answers differently).
+func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengine.Cluster, error) {
 	cfg := connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
 	client, err := connect.New(cfg)
 	if err != nil {
-		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
+		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
 	refusal, err := client.OverridesRefused(ctx)
 	if err != nil {
-		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
+		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
 	return connectengine.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
 		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == ""}, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -15,7 +14,7 @@ import (
 // normalizes the spec in place (defaults filled) and reports every problem
 // at once, each line naming its place: clusters[i].field or
 // tasks[i] (name).field.
-func ValidateSpec(spec *engine.Spec) error {
+func ValidateSpec(spec *Spec) error {
 	var errs []error
 	addrs := map[string][]string{}
 	for i, c := range spec.Clusters {
@@ -24,6 +23,19 @@ func ValidateSpec(spec *engine.Spec) error {
 		addrs[c.Name] = c.BootstrapServers
 		for _, p := range ValidateCluster(c) {
 			errs = append(errs, fmt.Errorf("clusters[%d].%s: %s", i, p.Field, p.Message))
+		}
+	}
+	connectNames := map[string]bool{}
+	for i, c := range spec.ConnectClusters {
+		c = NormalizeConnectCluster(c)
+		spec.ConnectClusters[i] = c
+		connectNames[c.Name] = true
+		p := ValidateConnectCluster(c)
+		if _, ok := addrs[c.KafkaCluster]; !ok && c.KafkaCluster != "" {
+			p.Add("kafka_cluster", "cluster %q is not in the spec's clusters", c.KafkaCluster)
+		}
+		for _, pr := range p {
+			errs = append(errs, fmt.Errorf("connect_clusters[%d].%s: %s", i, pr.Field, pr.Message))
 		}
 	}
 	lookup := func(name string) []string { return addrs[name] }
@@ -36,6 +48,11 @@ func ValidateSpec(spec *engine.Spec) error {
 		}
 		if _, ok := addrs[t.Peer.Cluster]; !ok && t.Peer.ConfigType == task.PeerByCluster && t.Peer.Cluster != "" {
 			problems.Add("peer.cluster", "cluster %q is not in the spec's clusters", t.Peer.Cluster)
+		}
+		if name, err := task.ParseEngine(t.Engine); err != nil {
+			problems.Add("engine", "%s", err.Error())
+		} else if name != "" && !connectNames[name] {
+			problems.Add("engine", "Kafka Connect cluster %q is not in the spec's connect_clusters", name)
 		}
 		cross, _ := CheckAgainstTasks(t, spec.Tasks[:i], lookup)
 		for _, p := range append(problems, cross...) {

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -22,15 +21,21 @@ func TestValidateSpec(t *testing.T) {
 	loop.Rules.Direction = task.DirectionPull
 	tests := []struct {
 		name string
-		spec engine.Spec
+		spec service.Spec
 		want []string // phrases of the error; none: valid
 	}{
-		{"valid", engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{push("orders-push", "orders")}}, nil},
-		{"cluster rules", engine.Spec{Clusters: []cluster.Settings{{Name: "bad name"}}}, []string{"clusters[0].name", "clusters[0].bootstrap_servers"}},
-		{"task rules", engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{push("x")}}, []string{"tasks[0] (x).name", "tasks[0] (x).rules.topics"}},
-		{"current cluster not in the spec", engine.Spec{Clusters: []cluster.Settings{west}, Tasks: []task.Task{push("orders-push", "orders")}}, []string{`tasks[0] (orders-push).current.cluster: cluster "east" is not in the spec's clusters`}},
-		{"peer cluster not in the spec", engine.Spec{Clusters: []cluster.Settings{east}, Tasks: []task.Task{push("orders-push", "orders")}}, []string{`tasks[0] (orders-push).peer.cluster: cluster "west" is not in the spec's clusters`}},
-		{"cross-task rules", engine.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{push("orders-push", "orders"), loop}}, []string{"tasks[1] (pull-back).rules.direction: this task forms a replication loop"}},
+		{"valid", service.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{push("orders-push", "orders")}}, nil},
+		{"cluster rules", service.Spec{Clusters: []cluster.Settings{{Name: "bad name"}}}, []string{"clusters[0].name", "clusters[0].bootstrap_servers"}},
+		{"task rules", service.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{push("x")}}, []string{"tasks[0] (x).name", "tasks[0] (x).rules.topics"}},
+		{"current cluster not in the spec", service.Spec{Clusters: []cluster.Settings{west}, Tasks: []task.Task{push("orders-push", "orders")}}, []string{`tasks[0] (orders-push).current.cluster: cluster "east" is not in the spec's clusters`}},
+		{"peer cluster not in the spec", service.Spec{Clusters: []cluster.Settings{east}, Tasks: []task.Task{push("orders-push", "orders")}}, []string{`tasks[0] (orders-push).peer.cluster: cluster "west" is not in the spec's clusters`}},
+		{"connect cluster rules", service.Spec{Clusters: []cluster.Settings{east, west}, ConnectClusters: []service.ConnectClusterSettings{{Name: "wc", URLs: []string{"ftp://x"}, KafkaCluster: "north"}},
+			Tasks: []task.Task{push("orders-push", "orders")}}, []string{"connect_clusters[0].urls", `connect_clusters[0].kafka_cluster: cluster "north" is not in the spec's clusters`}},
+		{"engine not in the spec", service.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{onConnect(push("orders-push", "orders"), "wc")}},
+			[]string{`tasks[0] (orders-push).engine: Kafka Connect cluster "wc" is not in the spec's connect_clusters`}},
+		{"valid on connect", service.Spec{Clusters: []cluster.Settings{east, west}, ConnectClusters: []service.ConnectClusterSettings{{Name: "wc", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}},
+			Tasks: []task.Task{onConnect(push("orders-push", "orders"), "wc")}}, nil},
+		{"cross-task rules", service.Spec{Clusters: []cluster.Settings{east, west}, Tasks: []task.Task{push("orders-push", "orders"), loop}}, []string{"tasks[1] (pull-back).rules.direction: this task forms a replication loop"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,4 +59,9 @@ func TestValidateSpec(t *testing.T) {
 			}
 		})
 	}
+}
+
+func onConnect(t task.Task, name string) task.Task {
+	t.Engine = task.ConnectEngine(name)
+	return t
 }
