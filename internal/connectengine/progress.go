@@ -21,6 +21,9 @@ type Copy struct {
 	Source cluster.Settings
 	// TargetTopic names the target topic of a source topic.
 	TargetTopic func(source string) string
+	// Selects says whether the flow copies a source topic, so partitions
+	// with nothing copied yet (no offset on Connect) show their lag too.
+	Selects func(source string) bool
 }
 
 // progress samples the copy progress of one task's flows: the source
@@ -123,19 +126,46 @@ func (p *progress) sample(cfg connect.Config, c Connector, clients map[string]sa
 		clients[c.Name] = src
 	}
 	var fp flowProgress
+	seen := map[partitionKey]bool{}
+	add := func(ps replicator.PartitionStatus) {
+		if end, err := src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest); err == nil {
+			ps.EndOffset, ps.Lag = end, max(end-ps.NextOffset, 0)
+		}
+		seen[partitionKey{ps.Topic, ps.Partition}] = true
+		fp.partitions = append(fp.partitions, ps)
+		fp.lag += ps.Lag
+	}
 	for _, o := range offs.Offsets {
 		pos, err := o.MirrorSource()
 		if err != nil {
 			continue // not a copy position (MM2 keeps none other today)
 		}
-		next := pos.Offset + 1
-		ps := replicator.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
-			NextOffset: next, EndOffset: -1, LastCopied: pos.Offset}
-		if end, err := src.GetOffset(pos.Topic, pos.Partition, sarama.OffsetNewest); err == nil {
-			ps.EndOffset, ps.Lag = end, max(end-next, 0)
+		add(replicator.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
+			NextOffset: pos.Offset + 1, EndOffset: -1, LastCopied: pos.Offset})
+	}
+	// Partitions MM2 copied nothing of yet: all they hold is behind.
+	if c.Copy.Selects != nil && src.RefreshMetadata() == nil {
+		topics, _ := src.Topics()
+		for _, topic := range topics {
+			if !c.Copy.Selects(topic) {
+				continue
+			}
+			parts, err := src.Partitions(topic)
+			if err != nil {
+				continue
+			}
+			for _, part := range parts {
+				if seen[partitionKey{topic, part}] {
+					continue
+				}
+				oldest, err := src.GetOffset(topic, part, sarama.OffsetOldest)
+				if err != nil {
+					continue
+				}
+				add(replicator.PartitionStatus{Topic: topic, Target: c.Copy.TargetTopic(topic), Partition: part,
+					NextOffset: oldest, EndOffset: -1, LastCopied: -1})
+			}
 		}
-		fp.partitions = append(fp.partitions, ps)
-		fp.lag += ps.Lag
 	}
 	sort.Slice(fp.partitions, func(i, j int) bool {
 		a, b := fp.partitions[i], fp.partitions[j]

@@ -153,9 +153,14 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			"source.consumer.auto.offset.reset": "earliest",
 			"emit.offset-syncs.enabled":         strconv.FormatBool(r.SyncConsumerOffsets),
 		})
-		names := policy.Policy{SourceAlias: f.SourceAlias, TargetAlias: f.TargetAlias, Rename: r.RenameTopics}
+		// The topics it copies, as the in-process engine selects them (a
+		// regex refused above leaves only the names).
+		pol, err := policy.Compile(f.SourceAlias, f.TargetAlias, r.Topics, r.TopicsRegex, r.RenameTopics, nil)
+		if err != nil {
+			refuse("rules.topics_regex", "%s", err.Error())
+		}
 		out = append(out, connectengine.Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
-			Copy: &connectengine.Copy{Source: src, TargetTopic: names.TargetTopic}})
+			Copy: &connectengine.Copy{Source: src, TargetTopic: pol.TargetTopic, Selects: pol.Selected}})
 		out = append(out, connectengine.Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
 			"connector.class":         connect.MirrorHeartbeatConnector,
 			"tasks.max":               "1",
