@@ -289,7 +289,7 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 	if err != nil {
 		return connectengine.Cluster{}, err
 	}
-	cfg := connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
+	cfg := connectConfig(cs)
 	client, err := connect.New(cfg)
 	if err != nil {
 		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", name, err)
@@ -300,4 +300,9 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 	}
 	return connectengine.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
 		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == ""}, nil
+}
+
+// connectConfig is how to reach a registered Connect cluster's REST API.
+func connectConfig(cs ConnectClusterSettings) connect.Config {
+	return connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
 }

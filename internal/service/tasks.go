@@ -122,6 +122,18 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
 	}
+	return s.createTask(ctx, in, nil)
+}
+
+// prepareFunc runs once a new task passed every check, before it is
+// stored and started: adoption stops the connectors it replaces there and
+// seeds the task's engine with their progress. undo (may be nil) reverts
+// that when the task is not stored after all.
+type prepareFunc func(t task.Task, current, peer cluster.Settings) (undo func(), err error)
+
+// createTask is CreateTask for a caller already allowed, with prepare (may
+// be nil) run between the checks and the insert.
+func (s *Service) createTask(ctx context.Context, in task.Task, prepare prepareFunc) (TaskInfo, error) {
 	if err := s.requireTasks(); err != nil {
 		return TaskInfo{}, err
 	}
@@ -159,7 +171,20 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err
 		}
 		rec.PeerPasswordCiphertext = sealed
 	}
+	undo := func() {}
+	if prepare != nil {
+		u, err := prepare(t, current, peer)
+		if err != nil {
+			return TaskInfo{}, err
+		}
+		if u != nil {
+			undo = u
+		}
+	}
 	warnings, err := s.insertChecked(ctx, t, rec, addrs)
+	if err != nil {
+		undo()
+	}
 	switch {
 	case errors.Is(err, store.ErrExists):
 		var p Problems
