@@ -118,6 +118,13 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			"checkpoints.topic.replication.factor":  "-1",
 			"offset-syncs.topic.location":           location(f),
 		}
+		if !r.SyncConsumerOffsets {
+			// No offset syncs are written, and MM2 refuses any
+			// offset-syncs.topic.* setting with emit.offset-syncs.enabled
+			// false (MirrorSourceConnector.validate, Kafka 3.9+).
+			delete(common, "offset-syncs.topic.location")
+			delete(common, "offset-syncs.topic.replication.factor")
+		}
 		if r.RenameTopics {
 			common["replication.policy.class"] = renamePolicy
 		}

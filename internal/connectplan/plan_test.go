@@ -109,7 +109,7 @@ func TestBuildPullWithOverrides(t *testing.T) {
 	}
 	src := got["kmirror.t1.B-A.source"]
 	for k, want := range map[string]string{
-		"offset-syncs.topic.location":         "target",
+		"offset-syncs.topic.location":         "", // no syncs: MM2 refuses offset-syncs.topic.* then
 		"emit.offset-syncs.enabled":           "false",
 		"replication.policy.class":            identityPolicy,
 		"producer.override.bootstrap.servers": "e1:9092,e2:9092",
