@@ -89,7 +89,7 @@ func (s *Service) ListAdoptable(ctx context.Context, connectCluster string) ([]A
 // the MM2 connectors are stopped (their offsets committed), the source
 // connector's offsets are handed to the new task's engine, the task is
 // stored and started, and the MM2 connectors are deleted. A failure before
-// the task is stored resumes the MM2 connectors that ran. Operators and
+// the task is stored puts the MM2 connectors back as they were. Operators and
 // admins only.
 func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req AdoptRequest) (_ AdoptResult, err error) {
 	defer s.audit(ctx, "task.adopt", req.Name, &err)
@@ -127,12 +127,19 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 		}
 		ctx, cancel := context.WithTimeout(ctx, adoptStopWait)
 		defer cancel()
+		// resume puts the MM2 connectors back in the state they had.
 		resume := func() {
 			for _, n := range conns {
-				if st := views[n].Status.Connector.State; st == connect.StateRunning || st == connect.StateUnassigned || st == connect.StateRestarting {
-					if err := client.Resume(context.WithoutCancel(ctx), n); err != nil {
-						s.log.Error("MM2 connector not resumed after a failed adoption", "connector", n, "err", err)
-					}
+				var err error
+				switch views[n].Status.Connector.State {
+				case connect.StateStopped:
+				case connect.StatePaused:
+					err = client.Pause(context.WithoutCancel(ctx), n)
+				default:
+					err = client.Resume(context.WithoutCancel(ctx), n)
+				}
+				if err != nil {
+					s.log.Error("MM2 connector not put back after a failed adoption", "connector", n, "err", err)
 				}
 			}
 		}
