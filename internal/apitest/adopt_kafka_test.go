@@ -39,6 +39,7 @@ func TestAdoptMM2Connector(t *testing.T) {
 		t.Fatal(err)
 	}
 	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	adopted := "" // the first subtest's task, kept to take its name again
 
 	for _, tc := range []struct {
 		engine, current, direction, srcAlias, dstAlias string
@@ -99,6 +100,35 @@ func TestAdoptMM2Connector(t *testing.T) {
 				t.Errorf("listed task rules %v: want pull (the target is registered) with rename", rules)
 			}
 
+			// Refused before anything is touched: the MM2 connector runs on.
+			code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+				"source_connector": mm2, "name": name, "current": "nowhere", "engine": tc.engine})
+			if code != http.StatusUnprocessableEntity || !strings.Contains(problems(body)["current"], "neither side") {
+				t.Fatalf("adopt with an unknown current: %d %v", code, body)
+			}
+			if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+				"source_connector": "kmirror.x.A-B.source", "name": name, "current": tc.current}); code != http.StatusNotFound {
+				t.Fatalf("adopt a connector that is not there: %d %v", code, body)
+			}
+			if adopted != "" {
+				// Refused when stored (the name is taken) after the MM2
+				// connector was stopped: it runs again.
+				code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+					"source_connector": mm2, "name": adopted, "current": tc.current, "engine": tc.engine})
+				if code != http.StatusUnprocessableEntity || !strings.Contains(problems(body)["name"], "already exists") {
+					t.Fatalf("adopt under a taken name: %d %v", code, body)
+				}
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+					st, err := client.Status(ctx, mm2)
+					if err == nil && st.Connector.State == connect.StateRunning {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("MM2 connector after a refused adoption: %+v %v", st, err)
+					}
+				}
+			}
+
 			start := time.Now()
 			code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
 				"source_connector": mm2, "name": name, "current": tc.current, "engine": tc.engine})
@@ -113,7 +143,7 @@ func TestAdoptMM2Connector(t *testing.T) {
 			if del, _ := body["deleted_connectors"].([]any); len(del) != 1 || del[0] != mm2 {
 				t.Errorf("deleted %v, want [%s]", body["deleted_connectors"], mm2)
 			}
-			t.Cleanup(func() { s.call(http.MethodDelete, "/api/v1/tasks/"+name, nil) })
+			adopted = name
 			if views, err := client.Connectors(ctx); err != nil {
 				t.Fatal(err)
 			} else if _, ok := views[mm2]; ok {
