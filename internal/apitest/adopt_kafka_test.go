@@ -111,8 +111,8 @@ func TestAdoptMM2Connector(t *testing.T) {
 				t.Fatalf("adopt a connector that is not there: %d %v", code, body)
 			}
 			if adopted != "" {
-				// Refused when stored (the name is taken) after the MM2
-				// connector was stopped: it runs again.
+				// The name is taken: refused before the MM2 connector is
+				// stopped, and the other task's deployment is left alone.
 				code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
 					"source_connector": mm2, "name": adopted, "current": tc.current, "engine": tc.engine})
 				if code != http.StatusUnprocessableEntity || !strings.Contains(problems(body)["name"], "already exists") {

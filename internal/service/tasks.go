@@ -173,6 +173,15 @@ func (s *Service) createTask(ctx context.Context, in task.Task, prepare prepareF
 	}
 	undo := func() {}
 	if prepare != nil {
+		// prepare deploys under the task's name: never over a stored
+		// task's deployment (the insert below still decides a race).
+		if _, err := s.taskStore.Task(ctx, t.Name); err == nil {
+			var p Problems
+			p.Add("name", "a task named %q already exists: choose another name", t.Name)
+			return TaskInfo{}, invalidTask(p)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return TaskInfo{}, err
+		}
 		u, err := prepare(t, current, peer)
 		if err != nil {
 			return TaskInfo{}, err
