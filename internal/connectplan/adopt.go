@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -215,8 +216,8 @@ func Adopt(in AdoptInput) (task.Task, task.FieldErrors) {
 	if t.Rules.Direction != "" && t.Peer.Cluster == "" {
 		// The other side by address: only plain connections, whose
 		// settings are all in the address.
-		t.Peer = task.Peer{Alias: t.Peer.Alias, ConfigType: task.PeerByAddress, Address: splitList(peerBootstrap), SecurityProtocol: "PLAINTEXT"}
-		if sec := strings.ToUpper(strings.TrimSpace(src[peerSecurity])); sec != "" && sec != "PLAINTEXT" {
+		t.Peer = task.Peer{Alias: t.Peer.Alias, ConfigType: task.PeerByAddress, Address: splitList(peerBootstrap), SecurityProtocol: cluster.Plaintext}
+		if sec := strings.ToUpper(strings.TrimSpace(src[peerSecurity])); sec != "" && sec != cluster.Plaintext {
 			problem(peerSecurity, "the peer at %s connects with %s, and its credentials cannot be read from the connector (they may be references): register that cluster as an instance first, so it is matched by its bootstrap servers", peerBootstrap, sec)
 		}
 	}
