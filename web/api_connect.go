@@ -20,6 +20,8 @@ func (s *Server) registerConnectAPI() {
 	s.api.GET("/connect-clusters/:name", s.apiGetConnectCluster)
 	s.api.DELETE("/connect-clusters/:name", s.apiRemoveConnectCluster)
 	s.api.POST("/connect-clusters/:name/check", s.apiCheckConnectCluster)
+	s.api.GET("/connect-clusters/:name/mm2", s.apiListAdoptable)
+	s.api.POST("/connect-clusters/:name/mm2/adopt", s.apiAdoptMM2)
 	s.api.PUT("/clusters/:name/smart-connect", s.apiSetSmartConnect)
 }
 
@@ -67,6 +69,32 @@ func (s *Server) apiCheckConnectCluster(c echo.Context) error {
 		return s.WriteError(c, err)
 	}
 	return c.JSON(http.StatusOK, res)
+}
+
+// adoptableList is the body of GET /api/v1/connect-clusters/{name}/mm2.
+type adoptableList struct {
+	Candidates []service.AdoptCandidate `json:"candidates"`
+}
+
+func (s *Server) apiListAdoptable(c echo.Context) error {
+	list, err := s.svc.ListAdoptable(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusOK, adoptableList{Candidates: list})
+}
+
+func (s *Server) apiAdoptMM2(c echo.Context) error {
+	var in service.AdoptRequest
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	res, err := s.svc.AdoptMM2(c.Request().Context(), c.Param("name"), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/tasks/"+url.PathEscape(res.Task.Name))
+	return c.JSON(http.StatusCreated, res)
 }
 
 func (s *Server) apiSetSmartConnect(c echo.Context) error {

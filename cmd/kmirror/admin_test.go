@@ -203,6 +203,12 @@ func TestConnectClusterCommands(t *testing.T) {
 	if out, err := cli(t, base, "connect-cluster", "list"); err != nil || !strings.Contains(out, "http://127.0.0.1:8084") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
+	if out, err := cli(t, base, "connect-cluster", "adopt", "c1", "--task", "t1"); err == nil || !strings.Contains(err.Error(), "--connector") {
+		t.Fatalf("adopt without --connector: %v\n%s", err, out)
+	}
+	if out, err := cli(t, base, "connect-cluster", "mm2", "nope"); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Fatalf("mm2 of an unregistered Connect cluster: %v\n%s", err, out)
+	}
 	if out, err := cli(t, base, "instance", "smart-connect", "west", "--enable", "--engine", "connect:c1", "-o", "json"); err != nil || !strings.Contains(out, `"connect:c1"`) {
 		t.Fatalf("smart-connect: %v\n%s", err, out)
 	}

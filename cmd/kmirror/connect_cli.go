@@ -22,6 +22,11 @@ const connectUsage = `Usage:
   kmirror connect-cluster show NAME
   kmirror connect-cluster remove NAME
   kmirror connect-cluster check NAME              can kmirror run tasks on it? each verdict and what to do; exit status 1 when not
+  kmirror connect-cluster mm2 NAME                the MirrorMaker 2 connectors on it kmirror did not create, the task each would
+                                                  become and what keeps it from being adopted
+  kmirror connect-cluster adopt NAME --connector C --task T [--current INSTANCE] [--engine embedded|connect:<name>]
+                                                  replace MM2 source connector C (with its checkpoint and heartbeat connectors)
+                                                  by task T, going on from C's offsets; the MM2 connectors are deleted
   kmirror instance smart-connect NAME --enable|--disable [--engine embedded|connect:<name>]
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
@@ -118,6 +123,46 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 			return fmt.Errorf("connect-cluster check: %s is not usable: fix what failed above and check again", name)
 		}
 		return nil
+	case "mm2":
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "Connect cluster")
+		if err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodGet, apiclient.Path("/api/v1/connect-clusters/%s/mm2", name), nil)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, adoptableTable)
+	case "adopt":
+		var in service.AdoptRequest
+		a.fs.StringVar(&in.SourceConnector, "connector", "", "the MM2 MirrorSourceConnector to adopt")
+		a.fs.StringVar(&in.Name, "task", "", "name of the task it becomes")
+		a.fs.StringVar(&in.Current, "current", "", "the registered instance the task belongs to: the source's (push) or the target's (pull); default the target's")
+		a.fs.StringVar(&in.Engine, "engine", "", "engine of the task: embedded or connect:<name>; default the instance's Smart Connect engine")
+		pos, err := a.parse(rest, getenv)
+		if err != nil {
+			return err
+		}
+		name, err := oneName(pos, "Connect cluster")
+		if err != nil {
+			return err
+		}
+		if in.SourceConnector == "" || in.Name == "" {
+			return errors.New("give --connector (see kmirror connect-cluster mm2 " + name + ") and --task")
+		}
+		body, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/connect-clusters/%s/mm2/adopt", name), body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, adoptedTable)
 	default:
 		fmt.Fprint(stderr, connectUsage)
 		return fmt.Errorf("unknown connect-cluster command %q", sub)
@@ -216,6 +261,58 @@ func connectCheckTable(w io.Writer, raw json.RawMessage) error {
 		fmt.Fprintf(w, "Connect cluster %s is usable\n", res.Name)
 	} else {
 		fmt.Fprintf(w, "Connect cluster %s is NOT usable\n", res.Name)
+	}
+	return nil
+}
+
+// adoptableTable prints each MM2 flow, the task it would become and its
+// problems, one per line below it.
+func adoptableTable(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Candidates []service.AdoptCandidate `json:"candidates"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	fmt.Fprintln(w, "SOURCE CONNECTOR\tFLOW\tSTATE\tCONNECTORS\tTASK\tADOPTABLE")
+	for _, c := range res.Candidates {
+		t := c.Task
+		desc := "-"
+		if t.Rules.Direction != "" {
+			topics := t.Rules.TopicsRegex
+			if topics == "" {
+				topics = strings.Join(t.Rules.Topics, ",")
+			}
+			desc = fmt.Sprintf("%s on %s, topics %s, rename %v, sync offsets %v", t.Rules.Direction, t.Current.Cluster, topics, t.Rules.RenameTopics, t.Rules.SyncConsumerOffsets)
+		}
+		ok := "yes"
+		if len(c.Problems) > 0 {
+			ok = "no"
+		}
+		src := c.Source
+		if src == "" {
+			src = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", src, c.Flow, c.State, strings.Join(c.Connectors, ","), desc, ok)
+		for _, p := range c.Problems {
+			fmt.Fprintf(w, "  %s\t%s\t\t\t\t\n", p.Field, p.Message)
+		}
+	}
+	return nil
+}
+
+// adoptedTable prints the task created and what became of the MM2
+// connectors.
+func adoptedTable(w io.Writer, raw json.RawMessage) error {
+	var res service.AdoptResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	fmt.Fprintf(w, "task\t%s (%s, %s)\n", res.Task.Name, res.Task.Engine, res.Task.Status.State)
+	fmt.Fprintf(w, "partitions handed over\t%d\n", res.Partitions)
+	fmt.Fprintf(w, "MM2 connectors deleted\t%s\n", strings.Join(res.Deleted, ", "))
+	for _, n := range res.NotDeleted {
+		fmt.Fprintf(w, "NOT deleted\t%s\n", n)
 	}
 	return nil
 }

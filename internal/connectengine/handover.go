@@ -143,6 +143,13 @@ func (e *Engine) clientFor(ctx context.Context, t task.Task) (Cluster, *connect.
 	return cc, client, err
 }
 
+// StopConnector asks Connect to stop a connector and waits until it shows
+// STOPPED with no task left (its offsets committed): a connector kmirror
+// did not deploy, which adoption replaces, is stopped the same way.
+func StopConnector(ctx context.Context, client *connect.Client, name string) error {
+	return stopConnector(ctx, client, name)
+}
+
 // stopConnector asks Connect to stop a connector and waits until it shows
 // STOPPED with no task left.
 func stopConnector(ctx context.Context, client *connect.Client, name string) error {

@@ -10,11 +10,11 @@ import (
 	"github.com/kmirror/kmirror/internal/connect"
 )
 
-// MM2Flow is one enabled flow of an mm2.properties file (MirrorMaker 2's
+// PropertiesFlow is one enabled flow of an mm2.properties file (MirrorMaker 2's
 // dedicated mode), as the connector configuration MirrorMaker would give
 // its MirrorSourceConnector: what Adopt reads, as for connectors found on a
 // Connect cluster.
-type MM2Flow struct {
+type PropertiesFlow struct {
 	Source, Target string
 	Config         map[string]string
 }
@@ -24,7 +24,7 @@ type MM2Flow struct {
 // configuration as MirrorMaker builds it: top-level settings, then the
 // source cluster's ("A.x" as source.cluster.x), the target's ("B.x" as
 // target.cluster.x), then the flow's own ("A->B.x" as x).
-func ParseMM2Properties(text string) ([]MM2Flow, error) {
+func ParseMM2Properties(text string) ([]PropertiesFlow, error) {
 	// ${...} are config-provider references, for the workers: not expanded.
 	l := properties.Loader{Encoding: properties.UTF8, DisableExpansion: true}
 	p, err := l.LoadBytes([]byte(text))
@@ -54,7 +54,7 @@ func ParseMM2Properties(text string) ([]MM2Flow, error) {
 		}
 		return k == "clusters"
 	}
-	var flows []MM2Flow
+	var flows []PropertiesFlow
 	for _, src := range aliases {
 		for _, dst := range aliases {
 			flow := src + "->" + dst
@@ -84,7 +84,7 @@ func ParseMM2Properties(text string) ([]MM2Flow, error) {
 			}
 			cfg["connector.class"] = connect.MirrorSourceConnector
 			cfg["source.cluster.alias"], cfg["target.cluster.alias"] = src, dst
-			flows = append(flows, MM2Flow{Source: src, Target: dst, Config: cfg})
+			flows = append(flows, PropertiesFlow{Source: src, Target: dst, Config: cfg})
 		}
 	}
 	for k := range raw {

@@ -116,7 +116,8 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			"heartbeats.topic.replication.factor":  "-1",
 			"checkpoints.topic.replication.factor": "-1",
 		}
-		// MM2 refuses offset-syncs settings when it writes none.
+		// Without offset syncs MM2 refuses any offset-syncs.topic.*
+		// setting (MirrorSourceConnector.validate, Kafka 3.9+).
 		if r.SyncConsumerOffsets {
 			common["offset-syncs.topic.replication.factor"] = "-1"
 			common["offset-syncs.topic.location"] = location(f)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -87,20 +88,8 @@ func WriteProgress(taskName string, f task.FlowSpec, source, target cluster.Sett
 	for _, p := range ps {
 		req.AddBlock(p.Topic, p.Partition, p.Next, 0, "")
 	}
-	coordinator, err := src.Coordinator(f.Group)
-	if err != nil {
-		return fmt.Errorf("find coordinator of group %s: %w", f.Group, err)
-	}
-	resp, err := coordinator.CommitOffset(req)
-	if err != nil {
-		return fmt.Errorf("commit progress of group %s: %w", f.Group, err)
-	}
-	for topic, parts := range resp.Errors {
-		for p, kerr := range parts {
-			if !errors.Is(kerr, sarama.ErrNoError) {
-				return fmt.Errorf("commit progress of %s-%d to group %s: %w", topic, p, f.Group, kerr)
-			}
-		}
+	if err := commitRetrying(src, f.Group, req); err != nil {
+		return err
 	}
 
 	dst, admin, err := adminClient(target, "kmirror-handover")
@@ -124,6 +113,46 @@ func WriteProgress(taskName string, f task.FlowSpec, source, target cluster.Sett
 	}
 	if err := prod.SendMessages(msgs); err != nil {
 		return fmt.Errorf("write progress to %s on the target: %w", f.ProgressTopic, err)
+	}
+	return nil
+}
+
+// commitWait bounds retrying a commit while the group's coordinator moves
+// or loads its offsets (a new group on a busy broker answers so for a
+// while).
+const commitWait = 30 * time.Second
+
+// commitRetrying commits req to group's coordinator, asking again while
+// the coordinator is loading or moving.
+func commitRetrying(c sarama.Client, group string, req *sarama.OffsetCommitRequest) error {
+	deadline := time.Now().Add(commitWait)
+	for {
+		err := commitOnce(c, group, req)
+		retriable := errors.Is(err, sarama.ErrOffsetsLoadInProgress) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
+			errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
+		if err == nil || !retriable || time.Now().After(deadline) {
+			return err
+		}
+		_ = c.RefreshCoordinator(group)
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func commitOnce(c sarama.Client, group string, req *sarama.OffsetCommitRequest) error {
+	coordinator, err := c.Coordinator(group)
+	if err != nil {
+		return fmt.Errorf("find coordinator of group %s: %w", group, err)
+	}
+	resp, err := coordinator.CommitOffset(req)
+	if err != nil {
+		return fmt.Errorf("commit progress of group %s: %w", group, err)
+	}
+	for topic, parts := range resp.Errors {
+		for p, kerr := range parts {
+			if !errors.Is(kerr, sarama.ErrNoError) {
+				return fmt.Errorf("commit progress of %s-%d to group %s: %w", topic, p, group, kerr)
+			}
+		}
 	}
 	return nil
 }

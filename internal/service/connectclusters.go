@@ -295,7 +295,7 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 // per-connector producer overrides (asked now: a worker restarted with
 // another policy answers differently).
 func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengine.Cluster, error) {
-	cfg := connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
+	cfg := connectConfig(cs)
 	client, err := connect.New(cfg)
 	if err != nil {
 		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
@@ -306,4 +306,9 @@ func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengin
 	}
 	return connectengine.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
 		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == ""}, nil
+}
+
+// connectConfig is how to reach a registered Connect cluster's REST API.
+func connectConfig(cs ConnectClusterSettings) connect.Config {
+	return connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
 }

@@ -25,6 +25,7 @@ const (
 	CodeForbidden       Code = "forbidden"         // the caller's role does not allow it
 	CodeInvalidUser     Code = "invalid_user"      // user or token settings break a rule; see problems
 	CodeMoveFailed      Code = "move_failed"       // an engine failed a move; the message says which step and why
+	CodeAdoptFailed     Code = "adopt_failed"      // adopting MM2 connectors failed; the message says which step and why
 	CodeInternal        Code = "internal"          // our fault; the log says more
 )
 
@@ -45,7 +46,7 @@ func (c Code) HTTPStatus() int {
 		return http.StatusTooManyRequests
 	case CodeForbidden:
 		return http.StatusForbidden
-	case CodeMoveFailed:
+	case CodeMoveFailed, CodeAdoptFailed:
 		return http.StatusBadGateway
 	default:
 		return http.StatusInternalServerError

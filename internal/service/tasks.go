@@ -122,6 +122,18 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
 	}
+	return s.createTask(ctx, in, nil)
+}
+
+// prepareFunc runs once a new task passed every check, before it is
+// stored and started: adoption stops the connectors it replaces there and
+// seeds the task's engine with their progress. undo (may be nil) reverts
+// that when the task is not stored after all.
+type prepareFunc func(t task.Task, current, peer cluster.Settings) (undo func(), err error)
+
+// createTask is CreateTask for a caller already allowed, with prepare (may
+// be nil) run between the checks and the insert.
+func (s *Service) createTask(ctx context.Context, in task.Task, prepare prepareFunc) (TaskInfo, error) {
 	if err := s.requireTasks(); err != nil {
 		return TaskInfo{}, err
 	}
@@ -159,7 +171,29 @@ func (s *Service) CreateTask(ctx context.Context, in task.Task) (_ TaskInfo, err
 		}
 		rec.PeerPasswordCiphertext = sealed
 	}
+	undo := func() {}
+	if prepare != nil {
+		// prepare deploys under the task's name: never over a stored
+		// task's deployment (the insert below still decides a race).
+		if _, err := s.taskStore.Task(ctx, t.Name); err == nil {
+			var p Problems
+			p.Add("name", "a task named %q already exists: choose another name", t.Name)
+			return TaskInfo{}, invalidTask(p)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return TaskInfo{}, err
+		}
+		u, err := prepare(t, current, peer)
+		if err != nil {
+			return TaskInfo{}, err
+		}
+		if u != nil {
+			undo = u
+		}
+	}
 	warnings, err := s.insertChecked(ctx, t, rec, addrs)
+	if err != nil {
+		undo()
+	}
 	switch {
 	case errors.Is(err, store.ErrExists):
 		var p Problems

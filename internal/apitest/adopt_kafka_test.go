@@ -1,0 +1,170 @@
+package apitest
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+)
+
+// A MirrorMaker 2 source connector deployed on Connect by hand (not by
+// kmirror) is adopted as a task, on either engine: the task goes on from
+// MM2's offsets, so the target holds every record exactly once, and the
+// MM2 connector is gone.
+func TestAdoptMM2Connector(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	west, east := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	cc := kafkatest.LazyConnect(t, "api", west)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
+		}
+	})
+	s := newServer(t)
+	s.register("east", east.Settings(cluster.Plaintext, ""))
+	s.register("west", west.Settings(cluster.Plaintext, ""))
+	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
+		"name": "wc", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
+		t.Fatalf("register the Connect cluster: %d %v", code, body)
+	}
+	client, err := connect.New(connect.Config{URLs: cc.URLs(), Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	adopted := "" // the first subtest's task, kept to take its name again
+
+	for _, tc := range []struct {
+		engine, current, direction, srcAlias, dstAlias string
+	}{
+		{engine: "embedded", current: "east", direction: "push", srcAlias: "E1", dstAlias: "W1"},
+		{engine: "connect:wc", current: "west", direction: "pull", srcAlias: "E2", dstAlias: "W2"},
+	} {
+		t.Run(tc.engine, func(t *testing.T) {
+			topic := kafkatest.NewTopic(t, east, 3, nil)
+			suffix := strings.ToLower(topic[len(topic)-8:])
+			mm2, name := "mm2-"+suffix, "adopted-"+suffix
+			// Deployed as MM2 users do, straight on Connect.
+			if _, err := client.Create(ctx, mm2, map[string]string{
+				"connector.class":                       connect.MirrorSourceConnector,
+				"tasks.max":                             "2",
+				"source.cluster.alias":                  tc.srcAlias,
+				"target.cluster.alias":                  tc.dstAlias,
+				"source.cluster.bootstrap.servers":      east.Bootstrap(cluster.Plaintext),
+				"target.cluster.bootstrap.servers":      west.Bootstrap(cluster.Plaintext),
+				"topics":                                strings.ReplaceAll(topic, ".", `\.`),
+				"replication.factor":                    "1",
+				"offset-syncs.topic.replication.factor": "1",
+				"sync.topic.acls.enabled":               "false",
+				"refresh.topics.interval.seconds":       "5",
+				"key.converter":                         "org.apache.kafka.connect.converters.ByteArrayConverter",
+				"value.converter":                       "org.apache.kafka.connect.converters.ByteArrayConverter",
+				"header.converter":                      "org.apache.kafka.connect.converters.ByteArrayConverter",
+				"source.consumer.isolation.level":       "read_committed",
+			}, connect.StateRunning); err != nil {
+				t.Fatalf("deploy the MM2 connector: %v", err)
+			}
+			t.Cleanup(func() { _ = client.Delete(context.Background(), mm2) })
+			target := tc.srcAlias + "." + topic
+			const n, m = 300, 200
+			if _, err := e2e.Produce(ctx, src, topic, 3, n, 100); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e2e.WaitFor(ctx, dst, target, n, nil); err != nil {
+				t.Fatalf("MM2 copy: %v", err)
+			}
+
+			// Listed with the task it would become.
+			code, body := s.call(http.MethodGet, "/api/v1/connect-clusters/wc/mm2", nil)
+			if code != http.StatusOK {
+				t.Fatalf("list: %d %v", code, body)
+			}
+			var found map[string]any
+			cands, _ := body["candidates"].([]any)
+			for _, c := range cands {
+				if c := c.(map[string]any); c["source_connector"] == mm2 {
+					found = c
+				}
+			}
+			if found == nil || len(found["problems"].([]any)) != 0 {
+				t.Fatalf("candidate %s: %v (all: %v)", mm2, found, cands)
+			}
+			if rules := found["task"].(map[string]any)["rules"].(map[string]any); rules["direction"] != "pull" || rules["rename_topics"] != true {
+				t.Errorf("listed task rules %v: want pull (the target is registered) with rename", rules)
+			}
+
+			// Refused before anything is touched: the MM2 connector runs on.
+			code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+				"source_connector": mm2, "name": name, "current": "nowhere", "engine": tc.engine})
+			if code != http.StatusUnprocessableEntity || !strings.Contains(problems(body)["current"], "neither side") {
+				t.Fatalf("adopt with an unknown current: %d %v", code, body)
+			}
+			if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+				"source_connector": "kmirror.x.A-B.source", "name": name, "current": tc.current}); code != http.StatusNotFound {
+				t.Fatalf("adopt a connector that is not there: %d %v", code, body)
+			}
+			if adopted != "" {
+				// The name is taken: refused before the MM2 connector is
+				// stopped, and the other task's deployment is left alone.
+				code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+					"source_connector": mm2, "name": adopted, "current": tc.current, "engine": tc.engine})
+				if code != http.StatusUnprocessableEntity || !strings.Contains(problems(body)["name"], "already exists") {
+					t.Fatalf("adopt under a taken name: %d %v", code, body)
+				}
+				for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
+					st, err := client.Status(ctx, mm2)
+					if err == nil && st.Connector.State == connect.StateRunning {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("MM2 connector after a refused adoption: %+v %v", st, err)
+					}
+				}
+			}
+
+			start := time.Now()
+			code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+				"source_connector": mm2, "name": name, "current": tc.current, "engine": tc.engine})
+			if code != http.StatusCreated {
+				t.Fatalf("adopt: %d %v", code, body)
+			}
+			t.Logf("adopted in %s: %v", time.Since(start).Round(time.Millisecond), body)
+			task := body["task"].(map[string]any)
+			if task["engine"] != tc.engine || task["rules"].(map[string]any)["direction"] != tc.direction {
+				t.Errorf("adopted task %v: want engine %s, direction %s", task, tc.engine, tc.direction)
+			}
+			if del, _ := body["deleted_connectors"].([]any); len(del) != 1 || del[0] != mm2 {
+				t.Errorf("deleted %v, want [%s]", body["deleted_connectors"], mm2)
+			}
+			adopted = name
+			if views, err := client.Connectors(ctx); err != nil {
+				t.Fatal(err)
+			} else if _, ok := views[mm2]; ok {
+				t.Errorf("MM2 connector %s still on Connect after adoption", mm2)
+			}
+
+			if _, err := e2e.Produce(ctx, src, topic, 3, m, 100); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e2e.WaitFor(ctx, dst, target, n+m, nil); err != nil {
+				_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+				t.Fatalf("after adoption: %v\nstatus: %v", err, st)
+			}
+			rep, err := e2e.Verify(ctx, src, topic, dst, target, e2e.VerifyOptions{AllowDuplicates: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("after adoption: %s", rep)
+			if !rep.OK() || rep.Duplicated != 0 {
+				t.Fatalf("the copy across the adoption is not exact (%d duplicated):\n%s", rep.Duplicated, rep)
+			}
+		})
+	}
+}
