@@ -113,10 +113,16 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			// kmirror's own internal topics get the broker's default
 			// replication factor; MM2's fixed default of 3 fails on
 			// smaller clusters.
-			"offset-syncs.topic.replication.factor": "-1",
-			"heartbeats.topic.replication.factor":   "-1",
-			"checkpoints.topic.replication.factor":  "-1",
-			"offset-syncs.topic.location":           location(f),
+			"heartbeats.topic.replication.factor":  "-1",
+			"checkpoints.topic.replication.factor": "-1",
+		}
+		// The offset syncs' topic only when they are emitted: with
+		// emit.offset-syncs.enabled=false the source connector refuses
+		// every offset-syncs.topic.* setting (Kafka 3.9 and later).
+		syncs := map[string]string{}
+		if r.SyncConsumerOffsets {
+			syncs["offset-syncs.topic.replication.factor"] = "-1"
+			syncs["offset-syncs.topic.location"] = location(f)
 		}
 		if r.RenameTopics {
 			common["replication.policy.class"] = renamePolicy
@@ -139,7 +145,7 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			overrides["producer.override.compression.type"] = r.Compression
 		}
 
-		source := with(common, overrides, map[string]string{
+		source := with(common, syncs, overrides, map[string]string{
 			"connector.class":    connect.MirrorSourceConnector,
 			"tasks.max":          strconv.Itoa(r.Tasks),
 			"replication.factor": strconv.Itoa(r.ReplicationFactor),
@@ -159,7 +165,7 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			"emit.heartbeats.enabled": "true",
 		})})
 		if r.SyncConsumerOffsets {
-			out = append(out, connectengine.Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, overrides, map[string]string{
+			out = append(out, connectengine.Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, syncs, overrides, map[string]string{
 				"connector.class":                     connect.MirrorCheckpointConnector,
 				"tasks.max":                           "1",
 				"groups":                              ".*",
