@@ -284,6 +284,9 @@ func TestConnectEngineWalk(t *testing.T) {
 	if b.count(`[data-testid="create-task"]`) != 0 {
 		t.Error("the create button stays with Smart Connect off")
 	}
+	if got := b.text(`[data-testid="flash-success"]`); got != "Smart Connect disabled on west." {
+		t.Errorf("banner %q", got)
+	}
 	if got := b.text(`[data-testid="create-task-disabled"]`); !strings.HasPrefix(got, "Smart Connect is not enabled on instance west") {
 		t.Errorf("explanation %q", got)
 	}
