@@ -108,6 +108,13 @@ func TestBuildPullWithOverrides(t *testing.T) {
 		t.Fatalf("connectors %v, want source and heartbeat only", got)
 	}
 	src := got["kmirror.t1.B-A.source"]
+	// No offset syncs: no setting of their topic, which the source
+	// connector refuses with emit.offset-syncs.enabled=false.
+	for k := range src {
+		if strings.HasPrefix(k, "offset-syncs.") || strings.HasPrefix(k, "offset-syncs-") {
+			t.Errorf("source sets %s without offset syncs", k)
+		}
+	}
 	for k, want := range map[string]string{
 		"emit.offset-syncs.enabled":           "false",
 		"replication.policy.class":            identityPolicy,

@@ -71,6 +71,22 @@ func (b *browser) axeRun(src string) []axeViolation {
 	return v
 }
 
+// axeCheck runs axe-core on the page the browser shows and fails the test
+// (without stopping it) with each violation, where naming the page; it
+// returns how many rules were broken.
+func (b *browser) axeCheck(src, where string) int {
+	b.t.Helper()
+	vs := b.axeRun(src)
+	for _, v := range vs {
+		var nodes []string
+		for _, n := range v.Nodes {
+			nodes = append(nodes, fmt.Sprint(n.Target)+": "+strings.ReplaceAll(n.Summary, "\n", " "))
+		}
+		b.t.Errorf("%s: %s (%s), %d element(s):\n  %s", where, v.ID, v.Help, len(v.Nodes), strings.Join(nodes, "\n  "))
+	}
+	return len(vs)
+}
+
 // TestEveryPageIsAccessible runs axe-core (WCAG 2.1 A and AA) on every
 // console page, in both languages: each must have no violation.
 func TestEveryPageIsAccessible(t *testing.T) {
@@ -105,7 +121,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 	b := newBrowser(t, base)
 	pages := []string{
 		"/instances", "/instances/east", "/instances/east/smart-connect", "/instances/east/smart-connect/new",
-		"/instances/east/smart-connect/" + task + "/delete", "/dashboard", "/dashboard/import", "/tasks/" + task,
+		"/instances/east/smart-connect/" + task + "/delete", "/dashboard", "/dashboard/import", "/tasks/" + task, "/connect-clusters",
 		"/no-such-page",
 	}
 	found := 0
@@ -114,16 +130,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 		b.run("sign-in page "+lang, chromedp.Navigate(base+"/lang?to="+lang+"&next=/signin"),
 			chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-form"]`)))
 		visited := []string{"/signin"}
-		report := func(path string) {
-			for _, v := range b.axeRun(src) {
-				found++
-				var where []string
-				for _, n := range v.Nodes {
-					where = append(where, fmt.Sprint(n.Target)+": "+strings.ReplaceAll(n.Summary, "\n", " "))
-				}
-				t.Errorf("%s %s: %s (%s), %d element(s):\n  %s", lang, path, v.ID, v.Help, len(v.Nodes), strings.Join(where, "\n  "))
-			}
-		}
+		report := func(path string) { found += b.axeCheck(src, lang+" "+path) }
 		report("/signin")
 		b.run("sign in "+lang,
 			chromedp.SendKeys(chromedp.CSS(`#user`), "admin"),

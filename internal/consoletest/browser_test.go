@@ -49,7 +49,8 @@ func startConsole(t *testing.T) string {
 	// A short refresh picks up the test's topic quickly.
 	eng := engine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
 	t.Cleanup(eng.Close)
-	// The Connect engine too, as serve wires it.
+	// The Connect engine too, as serve wires it: it does nothing until a
+	// task names a Connect cluster.
 	var svc *service.Service
 	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
 		return svc.ConnectEngineCluster(ctx, name)
@@ -214,13 +215,27 @@ func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// choose clicks a radio button or checkbox until it is checked. The form
-// moves while it is filled (messages and previews come and go above the
-// field), so a click can land where the element was a moment before; a
-// click that missed is made again.
+// choose clicks a radio button or checkbox until it is checked (not at all
+// if it is already). The form moves while it is filled (messages and
+// previews come and go above the field), so a click can land where the
+// element was a moment before; a click that missed is made again.
 func (b *browser) choose(what, selector string) {
 	b.t.Helper()
-	checked := fmt.Sprintf(`document.querySelector(%s).checked`, strconv.Quote(selector))
+	b.setChecked(what, selector, true)
+}
+
+// unchoose clicks a checkbox until it is unchecked, as choose checks one.
+func (b *browser) unchoose(what, selector string) {
+	b.t.Helper()
+	b.setChecked(what, selector, false)
+}
+
+func (b *browser) setChecked(what, selector string, want bool) {
+	b.t.Helper()
+	checked := fmt.Sprintf(`(function(){var e=document.querySelector(%s); return !!e && e.checked === %t})()`, strconv.Quote(selector), want)
+	if b.evalBool(checked) {
+		return // a click would undo it
+	}
 	for range 5 {
 		b.run(what, chromedp.Click(chromedp.CSS(selector)))
 		deadline := time.Now().Add(2 * time.Second)
@@ -232,7 +247,7 @@ func (b *browser) choose(what, selector string) {
 		}
 	}
 	b.screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
-	b.t.Fatalf("%s: %s not checked after 5 clicks", what, selector)
+	b.t.Fatalf("%s: %s not checked=%t after 5 clicks", what, selector, want)
 }
 
 // screenshot saves the whole page as test-output/browser/NN-name.png.
