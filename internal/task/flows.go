@@ -92,8 +92,20 @@ type InternalTopic struct {
 
 // InternalTopics lists every topic the task's flows write besides the data:
 // offset syncs, progress, and checkpoints when consumer offsets are synced.
+// On Kafka Connect, MirrorMaker 2 writes its own set: offset syncs and
+// checkpoints only when consumer offsets are synced, heartbeats always,
+// and its progress in Connect's offsets topic.
 func (t Task) InternalTopics() []InternalTopic {
 	var out []InternalTopic
+	if _, onConnect := t.ConnectCluster(); onConnect {
+		for _, f := range t.Flows() {
+			if t.Rules.SyncConsumerOffsets {
+				out = append(out, InternalTopic{f.OffsetSyncs, f.OffsetSyncsTopic}, InternalTopic{f.Target, f.CheckpointsTopic})
+			}
+			out = append(out, InternalTopic{f.Target, HeartbeatsTopic})
+		}
+		return out
+	}
 	for _, f := range t.Flows() {
 		out = append(out, InternalTopic{f.OffsetSyncs, f.OffsetSyncsTopic}, InternalTopic{f.OffsetSyncs, f.SyncHistoryTopic},
 			InternalTopic{f.Target, f.ProgressTopic})
@@ -103,6 +115,9 @@ func (t Task) InternalTopics() []InternalTopic {
 	}
 	return out
 }
+
+// HeartbeatsTopic is where MM2 writes a flow's heartbeats, on its target.
+const HeartbeatsTopic = "heartbeats"
 
 // OffsetSyncsTopic is MM2's offset-syncs topic name for a cluster alias.
 func OffsetSyncsTopic(alias string) string { return "mm2-offset-syncs." + alias + ".internal" }

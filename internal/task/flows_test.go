@@ -44,3 +44,24 @@ func TestFlowsAndInternalTopics(t *testing.T) {
 		})
 	}
 }
+
+// On Connect the internal topics are MirrorMaker 2's, not kmirror's.
+func TestInternalTopicsOnConnect(t *testing.T) {
+	tk := Task{Name: "t", Engine: ConnectEngine("wc"), Current: Current{Alias: "A"}, Peer: Peer{Alias: "B"},
+		Rules: Rules{Direction: DirectionPush}}
+	got := tk.InternalTopics()
+	if len(got) != 1 || got[0] != (InternalTopic{SidePeer, HeartbeatsTopic}) {
+		t.Fatalf("without offset sync: %v, want the heartbeats on the target only", got)
+	}
+	tk.Rules.SyncConsumerOffsets = true
+	got = tk.InternalTopics()
+	want := []InternalTopic{{SideCurrent, "mm2-offset-syncs.B.internal"}, {SidePeer, "A.checkpoints.internal"}, {SidePeer, HeartbeatsTopic}}
+	if len(got) != len(want) {
+		t.Fatalf("with offset sync: %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("with offset sync: %v, want %v", got, want)
+		}
+	}
+}
