@@ -10,13 +10,33 @@ import (
 	"github.com/kmirror/kmirror/internal/connect"
 )
 
-// PropertiesFlow is one enabled flow of an mm2.properties file (MirrorMaker 2's
-// dedicated mode), as the connector configuration MirrorMaker would give
-// its MirrorSourceConnector: what Adopt reads, as for connectors found on a
-// Connect cluster.
+// PropertiesFlow is one enabled flow of an mm2.properties file (MirrorMaker
+// 2's dedicated mode) as the connectors MirrorMaker runs for it, so Adopt
+// reads it as it reads connectors found on a Connect cluster.
 type PropertiesFlow struct {
-	Source, Target string
-	Config         map[string]string
+	MM2Flow
+	// Configs are the flow's connector configurations by name: the
+	// connector classes' simple names, as MirrorMaker names them.
+	Configs map[string]map[string]string
+	// OffsetsTopic, on the target cluster, is where this MirrorMaker keeps
+	// the flow's progress (Connect's offsets topic of its worker group),
+	// under the connector name MirrorSourceConnector.
+	OffsetsTopic string
+}
+
+// workerSettings are Connect worker settings of a dedicated MirrorMaker,
+// not connector settings: MirrorMaker keeps them out of its connectors.
+var workerSettings = []string{"offset.storage.", "config.storage.", "status.storage.", "offset.flush.",
+	"dedicated.mode.", "listeners", "rest.", "plugin.path", "group.id", "key.converter", "value.converter", "header.converter",
+	"scheduled.rebalance.", "task.shutdown.", "connector.client.config.override.policy"}
+
+func workerSetting(k string) bool {
+	for _, w := range workerSettings {
+		if strings.HasPrefix(k, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // ParseMM2Properties reads an mm2.properties file and returns its enabled
@@ -63,17 +83,17 @@ func ParseMM2Properties(text string) ([]PropertiesFlow, error) {
 			}
 			cfg := map[string]string{}
 			for k, v := range raw {
-				if !scoped(k) {
+				if !scoped(k) && !workerSetting(k) {
 					cfg[k] = v
 				}
 			}
 			for k, v := range raw {
-				if rest, ok := strings.CutPrefix(k, src+"."); ok {
+				if rest, ok := strings.CutPrefix(k, src+"."); ok && !workerSetting(rest) {
 					cfg["source.cluster."+rest] = v
 				}
 			}
 			for k, v := range raw {
-				if rest, ok := strings.CutPrefix(k, dst+"."); ok {
+				if rest, ok := strings.CutPrefix(k, dst+"."); ok && !workerSetting(rest) {
 					cfg["target.cluster."+rest] = v
 				}
 			}
@@ -82,9 +102,37 @@ func ParseMM2Properties(text string) ([]PropertiesFlow, error) {
 					cfg[rest] = v
 				}
 			}
-			cfg["connector.class"] = connect.MirrorSourceConnector
+			// Dedicated workers convert nothing (MirrorMakerConfig sets
+			// ByteArrayConverter for keys, values and headers).
+			for _, k := range []string{"key.converter", "value.converter", "header.converter"} {
+				cfg[k] = byteArrayConverter
+			}
 			cfg["source.cluster.alias"], cfg["target.cluster.alias"] = src, dst
-			flows = append(flows, PropertiesFlow{Source: src, Target: dst, Config: cfg})
+			configs := map[string]map[string]string{}
+			with := func(class string) {
+				c := make(map[string]string, len(cfg)+1)
+				for k, v := range cfg {
+					c[k] = v
+				}
+				c["connector.class"] = class
+				configs[class[strings.LastIndex(class, ".")+1:]] = c
+			}
+			with(connect.MirrorSourceConnector)
+			// MirrorMaker runs the checkpoint and heartbeat connectors
+			// unless they are turned off.
+			if !strings.EqualFold(strings.TrimSpace(cfg["emit.checkpoints.enabled"]), "false") ||
+				strings.EqualFold(strings.TrimSpace(cfg["sync.group.offsets.enabled"]), "true") {
+				with(connect.MirrorCheckpointConnector)
+			}
+			if !strings.EqualFold(strings.TrimSpace(cfg["emit.heartbeats.enabled"]), "false") {
+				with(connect.MirrorHeartbeatConnector)
+			}
+			offsets := raw[dst+".offset.storage.topic"]
+			if offsets == "" {
+				offsets = "mm2-offsets." + src + ".internal" // MirrorMakerConfig.workerConfig
+			}
+			mf := GroupMM2(configs)
+			flows = append(flows, PropertiesFlow{MM2Flow: mf[0], Configs: configs, OffsetsTopic: offsets})
 		}
 	}
 	for k := range raw {
@@ -96,7 +144,8 @@ func ParseMM2Properties(text string) ([]PropertiesFlow, error) {
 		return nil, fmt.Errorf("mm2.properties: no flow is enabled: MirrorMaker replicates A->B only with \"A->B.enabled = true\"")
 	}
 	sort.Slice(flows, func(i, j int) bool {
-		return flows[i].Source < flows[j].Source || flows[i].Source == flows[j].Source && flows[i].Target < flows[j].Target
+		a, b := flows[i], flows[j]
+		return a.SourceAlias < b.SourceAlias || a.SourceAlias == b.SourceAlias && a.TargetAlias < b.TargetAlias
 	})
 	return flows, nil
 }

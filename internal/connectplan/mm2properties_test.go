@@ -16,6 +16,8 @@ east->west.enabled = true
 east->west.topics = orders, pay\\.v1
 west->east.enabled = false
 tasks.max = 4
+offset.storage.replication.factor = 1
+east.offset.storage.replication.factor = 1
 replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy
 sync.group.offsets.enabled = true
 `
@@ -25,10 +27,15 @@ func TestParseMM2Properties(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(flows) != 1 || flows[0].Source != "east" || flows[0].Target != "west" {
+	if len(flows) != 1 || flows[0].SourceAlias != "east" || flows[0].TargetAlias != "west" {
 		t.Fatalf("flows %+v, want east->west only", flows)
 	}
-	cfg := flows[0].Config
+	f := flows[0]
+	if f.Source != "MirrorSourceConnector" || f.Checkpoint != "MirrorCheckpointConnector" || f.Heartbeat != "MirrorHeartbeatConnector" ||
+		f.OffsetsTopic != "mm2-offsets.east.internal" {
+		t.Fatalf("flow %+v", f.MM2Flow)
+	}
+	cfg := f.Configs[f.Source]
 	for k, want := range map[string]string{
 		"source.cluster.alias":             "east",
 		"target.cluster.alias":             "west",
@@ -46,7 +53,7 @@ func TestParseMM2Properties(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, cfg[k], want)
 		}
 	}
-	for _, k := range []string{"clusters", "east->west.enabled", "west->east.enabled", "east.bootstrap.servers"} {
+	for _, k := range []string{"clusters", "east->west.enabled", "west->east.enabled", "east.bootstrap.servers", "offset.storage.replication.factor", "source.cluster.offset.storage.replication.factor"} {
 		if _, ok := cfg[k]; ok {
 			t.Errorf("%s leaked into the flow's configuration", k)
 		}
@@ -78,9 +85,29 @@ func FuzzParseMM2Properties(f *testing.F) {
 			return
 		}
 		for _, fl := range flows {
-			if fl.Source == fl.Target || fl.Config["source.cluster.alias"] != fl.Source || fl.Config["target.cluster.alias"] != fl.Target {
+			c := fl.Configs[fl.Source]
+			if fl.SourceAlias == fl.TargetAlias || c["source.cluster.alias"] != fl.SourceAlias || c["target.cluster.alias"] != fl.TargetAlias {
 				t.Fatalf("flow %+v", fl)
 			}
 		}
 	})
+}
+
+// A flow read from mm2.properties adopts as connectors on Connect do.
+func TestAdoptMM2Properties(t *testing.T) {
+	flows, err := ParseMM2Properties(sampleMM2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := flows[0]
+	tk, probs := Adopt(AdoptInput{Flow: f.MM2Flow, Configs: f.Configs, Name: "imported", Current: "west",
+		Clusters: []Registered{{Name: "east", BootstrapServers: []string{"e1:9092", "e2:9092"}}, {Name: "west", BootstrapServers: []string{"w1:9092"}}}})
+	if len(probs) > 0 {
+		t.Fatalf("problems: %v", probs)
+	}
+	r := tk.Rules
+	if tk.Current.Cluster != "west" || tk.Peer.Cluster != "east" || r.Direction != "pull" || r.Tasks != 4 || r.RenameTopics ||
+		!r.SyncConsumerOffsets || len(r.Topics) != 2 || r.Topics[1] != "pay.v1" {
+		t.Fatalf("task %+v", tk)
+	}
 }
