@@ -27,6 +27,7 @@ func (s *Server) registerTaskAPI() {
 	s.api.POST("/tasks/:name/restart", s.apiTaskAction((*service.Service).RestartTask))
 	s.api.POST("/tasks/:name/failover", s.apiFailover)
 	s.api.POST("/tasks/:name/move", s.apiMoveTask)
+	s.api.POST("/tasks/import-mm2", s.apiImportMM2)
 	s.api.POST("/connectivity", s.apiConnectivity)
 }
 
@@ -46,6 +47,20 @@ func (s *Server) apiMoveTask(c echo.Context) error {
 		return s.WriteError(c, err)
 	}
 	return c.JSON(http.StatusOK, info)
+}
+
+// apiImportMM2 turns one flow of a dedicated MirrorMaker's mm2.properties
+// into a task continuing from MirrorMaker's offsets.
+func (s *Server) apiImportMM2(c echo.Context) error {
+	var in service.ImportRequest
+	if err := DecodeJSON(c, &in); err != nil {
+		return s.WriteError(c, err)
+	}
+	res, err := s.svc.ImportMM2Properties(c.Request().Context(), in)
+	if err != nil {
+		return s.WriteError(c, err)
+	}
+	return c.JSON(http.StatusCreated, res)
 }
 
 // failoverRequest is the body of POST /api/v1/tasks/{name}/failover.

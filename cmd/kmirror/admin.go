@@ -39,6 +39,9 @@ const taskUsage = `Usage:
   kmirror task failover NAME --group G  translate group G's offsets and commit them to the target now
   kmirror task move NAME --engine E     run the task on engine E (embedded or connect:<name>), its progress
                                         handed over (docs/CONNECT.md); a failed move leaves it where it was
+  kmirror task import-mm2 FILE --task NAME [--flow A->B] [--current I] [--engine E]
+                                        run a flow of a stopped dedicated MirrorMaker 2 (its mm2.properties)
+                                        as a task continuing from MirrorMaker's offsets
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
 The API token comes from KMIRROR_TOKEN.
@@ -305,6 +308,14 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 		a.fs.StringVar(&a.group, "group", "", "consumer group to fail over")
 	case "move":
 		a.fs.StringVar(&a.engine, "engine", "", "engine to move the task to: embedded or connect:<name>")
+	case "import-mm2":
+		a.fs.StringVar(&a.engine, "engine", "", "engine of the new task: embedded or connect:<name> (default: its instance's Smart Connect engine)")
+	}
+	var importReq struct{ flow, task, current string }
+	if sub == "import-mm2" {
+		a.fs.StringVar(&importReq.flow, "flow", "", "the flow to import, SOURCE->TARGET (may be left out when the file enables one)")
+		a.fs.StringVar(&importReq.task, "task", "", "name of the new task")
+		a.fs.StringVar(&importReq.current, "current", "", "instance the task belongs to (default: the target's)")
 	}
 	pos, err := a.parse(rest, getenv)
 	if err != nil {
@@ -377,6 +388,22 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		return a.print(raw, taskTable(false))
+	case "import-mm2":
+		file, err := oneName(pos, "mm2.properties file")
+		if err != nil {
+			return err
+		}
+		text, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", file, err)
+		}
+		body, _ := json.Marshal(map[string]string{"properties": string(text), "flow": importReq.flow,
+			"name": importReq.task, "current": importReq.current, "engine": a.engine})
+		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/tasks/import-mm2", body)
+		if err != nil {
+			return err
+		}
+		return a.print(raw, importTable)
 	case "show", "delete", "pause", "resume", "restart":
 		name, err := oneName(pos, "task")
 		if err != nil {
@@ -541,6 +568,23 @@ func validateTable(w io.Writer, raw json.RawMessage) error {
 
 // failoverTable prints, per partition, where the group continues on the
 // target and whether that was committed.
+func importTable(w io.Writer, raw json.RawMessage) error {
+	var res struct {
+		Task struct {
+			Name   string `json:"name"`
+			Engine string `json:"engine"`
+		} `json:"task"`
+		Partitions   int    `json:"partitions"`
+		OffsetsTopic string `json:"offsets_topic"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	fmt.Fprintf(w, "task %s created on %s: %d partitions continue from MirrorMaker's offsets (%s)\n",
+		res.Task.Name, res.Task.Engine, res.Partitions, res.OffsetsTopic)
+	return nil
+}
+
 func failoverTable(w io.Writer, raw json.RawMessage) error {
 	var res struct {
 		Task    string `json:"task"`

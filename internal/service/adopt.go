@@ -247,16 +247,26 @@ func (s *Service) mm2Connectors(ctx context.Context, connectCluster string) (*co
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list the connectors of Connect cluster %q: %w", connectCluster, err)
 	}
-	recs, err := s.clusters.ListClusters(ctx)
+	regs, err := s.registered(ctx)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	return client, views, regs, nil
+}
+
+// registered are the registered Kafka clusters as adoption matches
+// MirrorMaker's bootstrap servers against them, by name.
+func (s *Service) registered(ctx context.Context) ([]connectplan.Registered, error) {
+	recs, err := s.clusters.ListClusters(ctx)
+	if err != nil {
+		return nil, err
 	}
 	regs := make([]connectplan.Registered, 0, len(recs))
 	for _, r := range recs {
 		regs = append(regs, connectplan.Registered{Name: r.Name, BootstrapServers: r.BootstrapServers})
 	}
 	sort.Slice(regs, func(i, j int) bool { return regs[i].Name < regs[j].Name })
-	return client, views, regs, nil
+	return regs, nil
 }
 
 func configsOf(views map[string]connect.ConnectorView) map[string]map[string]string {
