@@ -175,6 +175,10 @@ type Options struct {
 	// and synced when the flow syncs them. Default 60s (the original product's "once a
 	// minute").
 	CheckpointInterval time.Duration
+	// HeartbeatInterval is how often the flow writes an MM2 heartbeat to
+	// the heartbeats topic on its target (MM2's
+	// emit.heartbeats.interval.seconds). Default 1s; negative writes none.
+	HeartbeatInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -198,6 +202,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = time.Minute
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = time.Second
 	}
 	return o
 }
