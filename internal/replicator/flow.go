@@ -75,6 +75,9 @@ type Flow struct {
 	// ProgressTopic, on the target, keeps the flow's progress where it does
 	// not expire (progresslog.go).
 	ProgressTopic string
+	// HeartbeatsTopic, on the target, takes the flow's MM2 heartbeats
+	// (heartbeat.go).
+	HeartbeatsTopic string
 }
 
 // Name is "<source alias>-><target alias>", the flow's stable label.
@@ -143,6 +146,7 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			SyncGroupOffsets:  t.Rules.SyncConsumerOffsets,
 			CheckpointsTopic:  fs.CheckpointsTopic,
 			ProgressTopic:     fs.ProgressTopic,
+			HeartbeatsTopic:   fs.HeartbeatsTopic,
 		})
 	}
 	return flows, nil

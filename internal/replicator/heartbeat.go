@@ -9,7 +9,6 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/mm2"
-	"github.com/kmirror/kmirror/internal/policy"
 )
 
 // heartbeater writes the flow's MM2 heartbeats to the heartbeats topic on
@@ -81,7 +80,7 @@ func (h *heartbeater) beat() error {
 		h.client, h.admin = client, admin
 	}
 	if !h.ready {
-		if _, err := ensureInternalTopic(h.client, h.admin, policy.HeartbeatsTopic, h.flow.ReplicationFactor, nil); err != nil {
+		if _, err := ensureInternalTopic(h.client, h.admin, h.flow.HeartbeatsTopic, h.flow.ReplicationFactor, nil); err != nil {
 			return err
 		}
 		h.ready = true
@@ -95,11 +94,11 @@ func (h *heartbeater) beat() error {
 	}
 	now := h.now()
 	hb := mm2.Heartbeat{SourceAlias: h.flow.Source.Alias, TargetAlias: h.flow.Target.Alias, Timestamp: now.UnixMilli()}
-	_, _, err := h.prod.SendMessage(&sarama.ProducerMessage{Topic: policy.HeartbeatsTopic, Partition: 0,
+	_, _, err := h.prod.SendMessage(&sarama.ProducerMessage{Topic: h.flow.HeartbeatsTopic, Partition: 0,
 		Key: sarama.ByteEncoder(hb.Key()), Value: sarama.ByteEncoder(hb.Value()), Timestamp: time.UnixMilli(hb.Timestamp)})
 	if err != nil {
 		h.ready = false // deleted meanwhile? created again at the next beat
-		return fmt.Errorf("write heartbeat to %s: %w", policy.HeartbeatsTopic, err)
+		return fmt.Errorf("write heartbeat to %s: %w", h.flow.HeartbeatsTopic, err)
 	}
 	return nil
 }
@@ -119,9 +118,9 @@ func (h *heartbeater) report(err error) {
 	failing := h.state.heartbeatFailing()
 	switch {
 	case err != nil && !failing:
-		h.log.Warn("heartbeat not written; copying goes on, will retry", "topic", policy.HeartbeatsTopic, "error", err)
+		h.log.Warn("heartbeat not written; copying goes on, will retry", "topic", h.flow.HeartbeatsTopic, "error", err)
 	case err == nil && failing:
-		h.log.Info("heartbeats written again", "topic", policy.HeartbeatsTopic)
+		h.log.Info("heartbeats written again", "topic", h.flow.HeartbeatsTopic)
 	}
 	h.state.heartbeat(err, h.now())
 }

@@ -367,8 +367,8 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 	}
 	if hbErr != "" && st.State == task.StateRunning && now.Sub(hbSince) >= s.degradedAfter {
 		st.State = task.StateDegraded
-		st.Reason = fmt.Sprintf("heartbeats to topic %s on the target not written for %s: %s (copying goes on; MM2's MirrorClient on the target does not see this flow)",
-			policy.HeartbeatsTopic, now.Sub(hbSince).Round(time.Second), hbErr)
+		st.Reason = fmt.Sprintf("heartbeats not written to the target for %s: %s (copying goes on; MM2's MirrorClient on the target does not see this flow)",
+			now.Sub(hbSince).Round(time.Second), hbErr)
 	}
 	if oldest > 0 {
 		if d := now.Sub(time.UnixMilli(oldest)).Seconds(); d > 0 {

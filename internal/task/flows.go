@@ -1,5 +1,7 @@
 package task
 
+import "github.com/kmirror/kmirror/internal/policy"
+
 // This file is the one place that says what a task implies on the clusters:
 // its flows, their aliases, and where each keeps its internal topics and
 // progress (as MirrorMaker 2's ReplicationPolicy owns its naming). The
@@ -37,6 +39,9 @@ type FlowSpec struct {
 	// ProgressTopic, on the target, keeps the flow's progress where Kafka
 	// does not expire it.
 	ProgressTopic string
+	// HeartbeatsTopic, on the target, takes the flow's MM2 heartbeats
+	// (MM2's name, shared with every other flow and MM2 writing there).
+	HeartbeatsTopic string
 	// Group, on the source, holds the flow's progress as committed offsets.
 	Group string
 }
@@ -65,6 +70,7 @@ func (t Task) Flows() []FlowSpec {
 			SyncHistoryTopic: SyncHistoryTopic(t.Peer.Alias),
 			CheckpointsTopic: CheckpointsTopic(alias[src]),
 			ProgressTopic:    ProgressTopic(alias[src]),
+			HeartbeatsTopic:  policy.HeartbeatsTopic,
 			Group:            FlowGroup(t.Name, alias[src], alias[dst])}
 		if t.Rules.Direction == DirectionBidirectional && src == SidePeer {
 			f.OffsetSyncs, f.OffsetSyncsTopic = SidePeer, OffsetSyncsTopic(t.Current.Alias)
@@ -90,7 +96,8 @@ type InternalTopic struct {
 }
 
 // InternalTopics lists every topic the task's flows write besides the data:
-// offset syncs, progress, and checkpoints when consumer offsets are synced.
+// offset syncs, progress, checkpoints when consumer offsets are synced, and
+// heartbeats.
 func (t Task) InternalTopics() []InternalTopic {
 	var out []InternalTopic
 	for _, f := range t.Flows() {
@@ -99,6 +106,7 @@ func (t Task) InternalTopics() []InternalTopic {
 		if t.Rules.SyncConsumerOffsets {
 			out = append(out, InternalTopic{f.Target, f.CheckpointsTopic})
 		}
+		out = append(out, InternalTopic{f.Target, f.HeartbeatsTopic})
 	}
 	return out
 }

@@ -15,15 +15,16 @@ func TestFlowsAndInternalTopics(t *testing.T) {
 		topics    []InternalTopic
 	}{
 		{DirectionPush, false, []string{"A->B"}, []string{"kmirror.t1.A-B"}, []InternalTopic{
-			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}}},
+			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}, {SidePeer, "heartbeats"}}},
 		{DirectionPull, true, []string{"B->A"}, []string{"kmirror.t1.B-A"}, []InternalTopic{
 			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SideCurrent, "kmirror-progress.B.internal"},
-			{SideCurrent, "B.checkpoints.internal"}}},
+			{SideCurrent, "B.checkpoints.internal"}, {SideCurrent, "heartbeats"}}},
 		// The peer -> current half keeps its offset syncs on the peer: the
 		// topic must be listed (it once was not).
 		{DirectionBidirectional, true, []string{"A->B", "B->A"}, []string{"kmirror.t1.A-B", "kmirror.t1.B-A"}, []InternalTopic{
-			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}, {SidePeer, "A.checkpoints.internal"},
-			{SidePeer, "mm2-offset-syncs.A.internal"}, {SidePeer, "kmirror-offset-syncs.A.internal"}, {SideCurrent, "kmirror-progress.B.internal"}, {SideCurrent, "B.checkpoints.internal"}}},
+			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}, {SidePeer, "A.checkpoints.internal"}, {SidePeer, "heartbeats"},
+			{SidePeer, "mm2-offset-syncs.A.internal"}, {SidePeer, "kmirror-offset-syncs.A.internal"}, {SideCurrent, "kmirror-progress.B.internal"}, {SideCurrent, "B.checkpoints.internal"},
+			{SideCurrent, "heartbeats"}}},
 		{"sideways", true, nil, nil, nil},
 	}
 	for _, tc := range cases {
