@@ -3,12 +3,16 @@ package replicator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/policy"
@@ -136,4 +140,35 @@ func dataOnly(st FlowStatus) FlowStatus {
 	}
 	st.Partitions = parts
 	return st
+}
+
+// The target refusing the flow's heartbeats (no rights on the topic) never
+// stops the copy: every record arrives, and the flow shows DEGRADED with the
+// reason once heartbeats failed for DegradedAfter; granted again, it runs.
+func TestRefusedHeartbeatsDegradeButNeverStopTheCopy(t *testing.T) {
+	const n = 100
+	cs, a, b := startFaultyPair(t, n)
+	denied := cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: policy.HeartbeatsTopic,
+		Err: kerr.TopicAuthorizationFailed, Count: -1})
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
+	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond,
+		DegradedAfter: time.Second, HeartbeatInterval: 100 * time.Millisecond}, nil)
+	stop := runUntil(t, r)
+	defer stop()
+	checkExactCopy(t, b, 0, n)
+	checkExactCopy(t, b, 1, n)
+	waitFor(t, func() error {
+		if st := r.Status(); st.State != task.StateDegraded || !strings.Contains(st.Reason, "heartbeats not written") || st.Records != 2*n {
+			return fmt.Errorf("state %s (%s), records %d", st.State, st.Reason, st.Records)
+		}
+		return nil
+	})
+	denied.Remove()
+	waitFor(t, func() error {
+		if st := r.Status(); st.State != task.StateRunning {
+			return fmt.Errorf("state %s (%s) after heartbeats were allowed again", st.State, st.Reason)
+		}
+		return nil
+	})
 }
