@@ -11,7 +11,7 @@
 //     policies: MirrorClient finds upstream clusters and hops by them;
 //   - a topic named "<target alias>.x" is never copied to the cluster with that
 //     alias: it came from there; a heartbeats topic whose chain of aliases
-//     names the target anywhere is not either (MM2's isCycle);
+//     names the target (MM2's isCycle) or the source anywhere is not either;
 //   - two selected source topics never map to the same target topic.
 package policy
 
@@ -119,14 +119,18 @@ func (p Policy) cameFromTarget(topic string) bool {
 // C, then B) as MM2's isCycle does with its default policy (which its
 // identity policy keeps for heartbeats): one naming the target means the
 // heartbeats went through the target already, and copying them there again
-// would go round for ever.
+// would go round for ever. One naming the source is a cycle too, which MM2
+// does not check: the source's heartbeats came back to it, which MM2's own
+// check never lets happen between clusters, so only a flow whose source
+// and target are one cluster sees it — and would copy "A.heartbeats" to
+// "A.A.heartbeats" and so on for ever.
 func (p Policy) heartbeatsCycle(topic string) bool {
 	for {
 		alias, rest, ok := strings.Cut(topic, ".")
 		if !ok {
 			return false
 		}
-		if p.TargetAlias != "" && alias == p.TargetAlias {
+		if alias == p.TargetAlias || alias == p.SourceAlias {
 			return true
 		}
 		topic = rest

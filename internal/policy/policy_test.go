@@ -102,9 +102,10 @@ func TestHeartbeats(t *testing.T) {
 		{"heartbeats", "A.heartbeats"},
 		{"C.heartbeats", "A.C.heartbeats"},
 		{"C.D.heartbeats", "A.C.D.heartbeats"},
-		{"B.heartbeats", ""},               // came from the target
-		{"C.B.heartbeats", ""},             // went through the target
-		{"A.heartbeats", "A.A.heartbeats"}, // the source's own name is no cycle here, as in MM2
+		{"B.heartbeats", ""},   // came from the target
+		{"C.B.heartbeats", ""}, // went through the target
+		{"A.heartbeats", ""},   // the source's own heartbeats came back to it
+		{"C.A.heartbeats", ""},
 		{"BB.heartbeats", "A.BB.heartbeats"},
 		{"myheartbeats", ""},
 		{".heartbeats", ""},
@@ -158,5 +159,25 @@ func TestHeartbeatsDoNotLoopBidirectional(t *testing.T) {
 	want = map[string]bool{"heartbeats": true, "A.heartbeats": true}
 	if !reflect.DeepEqual(onB, want) {
 		t.Errorf("on B: %v, want %v", onB, want)
+	}
+}
+
+// A flow whose source and target are one cluster (two aliases for it)
+// replicates the heartbeats it writes there once, never its own copy again.
+func TestHeartbeatsOnOneClusterStopAfterOneCopy(t *testing.T) {
+	p, err := Compile("LA", "LB", []string{"x"}, "", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := map[string]bool{"heartbeats": true}
+	for range 5 {
+		for topic := range topics {
+			if p.Selected(topic) {
+				topics[p.TargetTopic(topic)] = true
+			}
+		}
+	}
+	if want := map[string]bool{"heartbeats": true, "LA.heartbeats": true}; !reflect.DeepEqual(topics, want) {
+		t.Errorf("topics %v, want %v", topics, want)
 	}
 }
