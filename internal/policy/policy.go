@@ -5,8 +5,13 @@
 // Invariants:
 //   - internal topics (ending in "internal", starting with "__") and kmirror's
 //     and MM2's own topics are never selected;
+//   - heartbeats topics ("heartbeats", "<alias>.heartbeats", ...) are always
+//     selected, whatever the list, regex or mappings say, and always renamed
+//     "<source alias>.<topic>", as MM2 does under both its replication
+//     policies: MirrorClient finds upstream clusters and hops by them;
 //   - a topic named "<target alias>.x" is never copied to the cluster with that
-//     alias: it came from there;
+//     alias: it came from there; a heartbeats topic whose chain of aliases
+//     names the target (MM2's isCycle) or the source anywhere is not either;
 //   - two selected source topics never map to the same target topic.
 package policy
 
@@ -52,23 +57,42 @@ func Compile(sourceAlias, targetAlias string, topics []string, regex string, ren
 	return p, nil
 }
 
+// HeartbeatsTopic is MM2's heartbeats topic: every flow writes its
+// heartbeats there on its target.
+const HeartbeatsTopic = "heartbeats"
+
 // IsInternal reports whether a topic is internal to Kafka, MM2 or kmirror and
-// so never replicated.
+// so never named by a task's selection. Heartbeats topics are among them:
+// a task cannot list them, but every flow replicates them (Selected).
 func IsInternal(topic string) bool {
-	switch {
-	case strings.HasSuffix(topic, "internal"),
-		strings.HasPrefix(topic, "__"),
-		strings.HasPrefix(topic, "mm2-"),
-		strings.HasPrefix(topic, "kmirror-"),
-		topic == "heartbeats" || strings.HasSuffix(topic, ".heartbeats"):
-		return true
-	}
-	return false
+	return ownInternal(topic) || IsHeartbeats(topic)
+}
+
+// ownInternal: Kafka's, MM2's and kmirror's topics that are never replicated.
+func ownInternal(topic string) bool {
+	return strings.HasSuffix(topic, "internal") ||
+		strings.HasPrefix(topic, "__") ||
+		strings.HasPrefix(topic, "mm2-") ||
+		strings.HasPrefix(topic, "kmirror-")
+}
+
+// IsHeartbeats reports whether topic is a heartbeats topic or a replica of
+// one ("A.heartbeats", "B.A.heartbeats"): MM2's isHeartbeatsTopic.
+func IsHeartbeats(topic string) bool {
+	return topic == HeartbeatsTopic || strings.HasSuffix(topic, "."+HeartbeatsTopic)
 }
 
 // Selected reports whether a source topic is replicated by this flow.
 func (p Policy) Selected(topic string) bool {
-	if IsInternal(topic) || p.cameFromTarget(topic) {
+	if ownInternal(topic) {
+		return false
+	}
+	if IsHeartbeats(topic) {
+		// An empty alias (".heartbeats", "A..heartbeats") names no
+		// cluster: MM2 takes a leading dot for internal.
+		return !strings.HasPrefix(topic, ".") && !strings.Contains(topic, "..") && !p.heartbeatsCycle(topic)
+	}
+	if p.cameFromTarget(topic) {
 		return false
 	}
 	if _, ok := p.Mappings[topic]; ok {
@@ -91,8 +115,33 @@ func (p Policy) cameFromTarget(topic string) bool {
 	return p.TargetAlias != "" && strings.HasPrefix(topic, p.TargetAlias+".")
 }
 
+// heartbeatsCycle walks a heartbeats topic's aliases ("C.B.heartbeats":
+// C, then B) as MM2's isCycle does with its default policy (which its
+// identity policy keeps for heartbeats): one naming the target means the
+// heartbeats went through the target already, and copying them there again
+// would go round for ever. One naming the source is a cycle too, which MM2
+// does not check: the source's heartbeats came back to it, which MM2's own
+// check never lets happen between clusters, so only a flow whose source
+// and target are one cluster sees it — and would copy "A.heartbeats" to
+// "A.A.heartbeats" and so on for ever.
+func (p Policy) heartbeatsCycle(topic string) bool {
+	for {
+		alias, rest, ok := strings.Cut(topic, ".")
+		if !ok {
+			return false
+		}
+		if alias == p.TargetAlias || alias == p.SourceAlias {
+			return true
+		}
+		topic = rest
+	}
+}
+
 // TargetTopic is the name of the target topic for a source topic.
 func (p Policy) TargetTopic(source string) string {
+	if IsHeartbeats(source) {
+		return p.SourceAlias + "." + source
+	}
 	if t, ok := p.Mappings[source]; ok {
 		return t
 	}

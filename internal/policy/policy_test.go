@@ -85,3 +85,99 @@ func TestCompileBadRegex(t *testing.T) {
 		t.Fatal("want error for bad regex")
 	}
 }
+
+// Heartbeats topics are replicated by every flow, renamed in every naming
+// mode, and never into a cluster their chain of aliases already went
+// through (MM2's MirrorSourceConnector with either replication policy).
+func TestHeartbeats(t *testing.T) {
+	modes := map[string]Policy{
+		"identity": mustCompile(t, []string{"orders"}, "", false, nil),
+		"rename":   mustCompile(t, []string{"orders"}, "", true, nil),
+		"regex":    mustCompile(t, nil, "orders.*", false, nil),
+		"mapping":  mustCompile(t, nil, "", false, map[string]string{"orders": "o", "heartbeats": "hb"}),
+	}
+	cases := []struct {
+		topic, target string // target "" = not selected
+	}{
+		{"heartbeats", "A.heartbeats"},
+		{"C.heartbeats", "A.C.heartbeats"},
+		{"C.D.heartbeats", "A.C.D.heartbeats"},
+		{"B.heartbeats", ""},   // came from the target
+		{"C.B.heartbeats", ""}, // went through the target
+		{"A.heartbeats", ""},   // the source's own heartbeats came back to it
+		{"C.A.heartbeats", ""},
+		{"BB.heartbeats", "A.BB.heartbeats"},
+		{"myheartbeats", ""},
+		{".heartbeats", ""},
+		{"C..heartbeats", ""},
+		{"__x.heartbeats", ""},
+		{"mm2-x.heartbeats", ""},
+	}
+	for name, p := range modes {
+		for _, c := range cases {
+			if got := p.Selected(c.topic); got != (c.target != "") {
+				t.Errorf("%s: Selected(%q) = %v", name, c.topic, got)
+				continue
+			}
+			if c.target != "" {
+				if got := p.TargetTopic(c.topic); got != c.target {
+					t.Errorf("%s: TargetTopic(%q) = %q, want %q", name, c.topic, got, c.target)
+				}
+			}
+		}
+	}
+}
+
+// Two identity flows A->B and B->A never pass heartbeats round: what one
+// writes under the other's alias the other leaves alone.
+func TestHeartbeatsDoNotLoopBidirectional(t *testing.T) {
+	ab, err := Compile("A", "B", []string{"x"}, "", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ba, err := Compile("B", "A", []string{"x"}, "", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onA, onB := map[string]bool{"heartbeats": true}, map[string]bool{"heartbeats": true}
+	for range 5 { // a fixed point is reached after one round
+		for topic := range onA {
+			if ab.Selected(topic) {
+				onB[ab.TargetTopic(topic)] = true
+			}
+		}
+		for topic := range onB {
+			if ba.Selected(topic) {
+				onA[ba.TargetTopic(topic)] = true
+			}
+		}
+	}
+	want := map[string]bool{"heartbeats": true, "B.heartbeats": true}
+	if !reflect.DeepEqual(onA, want) {
+		t.Errorf("on A: %v, want %v", onA, want)
+	}
+	want = map[string]bool{"heartbeats": true, "A.heartbeats": true}
+	if !reflect.DeepEqual(onB, want) {
+		t.Errorf("on B: %v, want %v", onB, want)
+	}
+}
+
+// A flow whose source and target are one cluster (two aliases for it)
+// replicates the heartbeats it writes there once, never its own copy again.
+func TestHeartbeatsOnOneClusterStopAfterOneCopy(t *testing.T) {
+	p, err := Compile("LA", "LB", []string{"x"}, "", true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topics := map[string]bool{"heartbeats": true}
+	for range 5 {
+		for topic := range topics {
+			if p.Selected(topic) {
+				topics[p.TargetTopic(topic)] = true
+			}
+		}
+	}
+	if want := map[string]bool{"heartbeats": true, "LA.heartbeats": true}; !reflect.DeepEqual(topics, want) {
+		t.Errorf("topics %v, want %v", topics, want)
+	}
+}

@@ -75,6 +75,9 @@ type Flow struct {
 	// ProgressTopic, on the target, keeps the flow's progress where it does
 	// not expire (progresslog.go).
 	ProgressTopic string
+	// HeartbeatsTopic, on the target, takes the flow's MM2 heartbeats
+	// (heartbeat.go).
+	HeartbeatsTopic string
 }
 
 // Name is "<source alias>-><target alias>", the flow's stable label.
@@ -143,6 +146,7 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			SyncGroupOffsets:  t.Rules.SyncConsumerOffsets,
 			CheckpointsTopic:  fs.CheckpointsTopic,
 			ProgressTopic:     fs.ProgressTopic,
+			HeartbeatsTopic:   fs.HeartbeatsTopic,
 		})
 	}
 	return flows, nil
@@ -175,6 +179,10 @@ type Options struct {
 	// and synced when the flow syncs them. Default 60s (the original product's "once a
 	// minute").
 	CheckpointInterval time.Duration
+	// HeartbeatInterval is how often the flow writes an MM2 heartbeat to
+	// the heartbeats topic on its target (MM2's
+	// emit.heartbeats.interval.seconds). Default 1s; negative writes none.
+	HeartbeatInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -198,6 +206,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.CheckpointInterval <= 0 {
 		o.CheckpointInterval = time.Minute
+	}
+	if o.HeartbeatInterval == 0 {
+		o.HeartbeatInterval = time.Second
 	}
 	return o
 }

@@ -202,6 +202,11 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		defer func() { stop(); <-done; cp.close() }()
 	}
 
+	if r.opts.HeartbeatInterval > 0 {
+		defer startHeartbeats(ctx, &heartbeater{flow: r.flow, state: r.state,
+			log: r.log.With("component", "heartbeats"), now: time.Now}, r.opts.HeartbeatInterval)()
+	}
+
 	pl := &planner{flow: r.flow, src: src, dst: dst, srcAdmin: srcAdmin, dstAdmin: dstAdmin, log: r.log}
 	var (
 		current []Partition

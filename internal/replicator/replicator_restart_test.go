@@ -189,7 +189,7 @@ func waitCaughtUp(t *testing.T, r *Replicator, s cluster.Settings, topic string,
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		st := r.Status()
+		st := dataOnly(r.Status())
 		err := errors.New("no partitions yet")
 		if len(st.Partitions) == len(ends) {
 			err = nil

@@ -230,6 +230,31 @@ type flowState struct {
 	unavailable []string
 	parts       map[string]*partState
 	ckpt        *CheckpointStatus
+	// heartbeatErr is why the flow's heartbeats fail, since when
+	// (heartbeat.go); "" while they are written.
+	heartbeatErr   string
+	heartbeatSince time.Time
+}
+
+// heartbeat records the outcome of a heartbeat write at now.
+func (s *flowState) heartbeat(err error, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.heartbeatErr = ""
+		return
+	}
+	if s.heartbeatErr == "" {
+		s.heartbeatSince = now
+	}
+	s.heartbeatErr = err.Error()
+	s.lastError = "heartbeats: " + s.heartbeatErr
+}
+
+func (s *flowState) heartbeatFailing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.heartbeatErr != ""
 }
 
 func newFlowState(name string) *flowState {
@@ -302,6 +327,7 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		st.Checkpoints = &c
 	}
 	syncErr := s.syncError
+	hbErr, hbSince := s.heartbeatErr, s.heartbeatSince
 	if len(s.unavailable) > 0 && st.State == task.StateRunning {
 		st.State, st.Reason = task.StateDegraded, s.unavailable[0]
 		if n := len(s.unavailable) - 1; n > 0 {
@@ -338,6 +364,11 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 			st.State, st.Reason = task.StateDegraded, degraded
 		}
 		st.Partitions = append(st.Partitions, ps)
+	}
+	if hbErr != "" && st.State == task.StateRunning && now.Sub(hbSince) >= s.degradedAfter {
+		st.State = task.StateDegraded
+		st.Reason = fmt.Sprintf("heartbeats not written to the target for %s: %s (copying goes on; MM2's MirrorClient on the target does not see this flow)",
+			now.Sub(hbSince).Round(time.Second), hbErr)
 	}
 	if oldest > 0 {
 		if d := now.Sub(time.UnixMilli(oldest)).Seconds(); d > 0 {

@@ -421,7 +421,10 @@ func checkTopicName(name string) string {
 }
 
 func internalMsg(topic string) string {
-	return fmt.Sprintf("topic %q is internal (its name ends in internal, or starts with __, mm2- or kmirror-, or is heartbeats): internal topics are never replicated", topic)
+	if policy.IsHeartbeats(topic) {
+		return fmt.Sprintf("topic %q is a heartbeats topic: every flow replicates heartbeats topics by itself, renamed as MirrorMaker 2 does, so a task does not name them", topic)
+	}
+	return fmt.Sprintf("topic %q is internal (its name ends in internal, or starts with __, mm2- or kmirror-): internal topics are never replicated", topic)
 }
 
 // shorten keeps messages readable when a user pastes something huge.

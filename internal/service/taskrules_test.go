@@ -172,6 +172,7 @@ func TestValidateTask(t *testing.T) {
 		{"topic duplicate", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "payments") }, []fp{{"rules.topics", "listed twice"}}},
 		{"topic internal suffix", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "topic.internal") }, []fp{{"rules.topics", "never replicated"}}},
 		{"topic internal prefix", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "__consumer_offsets") }, []fp{{"rules.topics", "never replicated"}}},
+		{"heartbeats topic", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "C.heartbeats") }, []fp{{"rules.topics", "replicates heartbeats topics by itself"}}},
 		{"topic mm2 internal", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "mm2-configs.B") }, []fp{{"rules.topics", "never replicated"}}},
 		{"topic internal word inside ok", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "internal-orders") }, nil},
 		{"topic came from target", func(x *task.Task) { x.Rules.Topics = append(x.Rules.Topics, "B.orders") }, []fp{{"rules.topics", "never copied back"}}},

@@ -1,5 +1,7 @@
 package task
 
+import "github.com/kmirror/kmirror/internal/policy"
+
 // This file is the one place that says what a task implies on the clusters:
 // its flows, their aliases, and where each keeps its internal topics and
 // progress (as MirrorMaker 2's ReplicationPolicy owns its naming). The
@@ -38,6 +40,9 @@ type FlowSpec struct {
 	// ProgressTopic, on the target, keeps the flow's progress where Kafka
 	// does not expire it.
 	ProgressTopic string
+	// HeartbeatsTopic, on the target, takes the flow's MM2 heartbeats
+	// (MM2's name, shared with every other flow and MM2 writing there).
+	HeartbeatsTopic string
 	// Group, on the source, holds the flow's progress as committed offsets.
 	Group string
 }
@@ -66,6 +71,7 @@ func (t Task) Flows() []FlowSpec {
 			SyncHistoryTopic: SyncHistoryTopic(t.Peer.Alias),
 			CheckpointsTopic: CheckpointsTopic(alias[src]),
 			ProgressTopic:    ProgressTopic(alias[src]),
+			HeartbeatsTopic:  policy.HeartbeatsTopic,
 			Group:            FlowGroup(t.Name, alias[src], alias[dst])}
 		if t.Rules.Direction == DirectionBidirectional && src == SidePeer {
 			f.OffsetSyncs, f.OffsetSyncsTopic = SidePeer, OffsetSyncsTopic(t.Current.Alias)
@@ -91,10 +97,10 @@ type InternalTopic struct {
 }
 
 // InternalTopics lists every topic the task's flows write besides the data:
-// offset syncs, progress, and checkpoints when consumer offsets are synced.
-// On Kafka Connect, MirrorMaker 2 writes its own set: offset syncs and
-// checkpoints only when consumer offsets are synced, heartbeats always,
-// and its progress in Connect's offsets topic.
+// offset syncs, progress, checkpoints when consumer offsets are synced, and
+// heartbeats. On Kafka Connect, MirrorMaker 2 writes its own set: offset
+// syncs and checkpoints only when consumer offsets are synced, heartbeats
+// always, and its progress in Connect's offsets topic.
 func (t Task) InternalTopics() []InternalTopic {
 	var out []InternalTopic
 	if _, onConnect := t.ConnectCluster(); onConnect {
@@ -102,7 +108,7 @@ func (t Task) InternalTopics() []InternalTopic {
 			if t.Rules.SyncConsumerOffsets {
 				out = append(out, InternalTopic{f.OffsetSyncs, f.OffsetSyncsTopic}, InternalTopic{f.Target, f.CheckpointsTopic})
 			}
-			out = append(out, InternalTopic{f.Target, HeartbeatsTopic})
+			out = append(out, InternalTopic{f.Target, f.HeartbeatsTopic})
 		}
 		return out
 	}
@@ -112,12 +118,10 @@ func (t Task) InternalTopics() []InternalTopic {
 		if t.Rules.SyncConsumerOffsets {
 			out = append(out, InternalTopic{f.Target, f.CheckpointsTopic})
 		}
+		out = append(out, InternalTopic{f.Target, f.HeartbeatsTopic})
 	}
 	return out
 }
-
-// HeartbeatsTopic is where MM2 writes a flow's heartbeats, on its target.
-const HeartbeatsTopic = "heartbeats"
 
 // OffsetSyncsTopic is MM2's offset-syncs topic name for a cluster alias.
 func OffsetSyncsTopic(alias string) string { return "mm2-offset-syncs." + alias + ".internal" }

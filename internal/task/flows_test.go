@@ -3,6 +3,8 @@ package task
 import (
 	"slices"
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/policy"
 )
 
 func TestFlowsAndInternalTopics(t *testing.T) {
@@ -15,15 +17,16 @@ func TestFlowsAndInternalTopics(t *testing.T) {
 		topics    []InternalTopic
 	}{
 		{DirectionPush, false, []string{"A->B"}, []string{"kmirror.t1.A-B"}, []InternalTopic{
-			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}}},
+			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}, {SidePeer, "heartbeats"}}},
 		{DirectionPull, true, []string{"B->A"}, []string{"kmirror.t1.B-A"}, []InternalTopic{
 			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SideCurrent, "kmirror-progress.B.internal"},
-			{SideCurrent, "B.checkpoints.internal"}}},
+			{SideCurrent, "B.checkpoints.internal"}, {SideCurrent, "heartbeats"}}},
 		// The peer -> current half keeps its offset syncs on the peer: the
 		// topic must be listed (it once was not).
 		{DirectionBidirectional, true, []string{"A->B", "B->A"}, []string{"kmirror.t1.A-B", "kmirror.t1.B-A"}, []InternalTopic{
-			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}, {SidePeer, "A.checkpoints.internal"},
-			{SidePeer, "mm2-offset-syncs.A.internal"}, {SidePeer, "kmirror-offset-syncs.A.internal"}, {SideCurrent, "kmirror-progress.B.internal"}, {SideCurrent, "B.checkpoints.internal"}}},
+			{SideCurrent, "mm2-offset-syncs.B.internal"}, {SideCurrent, "kmirror-offset-syncs.B.internal"}, {SidePeer, "kmirror-progress.A.internal"}, {SidePeer, "A.checkpoints.internal"}, {SidePeer, "heartbeats"},
+			{SidePeer, "mm2-offset-syncs.A.internal"}, {SidePeer, "kmirror-offset-syncs.A.internal"}, {SideCurrent, "kmirror-progress.B.internal"}, {SideCurrent, "B.checkpoints.internal"},
+			{SideCurrent, "heartbeats"}}},
 		{"sideways", true, nil, nil, nil},
 	}
 	for _, tc := range cases {
@@ -50,12 +53,12 @@ func TestInternalTopicsOnConnect(t *testing.T) {
 	tk := Task{Name: "t", Engine: ConnectEngine("wc"), Current: Current{Alias: "A"}, Peer: Peer{Alias: "B"},
 		Rules: Rules{Direction: DirectionPush}}
 	got := tk.InternalTopics()
-	if len(got) != 1 || got[0] != (InternalTopic{SidePeer, HeartbeatsTopic}) {
+	if len(got) != 1 || got[0] != (InternalTopic{SidePeer, policy.HeartbeatsTopic}) {
 		t.Fatalf("without offset sync: %v, want the heartbeats on the target only", got)
 	}
 	tk.Rules.SyncConsumerOffsets = true
 	got = tk.InternalTopics()
-	want := []InternalTopic{{SideCurrent, "mm2-offset-syncs.B.internal"}, {SidePeer, "A.checkpoints.internal"}, {SidePeer, HeartbeatsTopic}}
+	want := []InternalTopic{{SideCurrent, "mm2-offset-syncs.B.internal"}, {SidePeer, "A.checkpoints.internal"}, {SidePeer, policy.HeartbeatsTopic}}
 	if len(got) != len(want) {
 		t.Fatalf("with offset sync: %v, want %v", got, want)
 	}
