@@ -169,7 +169,9 @@ func mirrorClient(t *testing.T, bootstrap, alias string) (upstream string, hops 
 			upstream = strings.TrimSpace(v)
 		}
 		if v, ok := strings.CutPrefix(line, "hops "); ok {
-			fmt.Sscan(v, &hops)
+			if _, err := fmt.Sscan(v, &hops); err != nil {
+				hops = -3 // not a number: the caller's check fails with it
+			}
 		}
 	}
 	return upstream, hops

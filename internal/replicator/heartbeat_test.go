@@ -77,14 +77,12 @@ func TestFlowWritesHeartbeatsToItsTarget(t *testing.T) {
 		last = hb.Timestamp
 	}
 	_, adm := admin(t, b)
-	cfg, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: policy.HeartbeatsTopic})
+	cfgs, err := topicConfigs(adm, []string{policy.HeartbeatsTopic}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range cfg {
-		if e.Name == "cleanup.policy" && e.Value != "compact" {
-			t.Fatalf("heartbeats topic cleanup.policy %q, want compact", e.Value)
-		}
+	if got := cfgs[policy.HeartbeatsTopic]["cleanup.policy"]; got != "compact" {
+		t.Fatalf("heartbeats topic cleanup.policy %q, want compact", got)
 	}
 	if st := r.Status(); st.State != task.StateRunning {
 		t.Fatalf("state %s: %s", st.State, st.Reason)
@@ -120,7 +118,7 @@ func runUntil(t *testing.T, r *Replicator) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
+	wg.Go(func() { _ = r.Run(ctx) })
 	return func() { cancel(); wg.Wait() }
 }
 
