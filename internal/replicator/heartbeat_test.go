@@ -127,7 +127,7 @@ func runUntil(t *testing.T, r *Replicator) (stop func()) {
 // heartbeats other tests' flows wrote to its source.
 func dataOnly(st FlowStatus) FlowStatus {
 	parts := st.Partitions[:0:0]
-	st.Records, st.LagRecords = 0, 0
+	st.Records, st.LagRecords, st.LostOnTarget, st.ExpiredOnSource = 0, 0, 0, 0
 	for _, p := range st.Partitions {
 		if policy.IsHeartbeats(p.Topic) {
 			continue
@@ -135,6 +135,8 @@ func dataOnly(st FlowStatus) FlowStatus {
 		parts = append(parts, p)
 		st.Records += p.Records
 		st.LagRecords += p.Lag
+		st.LostOnTarget += p.LostOnTarget
+		st.ExpiredOnSource += p.ExpiredOnSource
 	}
 	st.Partitions = parts
 	return st
