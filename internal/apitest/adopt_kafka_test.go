@@ -20,20 +20,7 @@ import (
 func TestAdoptMM2Connector(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	west, east := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
-	cc := kafkatest.LazyConnect(t, "api", west)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
-		}
-	})
-	s := newServer(t)
-	s.register("east", east.Settings(cluster.Plaintext, ""))
-	s.register("west", west.Settings(cluster.Plaintext, ""))
-	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
-		"name": "wc", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
-		t.Fatalf("register the Connect cluster: %d %v", code, body)
-	}
+	s, west, east, cc := connectServer(t)
 	client, err := connect.New(connect.Config{URLs: cc.URLs(), Timeout: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -24,20 +24,7 @@ import (
 func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	west, east := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
-	cc := kafkatest.LazyConnect(t, "api", west)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
-		}
-	})
-	s := newServer(t)
-	s.register("east", east.Settings(cluster.Plaintext, ""))
-	s.register("west", west.Settings(cluster.Plaintext, ""))
-	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
-		"name": "wc", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
-		t.Fatalf("register the Connect cluster: %d %v", code, body)
-	}
+	s, west, east, cc := connectServer(t)
 
 	topic := kafkatest.NewTopic(t, east, 3, nil)
 	txnTopic := kafkatest.NewTopic(t, east, 1, nil)
@@ -161,6 +148,28 @@ func progressOf(st map[string]any, topic string) (next, lag, partitions int) {
 		}
 	}
 	return next, lag, partitions
+}
+
+// connectServer is the API with east (the source side) and west
+// registered, and Connect cluster "wc" (2 workers writing to west)
+// registered; the workers' logs are shown when the test fails.
+func connectServer(t *testing.T) (s *server, west, east *kafkatest.Cluster, cc *kafkatest.ConnectCluster) {
+	t.Helper()
+	west, east = kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	cc = kafkatest.LazyConnect(t, "api", west)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
+		}
+	})
+	s = newServer(t)
+	s.register("east", east.Settings(cluster.Plaintext, ""))
+	s.register("west", west.Settings(cluster.Plaintext, ""))
+	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
+		"name": "wc", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
+		t.Fatalf("register the Connect cluster: %d %v", code, body)
+	}
+	return s, west, east, cc
 }
 
 func keys[V any](m map[string]V) []string {

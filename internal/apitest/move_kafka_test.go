@@ -19,20 +19,7 @@ import (
 func TestMoveBetweenEnginesCopiesNothingTwice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	west, east := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
-	cc := kafkatest.LazyConnect(t, "api", west)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
-		}
-	})
-	s := newServer(t)
-	s.register("east", east.Settings(cluster.Plaintext, ""))
-	s.register("west", west.Settings(cluster.Plaintext, ""))
-	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
-		"name": "wc", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
-		t.Fatalf("register the Connect cluster: %d %v", code, body)
-	}
+	s, west, east, cc := connectServer(t)
 	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, east, 3, nil)
 	name := "mv-" + strings.ToLower(topic[len(topic)-8:])
