@@ -32,7 +32,9 @@ func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 	if _, err := e2e.Produce(ctx, east.Settings(cluster.Plaintext, ""), topic, 3, n, 200); err != nil {
 		t.Fatal(err)
 	}
-	produceTransactions(t, east.Settings(cluster.Plaintext, ""), txnTopic)
+	if err := e2e.ProduceTransactions(east.Settings(cluster.Plaintext, ""), txnTopic); err != nil {
+		t.Fatal(err)
+	}
 
 	name := "oc-" + strings.ToLower(topic[len(topic)-8:])
 	spec := map[string]any{
@@ -178,49 +180,6 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-// produceTransactions writes four transactions of 10 records to partition
-// 0: committed "first-*", aborted, committed "second-*", aborted.
-func produceTransactions(t *testing.T, s cluster.Settings, topic string) {
-	t.Helper()
-	cfg, err := s.Config("txn-producer")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Transaction.ID = "txn-" + topic
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Net.MaxOpenRequests = 1
-	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	for _, b := range []struct {
-		prefix string
-		commit bool
-	}{{"first", true}, {"aborted", false}, {"second", true}, {"aborted-tail", false}} {
-		if err := p.BeginTxn(); err != nil {
-			t.Fatal(err)
-		}
-		var msgs []*sarama.ProducerMessage
-		for i := range 10 {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(fmt.Sprintf("%s-%d", b.prefix, i))})
-		}
-		if err := p.SendMessages(msgs); err != nil {
-			t.Fatal(err)
-		}
-		end := p.CommitTxn
-		if !b.commit {
-			end = p.AbortTxn
-		}
-		if err := end(); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // readKeys reads the first n records' keys of partition 0, waiting for them.

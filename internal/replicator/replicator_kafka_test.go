@@ -429,42 +429,9 @@ func TestAbortedTransactionsAreNotCopied(t *testing.T) {
 	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
 	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, k1, 1, nil)
-	cfg, _ := src.Config("txn-producer")
-	cfg.Producer.Idempotent = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	cfg.Producer.Return.Successes = true
-	cfg.Producer.Transaction.ID = "txn-" + topic
-	cfg.Producer.Partitioner = sarama.NewManualPartitioner
-	cfg.Net.MaxOpenRequests = 1
-	p, err := sarama.NewSyncProducer(src.BootstrapServers, cfg)
-	if err != nil {
+	if err := e2e.ProduceTransactions(src, topic); err != nil {
 		t.Fatal(err)
 	}
-	defer p.Close()
-	batch := func(prefix string, commit bool) {
-		t.Helper()
-		if err := p.BeginTxn(); err != nil {
-			t.Fatal(err)
-		}
-		var msgs []*sarama.ProducerMessage
-		for i := 0; i < 10; i++ {
-			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.StringEncoder(fmt.Sprintf("%s-%d", prefix, i))})
-		}
-		if err := p.SendMessages(msgs); err != nil {
-			t.Fatal(err)
-		}
-		end := p.CommitTxn
-		if !commit {
-			end = p.AbortTxn
-		}
-		if err := end(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	batch("first", true)
-	batch("aborted", false)
-	batch("second", true)
-	batch("aborted-tail", false)
 
 	reps := startTask(t, newTask("txn", task.DirectionPush, []string{topic}), src, dst)
 	got := readAll(t, dst, topic, 0, 20)
