@@ -176,3 +176,70 @@ func TestDryRunAsksTheEngine(t *testing.T) {
 		t.Fatalf("a task without passwords: %+v, %v", res, err)
 	}
 }
+
+// A move hands the progress over, records the engine and starts the task
+// on the new engine; a failed handover leaves it running where it was.
+func TestMoveTaskHandsProgressOver(t *testing.T) {
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
+	embedded := servicetest.NewRunner()
+	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: embedded, Kafka: kafka,
+		ConnectClusters: db, ConnectRunner: onConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}, {Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}}} {
+		if _, err := svc.AddCluster(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
+		t.Fatal(err)
+	}
+	tk := task.Task{Name: "mover", Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+		Rules: task.Rules{Tasks: 1, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"orders"}, RenameTopics: true}}
+	if _, err := svc.CreateTask(ctx, tk); err != nil {
+		t.Fatal(err)
+	}
+	progress := map[string][]task.Position{"A->B": {{Topic: "orders", Partition: 0, Next: 42}}}
+	embedded.SetProgress("mover", progress)
+
+	// A failed handover: back on embedded, running, the step named.
+	onConnect.FailSeed = errors.New("connect says no")
+	_, err = svc.MoveTask(ctx, "mover", task.ConnectEngine("c1"))
+	if !service.IsCode(err, service.CodeMoveFailed) || !strings.Contains(err.Error(), "hand its progress over") {
+		t.Fatalf("failed move: %v", err)
+	}
+	if info, _ := svc.Task(ctx, "mover"); info.Engine != task.EngineEmbedded || info.Status.State != task.StateRunning {
+		t.Fatalf("after a failed move: engine %s, state %s; want running on embedded", info.Engine, info.Status.State)
+	}
+
+	onConnect.FailSeed = nil
+	info, err := svc.MoveTask(ctx, "mover", task.ConnectEngine("c1"))
+	if err != nil || info.Engine != task.ConnectEngine("c1") || info.Status.State != task.StateRunning {
+		t.Fatalf("move: %+v, %v", info, err)
+	}
+	if _, running := embedded.Started("mover"); running {
+		t.Fatal("still running on the embedded engine")
+	}
+	got, _ := onConnect.Progress(tk, cluster.Settings{}, cluster.Settings{})
+	if len(got["A->B"]) != 1 || got["A->B"][0].Next != 42 {
+		t.Fatalf("progress on Connect %v, want the embedded engine's", got)
+	}
+	// Moving to where it runs is refused by field.
+	_, err = svc.MoveTask(ctx, "mover", task.ConnectEngine("c1"))
+	var se *service.Error
+	if !errors.As(err, &se) || len(se.Problems.For("engine")) == 0 {
+		t.Fatalf("move to the same engine: %v", err)
+	}
+	// And back: the Connect deployment goes.
+	if _, err := svc.MoveTask(ctx, "mover", task.EngineEmbedded); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(onConnect.removed, "mover") {
+		t.Fatal("the Connect deployment was not removed after moving back")
+	}
+}

@@ -30,13 +30,53 @@ type Runner struct {
 	Starts, Stops map[string]int
 	// FailStart, when set, is returned by Start.
 	FailStart error
+	// Progress is each task's progress by flow, as Progress hands it over
+	// and Seed stores it (a move between two Runners carries it).
+	progress map[string]map[string][]task.Position
+	// FailSeed, when set, is returned by Seed.
+	FailSeed error
 }
 
-var _ service.Runner = (*Runner)(nil)
+var (
+	_ service.Runner   = (*Runner)(nil)
+	_ service.Handover = (*Runner)(nil)
+)
 
 // NewRunner returns an empty Runner.
 func NewRunner() *Runner {
-	return &Runner{running: map[string]task.Task{}, Starts: map[string]int{}, Stops: map[string]int{}}
+	return &Runner{running: map[string]task.Task{}, Starts: map[string]int{}, Stops: map[string]int{},
+		progress: map[string]map[string][]task.Position{}}
+}
+
+// Halt implements service.Handover: the task stops.
+func (r *Runner) Halt(t task.Task) error {
+	r.Stop(t.Name)
+	return nil
+}
+
+// Progress implements service.Handover: what Seed stored for the task.
+func (r *Runner) Progress(t task.Task, _, _ cluster.Settings) (map[string][]task.Position, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.progress[t.Name], nil
+}
+
+// Seed implements service.Handover.
+func (r *Runner) Seed(t task.Task, _, _ cluster.Settings, p map[string][]task.Position) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.FailSeed != nil {
+		return r.FailSeed
+	}
+	r.progress[t.Name] = p
+	return nil
+}
+
+// SetProgress is a task's progress as if it had copied that far.
+func (r *Runner) SetProgress(name string, p map[string][]task.Position) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.progress[name] = p
 }
 
 // Start implements service.Runner.
