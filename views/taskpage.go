@@ -23,6 +23,24 @@ import (
 type TaskView struct {
 	Task    service.TaskInfo
 	History history.TaskSeries
+	// MoveTo are the engines the caller may move the task to (none for a
+	// role that cannot act on tasks).
+	MoveTo []string
+}
+
+// MoveTargets are the engines a task on current may move to: the
+// in-process engine and each registered Connect cluster, but current.
+func MoveTargets(connectClusters []string, current string) []string {
+	if current == "" {
+		current = task.EngineEmbedded
+	}
+	var out []string
+	for _, e := range EngineChoices(connectClusters, "") {
+		if e != current {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // TaskPath is a task page's address, or one of its endpoints when sub is

@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -108,5 +109,50 @@ func TestViewerCannotCreateOnAnEngine(t *testing.T) {
 	f.Set("engine", "connect:west-connect")
 	if p := e.postForm(b, "/instances/east/smart-connect", f, nil); p.status != http.StatusForbidden {
 		t.Errorf("create as viewer: %d, want 403", p.status)
+	}
+}
+
+// The task page moves a task to another engine: the form offers the
+// engines but the task's, the move is made with a banner, a refusal shows
+// its reason, and a viewer is offered nothing and refused.
+func TestTaskPageMovesBetweenEngines(t *testing.T) {
+	e := newTaskEnv(t)
+	e.addConnectCluster("west-connect", "west")
+	e.signIn(e.client, "admin", adminPassword)
+	const base = "/instances/east/smart-connect"
+	form := e.get(e.client, base+"/new")
+	f := taskFormValues(form.csrf(t), "orders-dr")
+	f.Set("engine", "embedded")
+	if p := e.postForm(e.client, base, f, nil); p.url != base {
+		t.Fatalf("create: %d at %s", p.status, p.url)
+	}
+
+	tp := e.get(e.client, "/tasks/orders-dr")
+	if got := optionValues(tp.testid("move-engine")); strings.Join(got, ",") != "connect:west-connect" {
+		t.Fatalf("move choices %q, want the Connect cluster only", got)
+	}
+	move := url.Values{"_csrf": {tp.csrf(t)}, "engine": {"connect:west-connect"}}
+	p := e.postForm(e.client, "/tasks/orders-dr/move", move, nil)
+	if p.url != "/tasks/orders-dr" || !strings.Contains(p.testid("flash-success").Text(), "moved to Kafka Connect cluster west-connect") {
+		t.Fatalf("move: %d at %s: %q %q", p.status, p.url, p.testid("flash-success").Text(), p.testid("flash-error").Text())
+	}
+	if got := p.testid("param-engine").AttrOr("data-engine", ""); got != "connect:west-connect" {
+		t.Fatalf("engine after the move %q", got)
+	}
+	// Moving where it runs: the service's reason in the banner.
+	p = e.postForm(e.client, "/tasks/orders-dr/move", move, nil)
+	if !strings.Contains(p.testid("flash-error").Text(), "already") {
+		t.Fatalf("move to the same engine: %q", p.testid("flash-error").Text())
+	}
+
+	e.addUser("vera", service.RoleViewer)
+	b := e.newBrowser()
+	csrf := e.signIn(b, "vera", "vera-password").csrf(t)
+	if e.get(b, "/tasks/orders-dr").testid("task-move").Length() != 0 {
+		t.Error("a viewer is offered the move")
+	}
+	back := url.Values{"_csrf": {csrf}, "engine": {"embedded"}}
+	if p := e.postForm(b, "/tasks/orders-dr/move", back, nil); p.status != http.StatusForbidden {
+		t.Errorf("move as viewer: %d, want 403", p.status)
 	}
 }

@@ -24,6 +24,7 @@ func (s *Server) registerTaskPages() {
 	g.GET("/tasks/:name/live", s.taskFragment(func(_ string, v views.TaskView) templ.Component { return views.TaskLiveView(v) }))
 	g.GET("/tasks/:name/series.json", s.taskSeries)
 	g.GET("/tasks/:name/export.json", s.taskExport)
+	g.POST("/tasks/:name/move", s.moveTask)
 	g.POST("/tasks/:name/:action", s.taskAction)
 }
 
@@ -36,11 +37,48 @@ func (s *Server) series(name string) history.TaskSeries {
 }
 
 func (s *Server) taskView(c echo.Context) (views.TaskView, error) {
-	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
+	ctx := c.Request().Context()
+	info, err := s.svc.Task(ctx, c.Param("name"))
 	if err != nil {
 		return views.TaskView{}, err
 	}
-	return views.TaskView{Task: info, History: s.series(info.Name)}, nil
+	v := views.TaskView{Task: info, History: s.series(info.Name)}
+	if views.Can(ctx, service.RoleOperator) {
+		ccs, err := s.svc.ListConnectClusters(ctx)
+		if err != nil {
+			return v, err
+		}
+		names := make([]string, len(ccs))
+		for i, cc := range ccs {
+			names[i] = cc.Name
+		}
+		v.MoveTo = views.MoveTargets(names, info.Engine)
+	}
+	return v, nil
+}
+
+// moveTask moves a task to the engine chosen on its page, then returns
+// there with a banner saying what happened (the service's reason when it
+// did not).
+func (s *Server) moveTask(c echo.Context) error {
+	name := c.Param("name")
+	info, err := s.svc.MoveTask(c.Request().Context(), name, c.FormValue("engine"))
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound || e.Code == service.CodeForbidden {
+			return err
+		}
+		// The banner is translated when shown: the refusal's own words
+		// (an engine's reason, "runs there already") say the most.
+		msg := e.Message
+		if len(e.Problems) > 0 {
+			msg = e.Problems[0].Message
+		}
+		s.flash(c, views.Flash{Kind: views.FlashError, Message: msg})
+		return Redirect(c, views.TaskPath(name, ""))
+	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "action.done.move", "Name", name, "Engine", views.EngineLabel(c.Request().Context(), info.Engine))})
+	return Redirect(c, views.TaskPath(name, ""))
 }
 
 func (s *Server) taskPage(c echo.Context) error {
