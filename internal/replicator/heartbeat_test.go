@@ -127,7 +127,7 @@ func runUntil(t *testing.T, r *Replicator) (stop func()) {
 // heartbeats other tests' flows wrote to its source.
 func dataOnly(st FlowStatus) FlowStatus {
 	parts := st.Partitions[:0:0]
-	st.Records, st.LagRecords, st.LostOnTarget, st.ExpiredOnSource = 0, 0, 0, 0
+	st.Records, st.LagRecords, st.LostOnTarget, st.ExpiredOnSource, st.Recopied = 0, 0, 0, 0, 0
 	for _, p := range st.Partitions {
 		if policy.IsHeartbeats(p.Topic) {
 			continue
@@ -137,6 +137,7 @@ func dataOnly(st FlowStatus) FlowStatus {
 		st.LagRecords += p.Lag
 		st.LostOnTarget += p.LostOnTarget
 		st.ExpiredOnSource += p.ExpiredOnSource
+		st.Recopied += p.Recopied
 	}
 	st.Partitions = parts
 	return st

@@ -219,7 +219,7 @@ func TestIdlePastOffsetRetentionThenKilledCopiesNothingTwice(t *testing.T) {
 	reps, _ := runUntilStopped(t, tk, s)
 	want := waitCaughtUp(t, reps[0], s, topic, 2*time.Minute)
 	rep := verifyCopy(t, s, topic, s, "IA."+topic, want, e2e.VerifyOptions{})
-	t.Logf("after idling %s past the retention and a kill: %s; recopied %d", 80*time.Second, rep.String(), reps[0].Status().Recopied)
+	t.Logf("after idling %s past the retention and a kill: %s; recopied %d", 80*time.Second, rep.String(), dataOnly(reps[0].Status()).Recopied)
 }
 
 // Behaviour: translation is never ahead, whatever the history holds. The
