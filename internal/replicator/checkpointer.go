@@ -184,10 +184,10 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 			if b == nil || b.Offset < 0 || !errors.Is(b.Err, sarama.ErrNoError) {
 				continue
 			}
-			down, ok := c.translate(ps, b.Offset)
+			down, oldest, ok := c.translate(ps, b.Offset)
 			if !ok {
 				res.Skipped = append(res.Skipped, fmt.Sprintf("%s-%d offset %d is older than the offset sync history (oldest %d): not translated",
-					ps.Source, ps.Partition.Partition, b.Offset, ps.hist.Oldest()))
+					ps.Source, ps.Partition.Partition, b.Offset, oldest))
 				continue
 			}
 			cp := mm2.Checkpoint{Group: g, Topic: ps.Target, Partition: ps.Partition.Partition,
@@ -278,18 +278,21 @@ func (c *checkpointer) replicated() []*partState {
 // translate uses the flow's live progress when this process copied the
 // partition, so the newest run of syncs translates exactly; before its
 // first copy, the progress it resumed from stands for it (committed only
-// once every distance change before it was in the sync history).
-func (c *checkpointer) translate(ps *partState, g int64) (int64, bool) {
+// once every distance change before it was in the sync history). oldest
+// is the first offset the history can translate, read under the same lock
+// (the copy path adds syncs meanwhile).
+func (c *checkpointer) translate(ps *partState, g int64) (down, oldest int64, ok bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	var live *checkpoint.Live
-	if up, down := ps.lastUp.Load(), ps.lastDown.Load(); up >= 0 && down >= 0 {
+	if up, dn := ps.lastUp.Load(), ps.lastDown.Load(); up >= 0 && dn >= 0 {
 		next := ps.next.Load()
-		live = &checkpoint.Live{NextUpstream: max(next, up+1), NextDownstream: down + 1}
+		live = &checkpoint.Live{NextUpstream: max(next, up+1), NextDownstream: dn + 1}
 	} else if next := ps.next.Load(); ps.resumed && next >= 0 && ps.progDown >= 0 {
 		live = &checkpoint.Live{NextUpstream: next, NextDownstream: ps.progDown}
 	}
-	return ps.hist.Translate(g, live)
+	down, ok = ps.hist.Translate(g, live)
+	return down, ps.hist.Oldest(), ok
 }
 
 func (c *checkpointer) write(records []*sarama.ProducerMessage) error {
