@@ -144,13 +144,7 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 			}
 		}
 		undo := func() {
-			if r, err := s.runnerFor(t); err == nil {
-				if rm, ok := r.(Remover); ok {
-					if err := rm.Remove(t); err != nil {
-						s.log.Warn("the seeded deployment of a task not adopted was not removed", "task", t.Name, "err", err)
-					}
-				}
-			}
+			s.unseed(t)
 			resume()
 		}
 		for _, n := range conns {
@@ -173,9 +167,7 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 			undo()
 			return nil, failed("hand the offsets to "+t.EngineOrDefault(), err)
 		}
-		for _, ps := range progress {
-			partitions += len(ps)
-		}
+		partitions = positions(progress)
 		return undo, nil
 	}
 	t := c.Task

@@ -107,22 +107,12 @@ func (s *Service) ImportMM2Properties(ctx context.Context, req ImportRequest) (_
 		if err != nil {
 			return nil, failed("find the engine "+t.EngineOrDefault(), err)
 		}
-		undo := func() {
-			if r, err := s.runnerFor(t); err == nil {
-				if rm, ok := r.(Remover); ok {
-					if err := rm.Remove(t); err != nil {
-						s.log.Warn("the seeded deployment of a task not imported was not removed", "task", t.Name, "err", err)
-					}
-				}
-			}
-		}
+		undo := func() { s.unseed(t) }
 		if err := to.Seed(t, current, peer, progress); err != nil {
 			undo()
 			return nil, failed("hand the offsets to "+t.EngineOrDefault(), err)
 		}
-		for _, ps := range progress {
-			partitions += len(ps)
-		}
+		partitions = positions(progress)
 		return undo, nil
 	}
 	info, err := s.createTask(ctx, t, prepare)

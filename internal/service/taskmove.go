@@ -101,11 +101,7 @@ func (s *Service) MoveTask(ctx context.Context, name, engine string) (_ TaskInfo
 	if running {
 		s.startTask(ctx, moved, current, peer)
 	}
-	n := 0
-	for _, ps := range progress {
-		n += len(ps)
-	}
-	s.log.Info("task moved", "task", name, "from", t.EngineOrDefault(), "to", moved.Engine, "partitions", n, "by", actorName(ctx))
+	s.log.Info("task moved", "task", name, "from", t.EngineOrDefault(), "to", moved.Engine, "partitions", positions(progress), "by", actorName(ctx))
 	return s.Task(ctx, name)
 }
 
@@ -119,4 +115,28 @@ func (s *Service) handover(t task.Task) (Handover, error) {
 		return nil, errors.New("the engine of " + t.EngineOrDefault() + " cannot hand tasks over")
 	}
 	return h, nil
+}
+
+// unseed takes away what Seed deployed for a task that was then not
+// created (a Connect engine's stopped connectors; the embedded engine's
+// seeded progress stays in the group of a task that does not exist).
+func (s *Service) unseed(t task.Task) {
+	r, err := s.runnerFor(t)
+	if err != nil {
+		return
+	}
+	if rm, ok := r.(Remover); ok {
+		if err := rm.Remove(t); err != nil {
+			s.log.Warn("the seeded deployment of a task not created was not removed", "task", t.Name, "err", err)
+		}
+	}
+}
+
+// positions counts the source partitions in a handed-over progress.
+func positions(progress map[string][]task.Position) int {
+	n := 0
+	for _, ps := range progress {
+		n += len(ps)
+	}
+	return n
 }
