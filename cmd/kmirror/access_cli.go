@@ -31,25 +31,17 @@ The API token (an admin's) comes from KMIRROR_TOKEN.
 
 // userCommand manages console users over the JSON API.
 func userCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprint(stderr, userUsage)
-		if len(args) == 0 {
-			return errors.New("no user command given")
-		}
-		return nil
+	sub, rest, err := subcommand(args, "user", userUsage, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
 	a := newAdminCmd("user "+sub, stderr, stdout, false)
 	switch sub {
 	case "list":
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/users", nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, namedRoleTable("users", "NAME\tROLE\tCREATED"))
+		return a.call(ctx, http.MethodGet, "/api/v1/users", nil, namedRoleTable("users", "NAME\tROLE\tCREATED"))
 	case "add":
 		var name, role string
 		a.fs.StringVar(&name, "name", "", "user name")
@@ -80,25 +72,17 @@ func userCommand(ctx context.Context, args []string, getenv func(string) string,
 
 // tokenCommand manages API tokens over the JSON API.
 func tokenCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprint(stderr, tokenUsage)
-		if len(args) == 0 {
-			return errors.New("no token command given")
-		}
-		return nil
+	sub, rest, err := subcommand(args, "token", tokenUsage, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
 	a := newAdminCmd("token "+sub, stderr, stdout, false)
 	switch sub {
 	case "list":
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/tokens", nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, namedRoleTable("tokens", "NAME\tROLE\tCREATED"))
+		return a.call(ctx, http.MethodGet, "/api/v1/tokens", nil, namedRoleTable("tokens", "NAME\tROLE\tCREATED"))
 	case "create":
 		var name, role string
 		a.fs.StringVar(&name, "name", "", "token name (who or what uses it)")

@@ -132,18 +132,49 @@ func readCA(path string) (string, error) {
 	return string(pem), nil
 }
 
+// subcommand splits "COMMAND SUB ARGS...": the usage goes to stderr for
+// help (sub "") and for no sub at all (an error).
+func subcommand(args []string, command, usage string, stderr io.Writer) (sub string, rest []string, err error) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			return "", nil, fmt.Errorf("no %s command given", command)
+		}
+		return "", nil, nil
+	}
+	return args[0], args[1:], nil
+}
+
+// named parses a command that takes exactly one NAME of what, and gives
+// the API path pathFmt with it.
+func (a *adminCmd) named(rest []string, getenv func(string) string, what, pathFmt string) (name, path string, err error) {
+	pos, err := a.parse(rest, getenv)
+	if err != nil {
+		return "", "", err
+	}
+	if name, err = oneName(pos, what); err != nil {
+		return "", "", err
+	}
+	return name, apiclient.Path(pathFmt, name), nil
+}
+
+// call sends one request and prints its answer (see print).
+func (a *adminCmd) call(ctx context.Context, method, path string, body []byte, table func(io.Writer, json.RawMessage) error) error {
+	raw, err := a.client.Do(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	return a.print(raw, table)
+}
+
 // remove is a "remove NAME" command: DELETE path (with NAME) and a line
 // saying it is done ("<what> NAME removed", or done instead of removed).
 func (a *adminCmd) remove(ctx context.Context, rest []string, getenv func(string) string, what, path string, done ...string) error {
-	pos, err := a.parse(rest, getenv)
+	name, path, err := a.named(rest, getenv, what, path)
 	if err != nil {
 		return err
 	}
-	name, err := oneName(pos, what)
-	if err != nil {
-		return err
-	}
-	if _, err := a.client.Do(ctx, http.MethodDelete, apiclient.Path(path, name), nil); err != nil {
+	if _, err := a.client.Do(ctx, http.MethodDelete, path, nil); err != nil {
 		return err
 	}
 	verb := "removed"
@@ -197,14 +228,10 @@ func (a *adminCmd) print(raw json.RawMessage, table func(w io.Writer, raw json.R
 }
 
 func instanceCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprint(stderr, instanceUsage)
-		if len(args) == 0 {
-			return errors.New("no instance command given")
-		}
-		return nil
+	sub, rest, err := subcommand(args, "instance", instanceUsage, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
 	if sub == "smart-connect" {
 		return smartConnectCommand(ctx, rest, getenv, stdout, stderr)
 	}
@@ -242,20 +269,12 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 		if err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/clusters", body)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, instanceTable(false))
+		return a.call(ctx, http.MethodPost, "/api/v1/clusters", body, instanceTable(false))
 	case "list":
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/clusters", nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, instanceTable(true))
+		return a.call(ctx, http.MethodGet, "/api/v1/clusters", nil, instanceTable(true))
 	case "remove":
 		return a.remove(ctx, rest, getenv, "instance", "/api/v1/clusters/%s")
 	default:
@@ -293,14 +312,10 @@ func instanceTable(list bool) func(io.Writer, json.RawMessage) error {
 }
 
 func taskCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprint(stderr, taskUsage)
-		if len(args) == 0 {
-			return errors.New("no task command given")
-		}
-		return nil
+	sub, rest, err := subcommand(args, "task", taskUsage, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
 	withFile := sub == "create" || sub == "check" || sub == "validate"
 	a := newAdminCmd("task "+sub, stderr, stdout, withFile)
 	switch sub {
@@ -353,11 +368,7 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 		return nil
 	case "list":
-		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/tasks", nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, taskTable(true))
+		return a.call(ctx, http.MethodGet, "/api/v1/tasks", nil, taskTable(true))
 	case "failover":
 		name, err := oneName(pos, "task")
 		if err != nil {
@@ -367,11 +378,7 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 			return errors.New("failover needs --group G")
 		}
 		body, _ := json.Marshal(map[string]string{"group": a.group})
-		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/failover", name), body)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, failoverTable)
+		return a.call(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/failover", name), body, failoverTable)
 	case "move":
 		name, err := oneName(pos, "task")
 		if err != nil {
@@ -383,11 +390,7 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 			return errors.New("move needs --engine embedded|connect:<name>")
 		}
 		body, _ := json.Marshal(map[string]string{"engine": a.engine})
-		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/move", name), body)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, taskTable(false))
+		return a.call(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/move", name), body, taskTable(false))
 	case "import-mm2":
 		file, err := oneName(pos, "mm2.properties file")
 		if err != nil {
@@ -399,11 +402,7 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 		body, _ := json.Marshal(map[string]string{"properties": string(text), "flow": importReq.flow,
 			"name": importReq.task, "current": importReq.current, "engine": a.engine})
-		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/tasks/import-mm2", body)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, importTable)
+		return a.call(ctx, http.MethodPost, "/api/v1/tasks/import-mm2", body, importTable)
 	case "show", "delete", "pause", "resume", "restart":
 		name, err := oneName(pos, "task")
 		if err != nil {

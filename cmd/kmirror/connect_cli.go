@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/kmirror/kmirror/internal/apiclient"
 	"github.com/kmirror/kmirror/internal/service"
 )
 
@@ -34,14 +33,10 @@ The API token comes from KMIRROR_TOKEN.
 `
 
 func connectClusterCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "help" {
-		fmt.Fprint(stderr, connectUsage)
-		if len(args) == 0 {
-			return errors.New("no connect-cluster command given")
-		}
-		return nil
+	sub, rest, err := subcommand(args, "connect-cluster", connectUsage, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
 	a := newAdminCmd("connect-cluster "+sub, stderr, stdout, sub == "add")
 	switch sub {
 	case "add":
@@ -68,46 +63,26 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		if err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodPost, "/api/v1/connect-clusters", body)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, connectTable(false))
+		return a.call(ctx, http.MethodPost, "/api/v1/connect-clusters", body, connectTable(false))
 	case "list":
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodGet, "/api/v1/connect-clusters", nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, connectTable(true))
+		return a.call(ctx, http.MethodGet, "/api/v1/connect-clusters", nil, connectTable(true))
 	case "show":
-		pos, err := a.parse(rest, getenv)
+		_, path, err := a.named(rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s")
 		if err != nil {
 			return err
 		}
-		name, err := oneName(pos, "Connect cluster")
-		if err != nil {
-			return err
-		}
-		raw, err := a.client.Do(ctx, http.MethodGet, apiclient.Path("/api/v1/connect-clusters/%s", name), nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, connectTable(false))
+		return a.call(ctx, http.MethodGet, path, nil, connectTable(false))
 	case "remove":
 		return a.remove(ctx, rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s")
 	case "check":
-		pos, err := a.parse(rest, getenv)
+		name, path, err := a.named(rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s/check")
 		if err != nil {
 			return err
 		}
-		name, err := oneName(pos, "Connect cluster")
-		if err != nil {
-			return err
-		}
-		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/connect-clusters/%s/check", name), nil)
+		raw, err := a.client.Do(ctx, http.MethodPost, path, nil)
 		if err != nil {
 			return err
 		}
@@ -124,30 +99,18 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		}
 		return nil
 	case "mm2":
-		pos, err := a.parse(rest, getenv)
+		_, path, err := a.named(rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s/mm2")
 		if err != nil {
 			return err
 		}
-		name, err := oneName(pos, "Connect cluster")
-		if err != nil {
-			return err
-		}
-		raw, err := a.client.Do(ctx, http.MethodGet, apiclient.Path("/api/v1/connect-clusters/%s/mm2", name), nil)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, adoptableTable)
+		return a.call(ctx, http.MethodGet, path, nil, adoptableTable)
 	case "adopt":
 		var in service.AdoptRequest
 		a.fs.StringVar(&in.SourceConnector, "connector", "", "the MM2 MirrorSourceConnector to adopt")
 		a.fs.StringVar(&in.Name, "task", "", "name of the task it becomes")
 		a.fs.StringVar(&in.Current, "current", "", "the registered instance the task belongs to: the source's (push) or the target's (pull); default the target's")
 		a.fs.StringVar(&in.Engine, "engine", "", "engine of the task: embedded or connect:<name>; default the instance's Smart Connect engine")
-		pos, err := a.parse(rest, getenv)
-		if err != nil {
-			return err
-		}
-		name, err := oneName(pos, "Connect cluster")
+		name, path, err := a.named(rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s/mm2/adopt")
 		if err != nil {
 			return err
 		}
@@ -158,11 +121,7 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		if err != nil {
 			return err
 		}
-		raw, err := a.client.Do(ctx, http.MethodPost, apiclient.Path("/api/v1/connect-clusters/%s/mm2/adopt", name), body)
-		if err != nil {
-			return err
-		}
-		return a.print(raw, adoptedTable)
+		return a.call(ctx, http.MethodPost, path, body, adoptedTable)
 	default:
 		fmt.Fprint(stderr, connectUsage)
 		return fmt.Errorf("unknown connect-cluster command %q", sub)
@@ -177,11 +136,7 @@ func smartConnectCommand(ctx context.Context, args []string, getenv func(string)
 	a.fs.BoolVar(&enable, "enable", false, "enable Smart Connect (tasks may be created)")
 	a.fs.BoolVar(&disable, "disable", false, "disable Smart Connect (no new tasks)")
 	a.fs.StringVar(&in.Engine, "engine", "embedded", "engine of new tasks: embedded or connect:<name>")
-	pos, err := a.parse(args, getenv)
-	if err != nil {
-		return err
-	}
-	name, err := oneName(pos, "instance")
+	_, path, err := a.named(args, getenv, "instance", "/api/v1/clusters/%s/smart-connect")
 	if err != nil {
 		return err
 	}
@@ -193,11 +148,7 @@ func smartConnectCommand(ctx context.Context, args []string, getenv func(string)
 	if err != nil {
 		return err
 	}
-	raw, err := a.client.Do(ctx, http.MethodPut, apiclient.Path("/api/v1/clusters/%s/smart-connect", name), body)
-	if err != nil {
-		return err
-	}
-	return a.print(raw, instanceTable(false))
+	return a.call(ctx, http.MethodPut, path, body, instanceTable(false))
 }
 
 type connectRow struct {
