@@ -118,14 +118,7 @@ func (d *DB) ListTokens(ctx context.Context) ([]Token, error) {
 
 // DeleteToken implements Tokens.
 func (d *DB) DeleteToken(ctx context.Context, name string) error {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM api_tokens WHERE name = ?`, name)
-	if err != nil {
-		return fmt.Errorf("delete token %q: %w", name, err)
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("token %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return execOne(ctx, d.db, "delete", fmt.Sprintf("token %q", name), `DELETE FROM api_tokens WHERE name = ?`, name)
 }
 
 // AppendAudit implements Audit.

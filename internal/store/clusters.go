@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -76,14 +75,7 @@ func (d *DB) CreateCluster(ctx context.Context, c Cluster) error {
 
 // Cluster implements Clusters.
 func (d *DB) Cluster(ctx context.Context, name string) (Cluster, error) {
-	c, err := scanCluster(d.db.QueryRowContext(ctx, `SELECT `+clusterReadColumns+` FROM clusters WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Cluster{}, fmt.Errorf("cluster %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return Cluster{}, fmt.Errorf("read cluster %q: %w", name, err)
-	}
-	return c, nil
+	return queryOne(ctx, d.db, fmt.Sprintf("cluster %q", name), scanCluster, `SELECT `+clusterReadColumns+` FROM clusters WHERE name = ?`, name)
 }
 
 // ListClusters implements Clusters.
@@ -93,17 +85,11 @@ func (d *DB) ListClusters(ctx context.Context) ([]Cluster, error) {
 
 // DeleteCluster implements Clusters.
 func (d *DB) DeleteCluster(ctx context.Context, name string) error {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM clusters WHERE name = ?`, name)
+	err := execOne(ctx, d.db, "delete", fmt.Sprintf("cluster %q", name), `DELETE FROM clusters WHERE name = ?`, name)
 	if isForeignKey(err) {
 		return fmt.Errorf("cluster %q: %w: tasks or Kafka Connect clusters use it", name, ErrReferenced)
 	}
-	if err != nil {
-		return fmt.Errorf("delete cluster %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("cluster %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return err
 }
 
 // SetSmartConnect implements Clusters.
@@ -112,18 +98,12 @@ func (d *DB) SetSmartConnect(ctx context.Context, cluster string, sc SmartConnec
 	if sc.ConnectCluster != "" {
 		engine = sc.ConnectCluster
 	}
-	res, err := d.db.ExecContext(ctx, `UPDATE clusters SET smart_connect_enabled = ?, smart_connect_engine = ? WHERE name = ?`,
-		sc.Enabled, engine, cluster)
+	err := execOne(ctx, d.db, "set Smart Connect of", fmt.Sprintf("cluster %q", cluster),
+		`UPDATE clusters SET smart_connect_enabled = ?, smart_connect_engine = ? WHERE name = ?`, sc.Enabled, engine, cluster)
 	if isForeignKey(err) {
 		return fmt.Errorf("Connect cluster %q: %w", sc.ConnectCluster, ErrNotFound)
 	}
-	if err != nil {
-		return fmt.Errorf("set Smart Connect of cluster %q: %w", cluster, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("cluster %q: %w", cluster, ErrNotFound)
-	}
-	return nil
+	return err
 }
 
 type scanner interface{ Scan(dest ...any) error }

@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -61,14 +59,8 @@ func (d *DB) CreateConnectCluster(ctx context.Context, c ConnectCluster) error {
 
 // ConnectCluster implements ConnectClusters.
 func (d *DB) ConnectCluster(ctx context.Context, name string) (ConnectCluster, error) {
-	c, err := scanConnectCluster(d.db.QueryRowContext(ctx, `SELECT `+connectClusterColumns+` FROM connect_clusters WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return ConnectCluster{}, fmt.Errorf("Connect cluster %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return ConnectCluster{}, fmt.Errorf("read Connect cluster %q: %w", name, err)
-	}
-	return c, nil
+	return queryOne(ctx, d.db, fmt.Sprintf("Connect cluster %q", name), scanConnectCluster,
+		`SELECT `+connectClusterColumns+` FROM connect_clusters WHERE name = ?`, name)
 }
 
 // ListConnectClusters implements ConnectClusters.
@@ -78,17 +70,11 @@ func (d *DB) ListConnectClusters(ctx context.Context) ([]ConnectCluster, error) 
 
 // DeleteConnectCluster implements ConnectClusters.
 func (d *DB) DeleteConnectCluster(ctx context.Context, name string) error {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM connect_clusters WHERE name = ?`, name)
+	err := execOne(ctx, d.db, "delete", fmt.Sprintf("Connect cluster %q", name), `DELETE FROM connect_clusters WHERE name = ?`, name)
 	if isForeignKey(err) {
 		return fmt.Errorf("Connect cluster %q: %w: delete or move its tasks and pick another engine for the clusters that default to it first", name, ErrReferenced)
 	}
-	if err != nil {
-		return fmt.Errorf("delete Connect cluster %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("Connect cluster %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return err
 }
 
 func scanConnectCluster(s scanner) (ConnectCluster, error) {

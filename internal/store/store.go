@@ -128,3 +128,35 @@ func queryAll[T any](ctx context.Context, q querier, what string, scan func(scan
 	}
 	return out, nil
 }
+
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// queryOne scans the one row a query finds; what names it in errors
+// (`task "x"`), wrapping ErrNotFound when there is none.
+func queryOne[T any](ctx context.Context, q rowQuerier, what string, scan func(scanner) (T, error), query string, args ...any) (T, error) {
+	v, err := scan(q.QueryRowContext(ctx, query, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return v, fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	if err != nil {
+		return v, fmt.Errorf("read %s: %w", what, err)
+	}
+	return v, nil
+}
+
+// execOne runs a statement meant for one row: op says what it does in
+// errors ("delete"), what names the row (`task "x"`), and ErrNotFound is
+// wrapped when it touched none. The statement's own error is wrapped, so
+// callers can still ask isForeignKey.
+func execOne(ctx context.Context, db *sql.DB, op, what, query string, args ...any) error {
+	res, err := db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", op, what, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("%s: %w", what, ErrNotFound)
+	}
+	return nil
+}

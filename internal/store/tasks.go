@@ -131,14 +131,7 @@ func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) e
 
 // Task implements Tasks.
 func (d *DB) Task(ctx context.Context, name string) (Task, error) {
-	t, err := scanTask(d.db.QueryRowContext(ctx, `SELECT `+taskColumns+` FROM tasks WHERE name = ?`, name))
-	if errors.Is(err, sql.ErrNoRows) {
-		return Task{}, fmt.Errorf("task %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return Task{}, fmt.Errorf("read task %q: %w", name, err)
-	}
-	return t, nil
+	return queryOne(ctx, d.db, fmt.Sprintf("task %q", name), scanTask, `SELECT `+taskColumns+` FROM tasks WHERE name = ?`, name)
 }
 
 // ListTasks implements Tasks.
@@ -156,14 +149,7 @@ func listTasks(ctx context.Context, q querier) ([]Task, error) {
 
 // DeleteTask implements Tasks.
 func (d *DB) DeleteTask(ctx context.Context, name string) error {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM tasks WHERE name = ?`, name)
-	if err != nil {
-		return fmt.Errorf("delete task %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("task %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return execOne(ctx, d.db, "delete", fmt.Sprintf("task %q", name), `DELETE FROM tasks WHERE name = ?`, name)
 }
 
 // SetTaskState implements Tasks.
@@ -171,15 +157,8 @@ func (d *DB) SetTaskState(ctx context.Context, name string, desired task.Desired
 	if !desired.Valid() {
 		return fmt.Errorf("task %q: desired state %q: use %s or %s", name, desired, task.DesiredRunning, task.DesiredPaused)
 	}
-	res, err := d.db.ExecContext(ctx, `UPDATE tasks SET desired_state = ?, last_action = ?, last_action_by = ?, last_action_at = ?
+	return execOne(ctx, d.db, "set state of", fmt.Sprintf("task %q", name), `UPDATE tasks SET desired_state = ?, last_action = ?, last_action_by = ?, last_action_at = ?
 		WHERE name = ?`, desired, action, by, at.Unix(), name)
-	if err != nil {
-		return fmt.Errorf("set state of task %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err == nil && n == 0 {
-		return fmt.Errorf("task %q: %w", name, ErrNotFound)
-	}
-	return nil
 }
 
 // SetTaskError implements Tasks.

@@ -132,14 +132,5 @@ func (d *DB) SetRole(ctx context.Context, name, role string) error {
 }
 
 func (d *DB) updateUser(ctx context.Context, name, query string, args ...any) error {
-	res, err := d.db.ExecContext(ctx, query, args...)
-	if err != nil {
-		return fmt.Errorf("change user %q: %w", name, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("change user %q: %w", name, err)
-	} else if n == 0 {
-		return fmt.Errorf("user %q: %w", name, ErrNotFound)
-	}
-	return nil
+	return execOne(ctx, d.db, "change", fmt.Sprintf("user %q", name), query, args...)
 }
