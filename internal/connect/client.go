@@ -99,6 +99,15 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
+// Close lets go of the client's idle connections: each client has its own
+// transport, whose keep-alive connections would otherwise stay open until
+// they time out. A nil client has nothing to close.
+func (c *Client) Close() {
+	if c != nil {
+		c.http.CloseIdleConnections()
+	}
+}
+
 // URLs are the workers' base URLs, as given.
 func (c *Client) URLs() []string { return append([]string(nil), c.urls...) }
 

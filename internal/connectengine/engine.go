@@ -202,6 +202,7 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close()
 	for _, c := range conns {
 		if _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); err != nil {
 			return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
@@ -269,6 +270,7 @@ func (e *Engine) Check(t task.Task, current, peer cluster.Settings) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close()
 	for _, c := range conns {
 		v, err := client.ValidateConfig(ctx, c.Config["connector.class"], withName(c))
 		if err != nil {
@@ -339,6 +341,7 @@ func (e *Engine) Stop(name string) {
 	defer cancel()
 	client, err := connect.New(p.config())
 	if err == nil {
+		defer client.Close()
 		for _, c := range dep.connectors {
 			if perr := client.Pause(ctx, c.Name); perr != nil && !connect.IsNotFound(perr) {
 				err = errors.Join(err, perr)
@@ -371,6 +374,7 @@ func (e *Engine) Remove(t task.Task) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close()
 	for _, c := range e.d.Names(t) {
 		if err := client.Delete(ctx, c); err != nil && !connect.IsNotFound(err) {
 			return fmt.Errorf("delete connector %s on %s: %w (delete it there by hand, or try again)", c, name, err)
@@ -539,6 +543,7 @@ func (p *poller) poll() observed {
 	if err != nil {
 		return observed{err: err}
 	}
+	defer client.Close()
 	views, err := client.Connectors(ctx)
 	if err != nil {
 		return observed{err: err}
@@ -565,6 +570,7 @@ func (p *poller) poll() observed {
 		c, err := connect.New(wc)
 		if err == nil {
 			_, err = c.ServerInfo(ctx)
+			c.Close()
 		}
 		if err != nil {
 			o.deadWorkers[id] = true

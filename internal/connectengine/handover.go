@@ -30,6 +30,7 @@ func (e *Engine) Halt(t task.Task) error {
 	if err != nil {
 		return err
 	}
+	defer client.Close()
 	for _, name := range e.d.Names(t) {
 		if err := stopConnector(ctx, client, name); err != nil && !connect.IsNotFound(err) {
 			return fmt.Errorf("stop connector %s on %s: %w", name, cc.Name, err)
@@ -47,6 +48,7 @@ func (e *Engine) Progress(t task.Task, current, peer cluster.Settings) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	defer client.Close()
 	conns, err := e.d.Plan(t, current, peer, cc)
 	if err != nil {
 		return nil, err
@@ -83,6 +85,7 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 	if err != nil {
 		return err
 	}
+	defer client.Close()
 	conns, err := e.d.Plan(t, current, peer, cc)
 	if err != nil {
 		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, cc.Name, err)

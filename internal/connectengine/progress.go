@@ -84,11 +84,19 @@ func (p *progress) run(cfg connect.Config, copies []Connector, every time.Durati
 			_ = c.Close()
 		}
 	}()
+	// One REST client for the sampler's life: a client a sample would
+	// leave its idle connections to the garbage collector.
+	rest, err := connect.New(cfg)
+	if err != nil {
+		p.log.Warn("Connect progress not sampled", "error", err)
+		return
+	}
+	defer rest.Close()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		for _, c := range copies {
-			p.sample(cfg, c, clients)
+			p.sample(rest, c, clients)
 		}
 		select {
 		case <-p.quit:
@@ -101,14 +109,10 @@ func (p *progress) run(cfg connect.Config, copies []Connector, every time.Durati
 // sample reads one source connector's offsets and its source's end
 // offsets. A failure leaves the last sample shown: the state says why the
 // copy is in trouble, this only measures it.
-func (p *progress) sample(cfg connect.Config, c Connector, clients map[string]sarama.Client) {
+func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]sarama.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, err := connect.New(cfg)
-	if err != nil {
-		return
-	}
-	offs, err := client.Offsets(ctx, c.Name)
+	offs, err := rest.Offsets(ctx, c.Name)
 	if err != nil {
 		p.log.Debug("connector offsets not read", "connector", c.Name, "error", err)
 		return

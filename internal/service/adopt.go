@@ -235,6 +235,7 @@ func (s *Service) mm2Connectors(ctx context.Context, connectCluster string) (*co
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("Connect cluster %q: %w", connectCluster, err)
 	}
+	defer client.Close()
 	views, err := client.Connectors(ctx)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list the connectors of Connect cluster %q: %w", connectCluster, err)

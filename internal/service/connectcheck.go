@@ -108,6 +108,7 @@ func checkConnect(ctx context.Context, cs ConnectClusterSettings) ConnectCluster
 		cfg := base
 		cfg.URLs, cfg.Timeout = live, connectCheckRequestTimeout
 		client, _ = connect.New(cfg) // the same settings made a client per URL above
+		defer client.Close()
 	}
 	plugins := pluginsVerdict(ctx, client)
 	res.Checks = append(res.Checks, plugins, overridesVerdict(ctx, client, plugins))
@@ -130,6 +131,7 @@ func checkWorker(ctx context.Context, base connect.Config, url string) ConnectWo
 		w.Error = err.Error()
 		return w
 	}
+	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, connectCheckWorkerTimeout)
 	defer cancel()
 	si, err := c.ServerInfo(ctx)

@@ -300,6 +300,7 @@ func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengin
 	if err != nil {
 		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
+	defer client.Close()
 	refusal, err := client.OverridesRefused(ctx)
 	if err != nil {
 		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
