@@ -19,8 +19,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmirror/kmirror/internal/account"
-	"github.com/kmirror/kmirror/internal/connectengine"
-	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/demo"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
@@ -136,18 +134,14 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// gracefully, progress committed.
 	eng := engine.New(replicator.Options{}, log)
 	defer eng.Close()
-	// Tasks on Kafka Connect: it asks the service for the Connect clusters
-	// it deploys to. Closing it only ends its polls; the connectors run on.
-	var svc *service.Service
-	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
-		return svc.ConnectEngineCluster(ctx, name)
-	}, log)
-	defer onConnect.Close()
-	svc, err = service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log, Tokens: db, Audit: db,
-		ConnectClusters: db, ConnectRunner: onConnect})
+	// Tasks on Kafka Connect: closing that engine only ends its polls; the
+	// connectors run on.
+	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
+		Logger: log, Tokens: db, Audit: db, ConnectClusters: db})
 	if err != nil {
 		return err
 	}
+	defer onConnect.Close()
 	users, err := db.CountUsers(ctx)
 	if err != nil {
 		return err

@@ -18,8 +18,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectengine"
-	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
@@ -70,16 +68,12 @@ func newServer(t *testing.T) *server {
 	t.Cleanup(eng.Close) // after the server: cleanups run last-in first-out
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.
-	var svc *service.Service
-	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
-		return svc.ConnectEngineCluster(ctx, name)
-	}, log)
-	t.Cleanup(onConnect.Close)
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log,
-		ConnectClusters: db, ConnectRunner: onConnect})
+	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
+		Logger: log, ConnectClusters: db})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(onConnect.Close)
 	if _, err := account.EnsureAdmin(ctx, db, "admin-password-1"); err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kmirror/kmirror/internal/account"
-	"github.com/kmirror/kmirror/internal/connectengine"
-	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/kafkatest"
@@ -51,16 +49,12 @@ func startConsole(t *testing.T) string {
 	t.Cleanup(eng.Close)
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.
-	var svc *service.Service
-	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
-		return svc.ConnectEngineCluster(ctx, name)
-	}, log)
-	t.Cleanup(onConnect.Close)
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng, Logger: log,
-		ConnectClusters: db, ConnectRunner: onConnect})
+	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
+		Logger: log, ConnectClusters: db})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(onConnect.Close)
 	if _, err := account.EnsureAdmin(ctx, db, adminPassword); err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -278,6 +280,30 @@ func (s *Service) requireConnectClusters() error {
 func connectInfo(r store.ConnectCluster) ConnectClusterInfo {
 	return ConnectClusterInfo{Name: r.Name, URLs: r.URLs, KafkaCluster: r.KafkaCluster, Username: r.Username,
 		PasswordSet: r.PasswordCiphertext != nil, CAPEM: r.CAPEM, ConfigProvider: r.ConfigProvider, CreatedAt: r.CreatedAt}
+}
+
+// NewWithConnect is New with the Kafka Connect engine wired in (as
+// d.ConnectRunner): it runs the tasks whose engine names a Connect cluster,
+// deploying to the clusters this service keeps. Close the engine after the
+// service's last use: that ends its polls; the connectors run on.
+func NewWithConnect(d Deps) (*Service, *connectengine.Engine, error) {
+	log := d.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	// The engine asks the service it is part of; it asks only once a task
+	// is started, after New returned.
+	var svc *Service
+	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+		return svc.ConnectEngineCluster(ctx, name)
+	}, log)
+	d.ConnectRunner = onConnect
+	svc, err := New(d)
+	if err != nil {
+		onConnect.Close()
+		return nil, nil, err
+	}
+	return svc, onConnect, nil
 }
 
 // ConnectEngineCluster is a registered Connect cluster as the Connect engine
