@@ -71,27 +71,9 @@ func NormalizeConnectCluster(s ConnectClusterSettings) ConnectClusterSettings {
 // Kafka cluster registered is the store's to say.
 func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 	var p Problems
-	switch {
-	case s.Name == "":
-		p.Add("name", "name is required")
-	case !clusterNameRE.MatchString(s.Name):
-		p.Add("name", "name must be 1 to 64 characters of A-Z, a-z, 0-9, - and _")
-	}
-	switch {
-	case len(s.URLs) == 0:
-		p.Add("urls", "give at least one REST URL of a Connect worker, for example http://127.0.0.1:8083")
-	case len(s.URLs) > maxConnectURLs:
-		p.Add("urls", "at most %d REST URLs", maxConnectURLs)
-	}
-	seen := map[string]bool{}
-	for _, raw := range s.URLs {
-		if msg := checkRESTURL(raw); msg != "" {
-			p.Add("urls", "%s", msg)
-		} else if seen[raw] {
-			p.Add("urls", "%q is listed twice", raw)
-		}
-		seen[raw] = true
-	}
+	checkName(&p, s.Name)
+	checkAddresses(&p, "urls", s.URLs, maxConnectURLs,
+		"give at least one REST URL of a Connect worker, for example http://127.0.0.1:8083", "at most %d REST URLs", checkRESTURL)
 	if s.KafkaCluster == "" {
 		p.Add("kafka_cluster", "name the registered Kafka cluster the Connect workers write to (their bootstrap.servers)")
 	}

@@ -36,34 +36,49 @@ func NormalizeCluster(s cluster.Settings) cluster.Settings {
 	return s
 }
 
+// checkName is the rule for the name of a registered cluster (Kafka or
+// Connect).
+func checkName(p *Problems, name string) {
+	switch {
+	case name == "":
+		p.Add("name", "name is required")
+	case !clusterNameRE.MatchString(name):
+		p.Add("name", "name must be 1 to 64 characters of A-Z, a-z, 0-9, - and _")
+	}
+}
+
+// checkAddresses is the rule for a cluster's list of addresses (bootstrap
+// servers, REST URLs): 1 to most of them, each valid by check (which says
+// why not, or ""), none twice. none and tooMany (a format of most) are the
+// messages, so each field keeps its own words and translations.
+func checkAddresses(p *Problems, field string, addrs []string, most int, none, tooMany string, check func(string) string) {
+	switch {
+	case len(addrs) == 0:
+		p.Add(field, "%s", none)
+		return
+	case len(addrs) > most:
+		p.Add(field, tooMany, most)
+		return
+	}
+	seen := map[string]bool{}
+	for _, a := range addrs {
+		if msg := check(a); msg != "" {
+			p.Add(field, "%s", msg)
+		} else if seen[a] {
+			p.Add(field, "%q is listed twice", a)
+		}
+		seen[a] = true
+	}
+}
+
 // ValidateCluster returns every rule s breaks; none means s may be stored.
 // s should be normalized first. It is pure: whether the name is taken is the
 // store's to say.
 func ValidateCluster(s cluster.Settings) Problems {
 	var p Problems
-	switch {
-	case s.Name == "":
-		p.Add("name", "name is required")
-	case !clusterNameRE.MatchString(s.Name):
-		p.Add("name", "name must be 1 to 64 characters of A-Z, a-z, 0-9, - and _")
-	}
-
-	switch {
-	case len(s.BootstrapServers) == 0:
-		p.Add("bootstrap_servers", "give at least one bootstrap server as host:port, for example 127.0.0.1:9092")
-	case len(s.BootstrapServers) > maxBootstrapServers:
-		p.Add("bootstrap_servers", "at most %d bootstrap servers", maxBootstrapServers)
-	default:
-		seen := map[string]bool{}
-		for _, b := range s.BootstrapServers {
-			if msg := checkHostPort(b); msg != "" {
-				p.Add("bootstrap_servers", "%s", msg)
-			} else if seen[b] {
-				p.Add("bootstrap_servers", "%q is listed twice", b)
-			}
-			seen[b] = true
-		}
-	}
+	checkName(&p, s.Name)
+	checkAddresses(&p, "bootstrap_servers", s.BootstrapServers, maxBootstrapServers,
+		"give at least one bootstrap server as host:port, for example 127.0.0.1:9092", "at most %d bootstrap servers", checkHostPort)
 
 	sasl := s.SecurityProtocol == cluster.SASLPlaintext || s.SecurityProtocol == cluster.SASLSSL
 	switch s.SecurityProtocol {
