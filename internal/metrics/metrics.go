@@ -1,5 +1,5 @@
-// Package metrics exposes what the engine's replicators are doing to
-// Prometheus. The Collector reads the engine's status snapshots at scrape
+// Package metrics exposes to Prometheus what the tasks of both engines
+// are doing. The Collector reads the engines' status snapshots at scrape
 // time, so the copy loop pays nothing for metrics: its counters are the
 // atomics it keeps for the console anyway.
 //

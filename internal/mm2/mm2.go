@@ -1,7 +1,8 @@
-// Package mm2 encodes and decodes MirrorMaker 2's internal records byte for
-// byte (Kafka's protocol.types: big-endian integers, STRING = int16 length +
-// UTF-8, fields in order, no framing), so tools written for MM2 — e.g.
-// RemoteClusterUtils.translateOffsets — read kmirror's output.
+// Package mm2 encodes and decodes MirrorMaker 2's internal records
+// (offset syncs, checkpoints, heartbeats) byte for byte, so tools written
+// for MM2, such as RemoteClusterUtils.translateOffsets, read kmirror's
+// output. The format is Kafka's protocol.types: big-endian integers,
+// STRING = int16 length + UTF-8, fields in order, no framing.
 //
 // Decoders ignore trailing bytes, as Kafka's Struct readers do, and never panic
 // on short or malformed input.

@@ -1,5 +1,6 @@
-// Package store keeps kmirror's durable state — console users, registered
-// clusters and Smart Connect tasks — in SQLite in the data directory.
+// Package store keeps kmirror's durable state in SQLite in the data
+// directory: console users, API tokens, the audit log, registered Kafka
+// and Kafka Connect clusters, and Smart Connect tasks.
 //
 // Callers depend on the small interfaces (Users, Clusters, Tasks) rather than on DB,
 // so a store shared by several kmirror processes (scale-out) can replace SQLite
