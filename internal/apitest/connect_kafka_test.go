@@ -92,17 +92,19 @@ func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 	}
 
 	// The status is Connect's, with the copy's progress per partition:
-	// all n records copied, none left behind.
+	// all n records copied, none left behind; the transactional topic's
+	// trailing markers are not lag.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		_, body := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
 		st, _ := body["status"].(map[string]any)
 		copied, lag, parts := progressOf(st, topic)
-		if st["state"] == "RUNNING" && body["engine"] == "connect:wc" && parts == 3 && copied == n && lag == 0 {
+		_, txnLag, txnParts := progressOf(st, txnTopic)
+		if st["state"] == "RUNNING" && body["engine"] == "connect:wc" && parts == 3 && copied == n && lag == 0 && txnParts == 1 && txnLag == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("task status %v, want RUNNING on connect:wc with %d records of 3 partitions copied and no lag", body, n)
+			t.Fatalf("task status %v, want RUNNING on connect:wc with %d records of 3 partitions copied and no lag, the transactional topic's too", body, n)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}

@@ -39,7 +39,14 @@ type progress struct {
 	// first is each partition's next offset when first seen, so Records
 	// counts what was copied while kmirror watched.
 	first map[partitionKey]int64
+	// last is each partition's next offset at the previous sample: one
+	// that did not move may have only transaction markers left.
+	last map[partitionKey]int64
 }
+
+// tailChecks bounds the settled-tail fetches of one sample: each reads up
+// to 1 MiB from the source.
+const tailChecks = 8
 
 type partitionKey struct {
 	topic     string
@@ -53,7 +60,8 @@ type flowProgress struct {
 }
 
 func newProgress(cfg connect.Config, conns []Connector, every time.Duration, log *slog.Logger) *progress {
-	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{}}
+	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
+		last: map[partitionKey]int64{}}
 	var copies []Connector
 	for _, c := range conns {
 		if c.Copy != nil {
@@ -62,6 +70,16 @@ func newProgress(cfg connect.Config, conns []Connector, every time.Duration, log
 	}
 	go p.run(cfg, copies, every)
 	return p
+}
+
+// unmoved says whether a partition's next offset is the one it had at the
+// previous sample, and remembers this one.
+func (p *progress) unmoved(key partitionKey, next int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prev, ok := p.last[key]
+	p.last[key] = next
+	return ok && prev == next
 }
 
 func (p *progress) stop() {
@@ -131,11 +149,23 @@ func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]
 	}
 	var fp flowProgress
 	seen := map[partitionKey]bool{}
+	checks := 0
 	add := func(ps replicator.PartitionStatus) {
+		key := partitionKey{ps.Topic, ps.Partition}
 		if end, err := src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest); err == nil {
 			ps.EndOffset, ps.Lag = end, max(end-ps.NextOffset, 0)
 		}
-		seen[partitionKey{ps.Topic, ps.Partition}] = true
+		// MM2's offset is its last copied record's: a transactional
+		// partition's commit marker (and an aborted transaction) after it
+		// is never copied, and would show as lag for ever. As the embedded
+		// engine does, what is left is looked at once progress stops.
+		if ps.Lag > 0 && ps.LastCopied >= 0 && checks < tailChecks && p.unmoved(key, ps.NextOffset) {
+			checks++
+			if settled, ok, err := replicator.SettledTail(src, ps.Topic, ps.Partition, ps.NextOffset); err == nil && ok {
+				ps.Lag = max(ps.EndOffset-settled, 0)
+			}
+		}
+		seen[key] = true
 		fp.partitions = append(fp.partitions, ps)
 		fp.lag += ps.Lag
 	}

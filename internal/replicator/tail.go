@@ -9,6 +9,12 @@ import (
 	"github.com/IBM/sarama"
 )
 
+// SettledTail is settledTail for an engine whose copy kmirror only watches
+// (MM2 on Kafka Connect): the same rule tells its lag.
+func SettledTail(src sarama.Client, topic string, part int32, from int64) (end int64, ok bool, err error) {
+	return settledTail(src, topic, part, from)
+}
+
 // settledTail reports how far a partition's progress may move past offset
 // from without copying anything: when every batch from there up to the
 // last stable offset is a transaction marker or belongs to an aborted
