@@ -78,6 +78,7 @@ type Engine struct {
 	mu      sync.Mutex
 	tasks   map[string]*deployment // running here, by task name
 	waiting map[string]*pending    // to deploy once Connect answers, by task name
+	pausing map[string]*pending    // stopped here, to pause on Connect once it answers
 	pollers map[string]*poller     // by Connect cluster name
 	closed  bool
 }
@@ -96,7 +97,8 @@ func New(d Deps) *Engine {
 	if d.PollInterval <= 0 {
 		d.PollInterval = 5 * time.Second
 	}
-	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, waiting: map[string]*pending{}, pollers: map[string]*poller{}}
+	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, waiting: map[string]*pending{},
+		pausing: map[string]*pending{}, pollers: map[string]*poller{}}
 }
 
 // requestTimeout bounds one action on Connect (deploying a task's
@@ -113,6 +115,7 @@ const requestTimeout = 60 * time.Second
 // answers, tried again every poll interval. A kmirror started while its
 // Connect cluster is away so takes its tasks back by itself.
 func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
+	e.stopPausing(t.Name)
 	err := e.start(t, current, peer)
 	if err == nil || !connect.IsTransient(err) {
 		return err
@@ -122,11 +125,13 @@ func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
 	return nil
 }
 
-// pending is a task waiting for its Connect cluster to deploy it.
+// pending is a task waiting for its Connect cluster to deploy it, or to
+// pause it.
 type pending struct {
 	mu     sync.Mutex
 	reason error
 	quit   chan struct{}
+	done   chan struct{} // closed when a pause retry has returned
 }
 
 func (p *pending) why() error {
@@ -174,6 +179,21 @@ func (e *Engine) pend(t task.Task, current, peer cluster.Settings, why error) {
 			p.mu.Unlock()
 		}
 	}()
+}
+
+// stopPausing ends a pause retry and waits for it, so a pause in flight
+// cannot land after the task is started again.
+func (e *Engine) stopPausing(name string) {
+	e.mu.Lock()
+	p, ok := e.pausing[name]
+	if ok {
+		close(p.quit)
+		delete(e.pausing, name)
+	}
+	e.mu.Unlock()
+	if ok {
+		<-p.done
+	}
 }
 
 // unpend stops waiting to deploy a task.
@@ -323,6 +343,11 @@ func (e *Engine) resolve(ctx context.Context, t task.Task) (Cluster, error) {
 
 // Stop pauses the task's connectors (their offsets stay, so a resume
 // continues where they stopped) and forgets the task here.
+//
+// When Connect does not pause them (it is away), the connectors would go on
+// copying: the pause is tried again every poll interval until Connect
+// takes it, the task is started again, or the engine closes, and the
+// task's status says so meanwhile.
 func (e *Engine) Stop(name string) {
 	e.unpend(name)
 	e.mu.Lock()
@@ -337,22 +362,76 @@ func (e *Engine) Stop(name string) {
 		return
 	}
 	dep.progress.stop()
-	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
-	defer cancel()
-	client, err := connect.New(p.config())
-	if err == nil {
-		defer client.Close()
-		for _, c := range dep.connectors {
-			if perr := client.Pause(ctx, c.Name); perr != nil && !connect.IsNotFound(perr) {
-				err = errors.Join(err, perr)
-			}
-		}
-	}
-	if err != nil {
-		e.log.Error("connectors not paused; they go on copying on Kafka Connect", "task", name, "connect_cluster", dep.cluster, "error", err)
+	cfg := p.config()
+	pause := func() error { return pauseConnectors(cfg, dep.connectors) }
+	if err := pause(); err != nil {
+		e.log.Error("connectors not paused; they go on copying on Kafka Connect until it takes the pause, tried again every poll",
+			"task", name, "connect_cluster", dep.cluster, "error", err)
+		e.retryPause(name, err, pause)
 		return
 	}
 	e.log.Info("task paused on Kafka Connect", "task", name, "connect_cluster", dep.cluster)
+}
+
+// pauseConnectors asks Connect to pause each connector; one it does not
+// know is as good as paused.
+func pauseConnectors(cfg connect.Config, conns []Connector) error {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	client, err := connect.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	for _, c := range conns {
+		if perr := client.Pause(ctx, c.Name); perr != nil && !connect.IsNotFound(perr) {
+			err = errors.Join(err, perr)
+		}
+	}
+	return err
+}
+
+// retryPause tries pause every poll interval until it works, the task is
+// started again (unpend) or the engine closes.
+func (e *Engine) retryPause(name string, why error, pause func() error) {
+	p := &pending{reason: why, quit: make(chan struct{}), done: make(chan struct{})}
+	e.stopPausing(name)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.pausing[name] = p
+	e.mu.Unlock()
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(e.d.PollInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.quit:
+				return
+			case <-tick.C:
+			}
+			err := pause()
+			e.mu.Lock()
+			mine := e.pausing[name] == p
+			if mine && err == nil {
+				delete(e.pausing, name)
+			}
+			e.mu.Unlock()
+			if !mine {
+				return
+			}
+			if err == nil {
+				e.log.Info("task paused on Kafka Connect after waiting for it", "task", name)
+				return
+			}
+			p.mu.Lock()
+			p.reason = err
+			p.mu.Unlock()
+		}
+	}()
 }
 
 // Remove deletes the task's connectors from its Connect cluster. Their
@@ -393,7 +472,13 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 		p = e.pollers[dep.cluster]
 	}
 	w, waiting := e.waiting[name]
+	pw, pausing := e.pausing[name]
 	e.mu.Unlock()
+	if !ok && pausing {
+		return engine.TaskStatus{Name: name, State: task.StatePaused, Flows: []replicator.FlowStatus{},
+			Reason: fmt.Sprintf("Kafka Connect has not paused the connectors yet, so they may still copy; trying again every %s: %v",
+				e.d.PollInterval, pw.why())}, true
+	}
 	if !ok && waiting {
 		return engine.TaskStatus{Name: name, State: task.StateDegraded, Flows: []replicator.FlowStatus{},
 			Reason: fmt.Sprintf("not deployed on Kafka Connect yet, trying again every %s: %v", e.d.PollInterval, w.why())}, true
@@ -463,6 +548,10 @@ func (e *Engine) Close() {
 		close(w.quit)
 	}
 	e.waiting = map[string]*pending{}
+	for _, w := range e.pausing {
+		close(w.quit)
+	}
+	e.pausing = map[string]*pending{}
 	e.mu.Unlock()
 	for _, p := range ps {
 		p.stop()

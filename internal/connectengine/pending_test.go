@@ -108,3 +108,85 @@ func TestStartFailsOnRefusal(t *testing.T) {
 		t.Fatal("a refused task is watched as running")
 	}
 }
+
+// A pause Connect does not take (it is away) is tried again until it does:
+// the connectors would go on copying otherwise. Meanwhile the status says
+// so; a start in between ends the retries.
+func TestPauseRetriedUntilConnectTakesIt(t *testing.T) {
+	var away atomic.Bool
+	var pauses atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if away.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error_code":503,"message":"away"}`))
+			return
+		}
+		switch {
+		case r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/config"):
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write([]byte(`{"name":"c","config":{},"tasks":[]}`))
+		case r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/pause"):
+			pauses.Add(1)
+			w.WriteHeader(http.StatusAccepted)
+		case r.URL.Path == "/connectors":
+			_, _ = w.Write([]byte(`{}`))
+		case strings.HasSuffix(r.URL.Path, "/offsets"):
+			_, _ = w.Write([]byte(`{"offsets":[]}`))
+		default: // resume, restart
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	defer srv.Close()
+	e := New(Deps{
+		Cluster: func(context.Context, string) (Cluster, error) {
+			return Cluster{Name: "c1", Client: connect.Config{URLs: []string{srv.URL}, DialTimeout: time.Second}}, nil
+		},
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
+			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
+		},
+		Names:        func(task.Task) []string { return []string{"c"} },
+		PollInterval: 100 * time.Millisecond,
+	})
+	defer e.Close()
+	tk := task.Task{Name: "pauses", Engine: task.ConnectEngine("c1")}
+	pausedAfterAway := func() {
+		t.Helper()
+		if err := e.Start(tk, cluster.Settings{}, cluster.Settings{}); err != nil {
+			t.Fatal(err)
+		}
+		away.Store(true)
+		e.Stop(tk.Name)
+		st, ok := e.Status(tk.Name)
+		if !ok || st.State != task.StatePaused || !strings.Contains(st.Reason, "has not paused the connectors yet") {
+			t.Fatalf("status %+v (%v), want PAUSED saying Connect has not taken the pause", st, ok)
+		}
+	}
+
+	pausedAfterAway()
+	away.Store(false)
+	deadline := time.Now().Add(30 * time.Second)
+	for pauses.Load() == 0 || func() bool { _, ok := e.Status(tk.Name); return ok }() {
+		if time.Now().After(deadline) {
+			st, ok := e.Status(tk.Name)
+			t.Fatalf("30 s after Connect came back: %d pauses, status %+v (%v)", pauses.Load(), st, ok)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// Started again while the pause waits: the retries end, no pause lands
+	// on the running task.
+	pausedAfterAway()
+	away.Store(false)
+	before := pauses.Load()
+	if err := e.Start(tk, cluster.Settings{}, cluster.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // five poll intervals
+	if n := pauses.Load(); n != before {
+		t.Fatalf("%d pauses reached Connect after the task was started again", n-before)
+	}
+	if st, ok := e.Status(tk.Name); !ok || st.State == task.StatePaused {
+		t.Fatalf("status %+v (%v), want the task running here", st, ok)
+	}
+}

@@ -530,7 +530,11 @@ func (s *Service) status(r store.Task) TaskStatus {
 	st, running := s.statusOf(r.Spec)
 	switch {
 	case r.DesiredState == task.DesiredPaused:
-		return TaskStatus{State: task.StatePaused, Flows: []replicator.FlowStatus{}}
+		paused := TaskStatus{State: task.StatePaused, Flows: []replicator.FlowStatus{}}
+		if running && st.State == task.StatePaused {
+			paused.Reason = st.Reason // an engine whose pause has not taken yet says why
+		}
+		return paused
 	case running:
 		if st.Flows == nil {
 			st.Flows = []replicator.FlowStatus{}
