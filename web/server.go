@@ -173,6 +173,7 @@ func New(d Deps) (*Server, error) {
 	s.registerInstancePages()
 	s.registerSmartConnect()
 	s.registerConnectClusterPages()
+	s.registerMM2Pages()
 	s.registerAccessPages()
 
 	s.api = e.Group("/api/v1", s.requireToken)

@@ -72,10 +72,11 @@ func (s *Service) ListAdoptable(ctx context.Context, connectCluster string) ([]A
 	if err := s.allow(ctx, RoleViewer); err != nil {
 		return nil, err
 	}
-	_, views, regs, err := s.mm2Connectors(ctx, connectCluster)
+	client, views, regs, err := s.mm2Connectors(ctx, connectCluster)
 	if err != nil {
 		return nil, err
 	}
+	client.Close()
 	flows := connectplan.GroupMM2(configsOf(views))
 	out := make([]AdoptCandidate, 0, len(flows))
 	for _, f := range flows {
@@ -100,6 +101,7 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 	if err != nil {
 		return AdoptResult{}, err
 	}
+	defer client.Close()
 	flows := connectplan.GroupMM2(configsOf(views))
 	var flow connectplan.MM2Flow
 	for _, f := range flows {
@@ -226,6 +228,8 @@ func candidate(f connectplan.MM2Flow, all []connectplan.MM2Flow, views map[strin
 
 // mm2Connectors reads every connector on a registered Connect cluster and
 // the registered Kafka clusters adoption matches against.
+//
+// The client is the caller's to close.
 func (s *Service) mm2Connectors(ctx context.Context, connectCluster string) (*connect.Client, map[string]connect.ConnectorView, []connectplan.Registered, error) {
 	cs, err := s.ConnectClusterSettings(ctx, connectCluster)
 	if err != nil {
@@ -235,10 +239,14 @@ func (s *Service) mm2Connectors(ctx context.Context, connectCluster string) (*co
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("Connect cluster %q: %w", connectCluster, err)
 	}
-	defer client.Close()
 	views, err := client.Connectors(ctx)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list the connectors of Connect cluster %q: %w", connectCluster, err)
+		client.Close()
+		// Said to the caller, not hidden as an internal error: the Connect
+		// cluster is theirs to fix.
+		return nil, nil, nil, &Error{Code: CodeAdoptFailed, Message: fmt.Sprintf(
+			"Kafka Connect cluster %s did not list its connectors: %v: check that its workers run and its URLs are right (kmirror connect-cluster check %s)",
+			connectCluster, err, connectCluster)}
 	}
 	regs, err := s.registered(ctx)
 	if err != nil {

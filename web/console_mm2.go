@@ -1,0 +1,165 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// registerMM2Pages adds MirrorMaker 2 adoption (a Connect cluster's MM2
+// page) and the mm2.properties import. The service decides who may act.
+func (s *Server) registerMM2Pages() {
+	s.console.GET("/connect-clusters/:name/mm2", s.mm2Page)
+	s.console.POST("/connect-clusters/:name/mm2/adopt", s.adoptMM2)
+	s.console.GET("/dashboard/import-mm2", s.importMM2Page, s.requireRole(service.RoleOperator))
+	s.console.POST("/dashboard/import-mm2", s.importMM2)
+}
+
+func (s *Server) mm2Page(c echo.Context) error {
+	return s.renderMM2(c, http.StatusOK, views.AdoptForm{})
+}
+
+// renderMM2 shows the page, with form (a refused adoption) by its flow.
+func (s *Server) renderMM2(c echo.Context, status int, form views.AdoptForm) error {
+	ctx := c.Request().Context()
+	name := c.Param("name")
+	v := views.MM2View{ConnectCluster: name, Form: form}
+	list, err := s.svc.ListAdoptable(ctx, name)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
+			return err
+		}
+		v.Message = e.Message // not found, or Connect away: said on the page
+		if status == http.StatusOK {
+			status = e.Code.HTTPStatus()
+		}
+	}
+	v.Candidates = views.MM2CandidatesFrom(list)
+	if v.Instances, err = s.instanceNames(ctx); err != nil {
+		return err
+	}
+	if v.ConnectClusters, err = s.connectClusterNames(ctx); err != nil {
+		return err
+	}
+	return Render(c, status, views.MM2Page(s.PageData(c, tr(c, "mm2.title", "Name", name), "/connect-clusters"), v))
+}
+
+// adoptMM2 adopts one MM2 flow; a refusal shows the page again with the
+// messages by the flow's form.
+func (s *Server) adoptMM2(c echo.Context) error {
+	in := service.AdoptRequest{SourceConnector: c.FormValue("source_connector"), Name: strings.TrimSpace(c.FormValue("name")),
+		Current: c.FormValue("current"), Engine: c.FormValue("engine")}
+	res, err := s.svc.AdoptMM2(c.Request().Context(), c.Param("name"), in)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
+			return err
+		}
+		form := views.AdoptForm{SourceConnector: in.SourceConnector, Name: in.Name, Current: in.Current, Engine: in.Engine,
+			Errors: views.FieldErrorsFrom(e.Problems)}
+		if len(e.Problems) == 0 {
+			form.Message = e.Message
+		}
+		return s.renderMM2(c, e.Code.HTTPStatus(), form)
+	}
+	msg := tr(c, "mm2.adopted", "Name", res.Task.Name, "Partitions", fmt.Sprint(res.Partitions))
+	banners := []views.Flash{{Kind: views.FlashSuccess, Message: msg}}
+	if len(res.NotDeleted) > 0 {
+		banners = append(banners, views.Flash{Kind: views.FlashError,
+			Message: tr(c, "mm2.not_deleted", "Connectors", strings.Join(res.NotDeleted, "; "))})
+	}
+	s.flash(c, banners...)
+	return Redirect(c, views.TaskPath(res.Task.Name, ""))
+}
+
+func (s *Server) importMM2Page(c echo.Context) error {
+	f, err := s.importMM2Form(c, views.ImportMM2Form{})
+	if err != nil {
+		return err
+	}
+	return Render(c, http.StatusOK, views.ImportMM2Page(s.PageData(c, tr(c, "import_mm2.title"), "/dashboard"), f))
+}
+
+// importMM2Form fills the selects of the import form.
+func (s *Server) importMM2Form(c echo.Context, f views.ImportMM2Form) (views.ImportMM2Form, error) {
+	var err error
+	if f.Instances, err = s.instanceNames(c.Request().Context()); err != nil {
+		return f, err
+	}
+	f.ConnectClusters, err = s.connectClusterNames(c.Request().Context())
+	return f, err
+}
+
+// importMM2 imports one flow of a pasted mm2.properties; a refusal shows
+// the form again with the messages by field, secrets taken out.
+func (s *Server) importMM2(c echo.Context) error {
+	in := service.ImportRequest{Properties: c.FormValue("properties"), Flow: strings.TrimSpace(c.FormValue("flow")),
+		Name: strings.TrimSpace(c.FormValue("name")), Current: c.FormValue("current"), Engine: c.FormValue("engine")}
+	res, err := s.svc.ImportMM2Properties(c.Request().Context(), in)
+	if err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
+			return err
+		}
+		f := views.ImportMM2Form{Flow: in.Flow, Name: in.Name, Current: in.Current, Engine: in.Engine,
+			Errors: views.FieldErrorsFrom(e.Problems)}
+		f.Properties, f.SecretsRemoved = withoutSecretProperties(in.Properties)
+		if len(e.Problems) == 0 {
+			f.Message = e.Message
+		}
+		if f, err = s.importMM2Form(c, f); err != nil {
+			return err
+		}
+		return Render(c, e.Code.HTTPStatus(), views.ImportMM2Page(s.PageData(c, tr(c, "import_mm2.title"), "/dashboard"), f))
+	}
+	s.flash(c, views.Flash{Kind: views.FlashSuccess,
+		Message: tr(c, "import_mm2.imported", "Name", res.Task.Name, "Partitions", fmt.Sprint(res.Partitions))})
+	return Redirect(c, views.TaskPath(res.Task.Name, ""))
+}
+
+// withoutSecretProperties is a pasted mm2.properties to show again, each
+// secret's value (passwords, JAAS lines, keys) taken out, continuation
+// lines included: a page never echoes a secret back. removed says one was.
+func withoutSecretProperties(text string) (string, bool) {
+	lines := strings.Split(text, "\n")
+	removed, blanking := false, false
+	for i, line := range lines {
+		if blanking { // a continuation line of a secret's value
+			blanking = strings.HasSuffix(strings.TrimRight(line, "\r"), `\`)
+			lines[i] = ""
+			continue
+		}
+		trimmed := strings.TrimSpace(line)
+		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == '!' {
+			continue
+		}
+		sep := strings.IndexAny(trimmed, "=:")
+		if sep < 0 {
+			continue
+		}
+		key := strings.ToLower(strings.TrimSpace(trimmed[:sep]))
+		if !secretProperty(key) || strings.TrimSpace(trimmed[sep+1:]) == "" {
+			continue
+		}
+		removed = true
+		blanking = strings.HasSuffix(strings.TrimRight(line, "\r"), `\`)
+		lines[i] = trimmed[:sep+1]
+	}
+	return strings.Join(lines, "\n"), removed
+}
+
+// secretProperty says whether a Kafka client property holds a secret.
+func secretProperty(key string) bool {
+	for _, s := range []string{"password", "jaas.config", "secret", "ssl.key", "credentials", "token"} {
+		if strings.Contains(key, s) {
+			return true
+		}
+	}
+	return false
+}
