@@ -32,4 +32,3 @@ func TestWithoutSecretProperties(t *testing.T) {
 		})
 	}
 }
-
