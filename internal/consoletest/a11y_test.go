@@ -121,7 +121,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 	b := newBrowser(t, base)
 	pages := []string{
 		"/instances", "/instances/east", "/instances/east/smart-connect", "/instances/east/smart-connect/new",
-		"/instances/east/smart-connect/" + task + "/delete", "/dashboard", "/dashboard/import", "/tasks/" + task, "/connect-clusters",
+		"/instances/east/smart-connect/" + task + "/delete", "/dashboard", "/dashboard/import", "/dashboard/import-mm2", "/tasks/" + task, "/connect-clusters",
 		"/no-such-page",
 	}
 	found := 0
