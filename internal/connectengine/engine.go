@@ -86,6 +86,9 @@ type deployment struct {
 	cluster    string
 	connectors []Connector
 	progress   *progress
+	// task and its clusters as deployed, for failovers (failover.go).
+	task          task.Task
+	current, peer cluster.Settings
 }
 
 // New makes an Engine.
@@ -214,7 +217,7 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
 		}
 	}
-	old, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns}, cc)
+	old, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,217 @@
+package apitest
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+)
+
+// A consumer group of a task on Kafka Connect fails over through the API:
+// the group's checkpoints MirrorMaker 2 wrote on the target are committed
+// for it there, and a consumer of the group on the target continues where
+// it left off on the source with no record skipped (every record counted,
+// the few read twice reported).
+func TestFailoverOfConnectTaskContinuesOnTheTarget(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s, west, east, _ := connectServer(t)
+	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+
+	topic := kafkatest.NewTopic(t, east, 3, nil)
+	const n, onSource = 900, 400
+	if _, err := e2e.Produce(ctx, src, topic, 3, n, 100); err != nil {
+		t.Fatal(err)
+	}
+	group := "app-" + strings.ToLower(topic[len(topic)-8:])
+	seen := map[string]int{}
+	for _, k := range consumeGroup(t, src, group, topic, onSource) {
+		seen[k]++
+	}
+
+	name := "fo-" + strings.ToLower(topic[len(topic)-8:])
+	spec := map[string]any{
+		"name": name, "type": "kafka-replication", "engine": "connect:wc",
+		"current": map[string]any{"cluster": "east", "alias": "A"},
+		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
+		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
+			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
+	}
+	if code, body := s.call(http.MethodPost, "/api/v1/tasks", spec); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	t.Cleanup(func() { s.call(http.MethodDelete, "/api/v1/tasks/"+name, nil) })
+	if _, err := e2e.WaitFor(ctx, dst, "A."+topic, n, nil); err != nil {
+		_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+		t.Fatalf("wait for the copy: %v\nstatus: %v", err, st)
+	}
+
+	// MM2 writes the group's checkpoints within its interval (10 s) once
+	// it has read its offset syncs: fail over until every partition the
+	// group committed on the source has one, and none is behind.
+	var res map[string]any
+	translated := map[string]int64{} // "topic/partition" -> the downstream offset
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
+		if code != http.StatusOK {
+			t.Fatalf("failover: %d %v", code, body)
+		}
+		res = body
+		translated = map[string]int64{}
+		waiting := ""
+		results, _ := body["results"].([]any)
+		for _, r := range results {
+			r := r.(map[string]any)
+			for _, c := range asList(r["checkpoints"]) {
+				c := c.(map[string]any)
+				translated[c["topic"].(string)+"/"+itoa(c["partition"])] = int64(c["downstream_offset"].(float64))
+			}
+			for _, m := range append(asList(r["skipped"]), asList(r["notes"])...) {
+				waiting += m.(string) + "; "
+			}
+		}
+		// Skipped names a partition the group committed on the source
+		// with no checkpoint yet; notes one whose checkpoint is behind.
+		if len(results) == 1 && len(translated) > 0 && waiting == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failover found no checkpoint for every partition of the group: %v", body)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	t.Logf("failover: %v", res)
+
+	// The group's offsets on the target are the checkpoints' (the
+	// failover's commit or MM2's own sync before it: only forward).
+	admin := newAdmin(t, dst)
+	offs, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{"A." + topic: {0, 1, 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resume int64
+	for p := int32(0); p < 3; p++ {
+		b := offs.GetBlock("A."+topic, p)
+		want, ok := translated["A."+topic+"/"+strconv.Itoa(int(p))]
+		if !ok {
+			want = -1 // the group read nothing of it on the source
+		}
+		if b == nil || b.Offset != want {
+			t.Fatalf("group %s on the target at %v for partition %d, want the checkpoint's %d", group, b, p, want)
+		}
+		resume += max(b.Offset, 0)
+	}
+	for _, k := range consumeGroup(t, dst, group, "A."+topic, int(n-resume)) {
+		seen[k]++
+	}
+	dups := 0
+	for _, c := range seen {
+		dups += c - 1
+	}
+	t.Logf("read %d records on the source, %d on the target after failover; %d distinct of %d, %d read twice", onSource, n-resume, len(seen), n, dups)
+	if len(seen) != n {
+		t.Fatalf("after failover the group saw %d distinct records of %d: records were skipped", len(seen), n)
+	}
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
+// itoa is a JSON number as the integer it holds.
+func itoa(v any) string {
+	f, _ := v.(float64)
+	return strconv.Itoa(int(f))
+}
+
+func newAdmin(t *testing.T, s cluster.Settings) sarama.ClusterAdmin {
+	t.Helper()
+	cfg, err := s.Config("apitest-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := sarama.NewClusterAdmin(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close() })
+	return a
+}
+
+// consumeGroup reads want records as a member of group, commits and
+// leaves; it returns the keys in the order read.
+func consumeGroup(t *testing.T, s cluster.Settings, group, topic string, want int) []string {
+	t.Helper()
+	cfg, err := s.Config("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cg, err := sarama.NewConsumerGroup(s.BootstrapServers, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cg.Close()
+	h := &collect{want: want, done: make(chan struct{})}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if err := cg.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
+				t.Log(err)
+			}
+		}
+	}()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		t.Fatalf("read %d of %d records of %s", len(h.keys), want, topic)
+	}
+	cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.keys...)
+}
+
+// collect reads records until it has want, marking and committing each.
+type collect struct {
+	mu   sync.Mutex
+	keys []string
+	want int
+	done chan struct{}
+	once sync.Once
+}
+
+func (*collect) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (*collect) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (h *collect) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
+	for m := range c.Messages() {
+		h.mu.Lock()
+		if len(h.keys) >= h.want {
+			h.mu.Unlock()
+			return nil // stop before this record: it stays for the next reader
+		}
+		h.keys = append(h.keys, string(m.Key))
+		full := len(h.keys) >= h.want
+		h.mu.Unlock()
+		s.MarkMessage(m, "")
+		if full {
+			s.Commit()
+			h.once.Do(func() { close(h.done) })
+			return nil
+		}
+	}
+	return nil
+}
