@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 )
@@ -214,4 +215,191 @@ func (h *collect) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerG
 		}
 	}
 	return nil
+}
+
+// A Connect worker killed (SIGKILL) while a task created through the API
+// copies: the other worker takes the task's connectors over, every record
+// arrives (duplicates counted and reported: Connect is at least once past
+// its last offset flush), and the task's status in kmirror follows: RUNNING,
+// then not running with the dead worker named as the reason, then RUNNING
+// again. It shares the apitest Connect cluster and leaves it whole (the
+// killed worker restarted, the group Stable with both).
+func TestConnectWorkerKilledMidCopyTaskCarriesOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s, west, east, cc := connectServer(t)
+	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, east, 3, nil)
+	name := "kill-" + strings.ToLower(topic[len(topic)-8:])
+	spec := map[string]any{
+		"name": name, "type": "kafka-replication", "engine": "connect:wc",
+		"current": map[string]any{"cluster": "east", "alias": "A"},
+		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
+		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
+			"start_offset": "earliest", "compression": "none"},
+	}
+	if code, body := s.call(http.MethodPost, "/api/v1/tasks", spec); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	t.Cleanup(func() { s.call(http.MethodDelete, "/api/v1/tasks/"+name, nil) })
+
+	// Records keep coming while the worker dies: batches until told to
+	// stop, then one last batch after the takeover.
+	const batch = 300
+	produced := 0
+	stopProducing := make(chan struct{})
+	producing := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := e2e.Produce(ctx, src, topic, 3, batch, 100); err != nil {
+				producing <- err
+				return
+			}
+			produced += batch
+			select {
+			case <-stopProducing:
+				producing <- nil
+				return
+			case <-time.After(300 * time.Millisecond):
+			}
+		}
+	}()
+
+	status := func() (state, reason string, body map[string]any) {
+		_, body = s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+		st, _ := body["status"].(map[string]any)
+		state, _ = st["state"].(string)
+		reason, _ = st["reason"].(string)
+		return state, reason, body
+	}
+	waitState := func(what string, ok func(state, reason string) bool) {
+		t.Helper()
+		deadline := time.Now().Add(4 * time.Minute)
+		for {
+			state, reason, body := status()
+			if ok(state, reason) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("task status never %s: %v", what, body)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	waitState("RUNNING", func(s, _ string) bool { return s == "RUNNING" })
+	if _, err := e2e.WaitFor(ctx, dst, "A."+topic, batch, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	client, err := connect.New(connect.Config{URLs: cc.URLs(), DialTimeout: 2 * time.Second, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	source := "kmirror." + name + ".A-B.source"
+	st, err := client.Status(ctx, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onWorker := map[string]int{}
+	for _, ts := range st.Tasks {
+		onWorker[ts.WorkerID]++
+	}
+	victimID := ""
+	for id, n := range onWorker {
+		if victimID == "" || n > onWorker[victimID] {
+			victimID = id
+		}
+	}
+	victim := cc.WorkerIndex(victimID)
+	if victim < 0 {
+		t.Fatalf("the source connector's tasks run on %v, not on workers of %v", onWorker, cc.URLs())
+	}
+	t.Logf("source tasks on %v; killing worker %d (%s) mid-copy", onWorker, victim, victimID)
+	killed := time.Now()
+	if err := cc.KillWorker(victim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := cc.RestartWorker(ctx, victim); err != nil {
+			t.Errorf("leave the Connect cluster whole: %v", err)
+		}
+	})
+
+	// What kmirror says, change by change, until the task runs on the
+	// survivor: it must name the dead worker (or the unassigned task)
+	// while Connect has not moved the task yet.
+	var seen []string
+	degradedWith := ""
+	last := ""
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		state, reason, body := status()
+		now := state + ": " + reason
+		if cs, err := client.Status(ctx, source); err == nil { // what Connect says meanwhile
+			now += " | Connect: " + connectorWorkers(cs)
+		}
+		if now != last {
+			seen = append(seen, time.Since(killed).Round(100*time.Millisecond).String()+" "+now)
+			last = now
+		}
+		if state != "RUNNING" && degradedWith == "" {
+			degradedWith = reason
+		}
+		if state == "RUNNING" && degradedWith != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task status after the kill never went back to RUNNING: %v\nseen:\n%s", body, strings.Join(seen, "\n"))
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	t.Logf("task status after the kill:\n%s", strings.Join(seen, "\n"))
+	// The reason names the dead worker and says whether records are still
+	// copied meanwhile.
+	copying := "only the partitions of the other"
+	if onWorker[victimID] == len(st.Tasks) {
+		copying = "no record is copied until they move"
+	}
+	if !strings.Contains(degradedWith, "worker "+victimID+" does not answer") || !strings.Contains(degradedWith, copying) {
+		t.Errorf("while worker %s was dead the task showed %q: it should name the dead worker and say %q", victimID, degradedWith, copying)
+	}
+	st, err = client.Status(ctx, source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range st.Tasks {
+		if ts.WorkerID == victimID || ts.State != connect.StateRunning {
+			t.Errorf("source task %d is %s on %s after the takeover", ts.ID, ts.State, ts.WorkerID)
+		}
+	}
+
+	close(stopProducing)
+	if err := <-producing; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2e.WaitFor(ctx, dst, "A."+topic, int64(produced), nil); err != nil {
+		_, _, body := status()
+		t.Fatalf("after the takeover: %v\nstatus: %v", err, body)
+	}
+	time.Sleep(2 * time.Second) // let copies still in flight land before counting
+	rep, err := e2e.Verify(ctx, src, topic, dst, "A."+topic, e2e.VerifyOptions{AllowDuplicates: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("worker %s killed %s after the copy began: %s (%d duplicated)", victimID, "mid-copy", rep, rep.Duplicated)
+	if !rep.OK() {
+		t.Fatalf("records lost or altered after the worker was killed:\n%s", rep)
+	}
+}
+
+// connectorWorkers is a connector's state and its tasks' as Connect shows
+// them, with the workers they are on.
+func connectorWorkers(st connect.ConnectorStatus) string {
+	out := "connector " + st.Connector.State + "@" + st.Connector.WorkerID + ", tasks"
+	for _, ts := range st.Tasks {
+		out += " " + strconv.Itoa(ts.ID) + ":" + ts.State + "@" + ts.WorkerID
+	}
+	return out
 }
