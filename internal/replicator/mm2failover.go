@@ -64,7 +64,7 @@ func FailoverFromCheckpoints(ctx context.Context, f Flow, group string) (GroupRe
 				case !ok:
 					res.Skipped = append(res.Skipped, fmt.Sprintf("%s-%d: no checkpoint yet (the group is at %d on the source): MirrorMaker 2 writes one within emit.checkpoints.interval.seconds once the partition's records are copied; fail over again then", target, p, b.Offset))
 				case cp.UpstreamOffset < b.Offset:
-					res.Notes = append(res.Notes, fmt.Sprintf("%s-%d: the newest checkpoint is for offset %d on the source, the group is at %d there: its consumers read up to %d records again (MirrorMaker 2 writes checkpoints every emit.checkpoints.interval.seconds)", target, p, cp.UpstreamOffset, b.Offset, b.Offset-cp.UpstreamOffset))
+					res.Notes = append(res.Notes, fmt.Sprintf("%s-%d: the newest checkpoint is for offset %d on the source, the group is at %d there: its consumers read at least %d records again (MirrorMaker 2 writes checkpoints every emit.checkpoints.interval.seconds: stop them, wait that long and fail over again to read fewer)", target, p, cp.UpstreamOffset, b.Offset, b.Offset-cp.UpstreamOffset))
 				}
 			}
 		}
