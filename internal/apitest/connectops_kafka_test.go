@@ -60,7 +60,7 @@ func TestFailoverOfConnectTaskContinuesOnTheTarget(t *testing.T) {
 	// it has read its offset syncs: fail over until every partition the
 	// group committed on the source has one, and none is behind.
 	var res map[string]any
-	translated := map[string]int64{} // "topic/partition" -> the downstream offset
+	var translated map[string]int64 // "topic/partition" -> the downstream offset
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
