@@ -93,6 +93,21 @@ func TestFailoverOfConnectTaskContinuesOnTheTarget(t *testing.T) {
 	}
 	t.Logf("failover: %v", res)
 
+	// A group with a member on the target is left alone, as the embedded
+	// engine's failover leaves it: said in skipped.
+	active := holdGroup(t, dst, group, "A."+topic)
+	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
+	skipped := ""
+	for _, r := range asList(body["results"]) {
+		for _, m := range asList(r.(map[string]any)["skipped"]) {
+			skipped += m.(string)
+		}
+	}
+	if code != http.StatusOK || !strings.Contains(skipped, "active on the target") {
+		t.Errorf("failover of a group active on the target: %d %v", code, body)
+	}
+	active()
+
 	// The group's offsets on the target are the checkpoints' (the
 	// failover's commit or MM2's own sync before it: only forward).
 	admin := newAdmin(t, dst)
@@ -402,4 +417,56 @@ func connectorWorkers(st connect.ConnectorStatus) string {
 		out += " " + strconv.Itoa(ts.ID) + ":" + ts.State + "@" + ts.WorkerID
 	}
 	return out
+}
+
+// holdGroup keeps a member in group on topic, reading and committing
+// nothing, until the returned function is called; it returns once the
+// group is Stable with it.
+func holdGroup(t *testing.T, s cluster.Settings, group, topic string) (release func()) {
+	t.Helper()
+	cfg, err := s.Config("holder")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Consumer.Offsets.AutoCommit.Enable = false
+	cg, err := sarama.NewConsumerGroup(s.BootstrapServers, group, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			_ = cg.Consume(ctx, []string{topic}, idle{})
+		}
+	}()
+	release = func() {
+		cancel()
+		<-done
+		cg.Close()
+	}
+	admin := newAdmin(t, s)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		ds, err := admin.DescribeConsumerGroups([]string{group})
+		if err == nil && len(ds) == 1 && ds[0].State == "Stable" && len(ds[0].Members) == 1 {
+			return release
+		}
+		if time.Now().After(deadline) {
+			release()
+			t.Fatalf("group %s never Stable with one member on the target: %v %v", group, ds, err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+}
+
+// idle is a group member that reads nothing.
+type idle struct{}
+
+func (idle) Setup(sarama.ConsumerGroupSession) error   { return nil }
+func (idle) Cleanup(sarama.ConsumerGroupSession) error { return nil }
+func (idle) ConsumeClaim(s sarama.ConsumerGroupSession, _ sarama.ConsumerGroupClaim) error {
+	<-s.Context().Done()
+	return nil
 }
