@@ -597,6 +597,7 @@ func failoverTable(w io.Writer, raw json.RawMessage) error {
 			} `json:"checkpoints"`
 			Committed map[string]int64 `json:"committed"`
 			Skipped   []string         `json:"skipped"`
+			Notes     []string         `json:"notes"`
 		} `json:"results"`
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
@@ -610,6 +611,9 @@ func failoverTable(w io.Writer, raw json.RawMessage) error {
 		}
 		for _, s := range r.Skipped {
 			fmt.Fprintf(w, "skipped: %s\t\t\t\t\n", s)
+		}
+		for _, s := range r.Notes {
+			fmt.Fprintf(w, "note: %s\t\t\t\t\n", s)
 		}
 	}
 	return nil

@@ -23,9 +23,10 @@ const connectUsage = `Usage:
   kmirror connect-cluster check NAME              can kmirror run tasks on it? each verdict and what to do; exit status 1 when not
   kmirror connect-cluster mm2 NAME                the MirrorMaker 2 connectors on it kmirror did not create, the task each would
                                                   become and what keeps it from being adopted
-  kmirror connect-cluster adopt NAME --connector C --task T [--current INSTANCE] [--engine embedded|connect:<name>]
+  kmirror connect-cluster adopt NAME --connector C --task T [--current INSTANCE] [--engine embedded|connect:<name>] [--bidirectional]
                                                   replace MM2 source connector C (with its checkpoint and heartbeat connectors)
-                                                  by task T, going on from C's offsets; the MM2 connectors are deleted
+                                                  by task T, going on from C's offsets; the MM2 connectors are deleted;
+                                                  --bidirectional: C's reverse (REVERSE in mm2) too, as one bidirectional task
   kmirror instance smart-connect NAME --enable|--disable [--engine embedded|connect:<name>]
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
@@ -110,6 +111,7 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		a.fs.StringVar(&in.Name, "task", "", "name of the task it becomes")
 		a.fs.StringVar(&in.Current, "current", "", "the registered instance the task belongs to: the source's (push) or the target's (pull); default the target's")
 		a.fs.StringVar(&in.Engine, "engine", "", "engine of the task: embedded or connect:<name>; default the instance's Smart Connect engine")
+		a.fs.BoolVar(&in.Bidirectional, "bidirectional", false, "adopt the MM2 source connector copying the other way too, as one bidirectional task")
 		name, path, err := a.named(rest, getenv, "Connect cluster", "/api/v1/connect-clusters/%s/mm2/adopt")
 		if err != nil {
 			return err
@@ -225,7 +227,7 @@ func adoptableTable(w io.Writer, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
-	fmt.Fprintln(w, "SOURCE CONNECTOR\tFLOW\tSTATE\tCONNECTORS\tTASK\tADOPTABLE")
+	fmt.Fprintln(w, "SOURCE CONNECTOR\tFLOW\tSTATE\tCONNECTORS\tREVERSE\tTASK\tADOPTABLE")
 	for _, c := range res.Candidates {
 		t := c.Task
 		desc := "-"
@@ -244,9 +246,13 @@ func adoptableTable(w io.Writer, raw json.RawMessage) error {
 		if src == "" {
 			src = "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", src, c.Flow, c.State, strings.Join(c.Connectors, ","), desc, ok)
+		rev := c.Reverse
+		if rev == "" {
+			rev = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", src, c.Flow, c.State, strings.Join(c.Connectors, ","), rev, desc, ok)
 		for _, p := range c.Problems {
-			fmt.Fprintf(w, "  %s\t%s\t\t\t\t\n", p.Field, p.Message)
+			fmt.Fprintf(w, "  %s\t%s\t\t\t\t\t\n", p.Field, p.Message)
 		}
 	}
 	return nil

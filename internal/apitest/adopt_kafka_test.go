@@ -155,3 +155,132 @@ func TestAdoptMM2Connector(t *testing.T) {
 		})
 	}
 }
+
+// MirrorMaker 2 run both ways between two clusters on one Connect cluster
+// (an A -> B and a B -> A source connector, deployed by hand) is adopted
+// as one bidirectional task on Connect: it goes on from both connectors'
+// offsets, so each side holds the other's records exactly once, and both
+// MM2 connectors are gone.
+func TestAdoptMM2PairAsBidirectionalTask(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s, west, east, cc := connectServer(t)
+	client, err := connect.New(connect.Config{URLs: cc.URLs(), Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, ws := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	topic := kafkatest.TopicName(t.Name()) // on both sides: each copies its own
+	suffix := strings.ToLower(topic[len(topic)-8:])
+	ab, ba, name := "mm2-ab-"+suffix, "mm2-ba-"+suffix, "pair-"+suffix
+	mm2 := func(src, dst, srcAlias, dstAlias string, extra map[string]string) map[string]string {
+		c := map[string]string{
+			"connector.class":                       connect.MirrorSourceConnector,
+			"tasks.max":                             "2",
+			"source.cluster.alias":                  srcAlias,
+			"target.cluster.alias":                  dstAlias,
+			"source.cluster.bootstrap.servers":      src,
+			"target.cluster.bootstrap.servers":      dst,
+			"topics":                                strings.ReplaceAll(topic, ".", `\.`),
+			"replication.factor":                    "1",
+			"offset-syncs.topic.replication.factor": "1",
+			"sync.topic.acls.enabled":               "false",
+			"refresh.topics.interval.seconds":       "5",
+			"key.converter":                         "org.apache.kafka.connect.converters.ByteArrayConverter",
+			"value.converter":                       "org.apache.kafka.connect.converters.ByteArrayConverter",
+			"header.converter":                      "org.apache.kafka.connect.converters.ByteArrayConverter",
+			"source.consumer.isolation.level":       "read_committed",
+		}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	const n, m = 300, 200
+	for _, p := range []struct{ settings cluster.Settings }{{es}, {ws}} {
+		if _, err := e2e.Produce(ctx, p.settings, topic, 3, n, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The workers write to west: the B -> A connector writes to east through
+	// a producer override, as MM2 users run it.
+	for c, cfg := range map[string]map[string]string{
+		ab: mm2(east.Bootstrap(cluster.Plaintext), west.Bootstrap(cluster.Plaintext), "PE", "PW", nil),
+		ba: mm2(west.Bootstrap(cluster.Plaintext), east.Bootstrap(cluster.Plaintext), "PW", "PE",
+			map[string]string{"producer.override.bootstrap.servers": east.Bootstrap(cluster.Plaintext)}),
+	} {
+		if _, err := client.Create(ctx, c, cfg, connect.StateRunning); err != nil {
+			t.Fatalf("deploy MM2 connector %s: %v", c, err)
+		}
+		t.Cleanup(func() { _ = client.Delete(context.Background(), c) })
+	}
+	t.Cleanup(func() { s.call(http.MethodDelete, "/api/v1/tasks/"+name, nil) })
+	if _, err := e2e.WaitFor(ctx, ws, "PE."+topic, n, nil); err != nil {
+		t.Fatalf("MM2 copy east -> west: %v", err)
+	}
+	if _, err := e2e.WaitFor(ctx, es, "PW."+topic, n, nil); err != nil {
+		t.Fatalf("MM2 copy west -> east: %v", err)
+	}
+
+	// Listed with its reverse.
+	code, body := s.call(http.MethodGet, "/api/v1/connect-clusters/wc/mm2", nil)
+	if code != http.StatusOK {
+		t.Fatalf("list: %d %v", code, body)
+	}
+	listed := false
+	for _, c := range body["candidates"].([]any) {
+		if c := c.(map[string]any); c["source_connector"] == ab {
+			listed = c["reverse_connector"] == ba
+		}
+	}
+	if !listed {
+		t.Fatalf("candidate %s not listed with its reverse %s: %v", ab, ba, body["candidates"])
+	}
+
+	start := time.Now()
+	code, body = s.call(http.MethodPost, "/api/v1/connect-clusters/wc/mm2/adopt", map[string]any{
+		"source_connector": ab, "name": name, "current": "east", "engine": "connect:wc", "bidirectional": true})
+	if code != http.StatusCreated {
+		t.Fatalf("adopt the pair: %d %v", code, body)
+	}
+	t.Logf("pair adopted in %s: %v", time.Since(start).Round(time.Millisecond), body)
+	tk := body["task"].(map[string]any)
+	if tk["rules"].(map[string]any)["direction"] != "bidirectional" || tk["engine"] != "connect:wc" {
+		t.Errorf("adopted task %v: want bidirectional on connect:wc", tk)
+	}
+	if del, _ := body["deleted_connectors"].([]any); len(del) != 2 {
+		t.Errorf("deleted %v, want %s and %s", body["deleted_connectors"], ab, ba)
+	}
+	if views, err := client.Connectors(ctx); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, c := range []string{ab, ba} {
+			if _, ok := views[c]; ok {
+				t.Errorf("MM2 connector %s still on Connect after adoption", c)
+			}
+		}
+	}
+
+	for _, p := range []cluster.Settings{es, ws} {
+		if _, err := e2e.Produce(ctx, p, topic, 3, m, 100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		src, dst cluster.Settings
+		target   string
+	}{{es, ws, "PE." + topic}, {ws, es, "PW." + topic}} {
+		if _, err := e2e.WaitFor(ctx, c.dst, c.target, n+m, nil); err != nil {
+			_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+			t.Fatalf("after adoption, %s: %v\nstatus: %v", c.target, err, st)
+		}
+		rep, err := e2e.Verify(ctx, c.src, topic, c.dst, c.target, e2e.VerifyOptions{AllowDuplicates: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("after adoption, %s: %s", c.target, rep)
+		if !rep.OK() || rep.Duplicated != 0 {
+			t.Fatalf("the copy to %s across the adoption is not exact (%d duplicated):\n%s", c.target, rep.Duplicated, rep)
+		}
+	}
+}

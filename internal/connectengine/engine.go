@@ -87,6 +87,9 @@ type deployment struct {
 	cluster    string
 	connectors []Connector
 	progress   *progress
+	// task and its clusters as deployed, for failovers (failover.go).
+	task          task.Task
+	current, peer cluster.Settings
 }
 
 // New makes an Engine.
@@ -235,7 +238,7 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
 		}
 	}
-	old, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns}, cc)
+	old, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc)
 	if err != nil {
 		return err
 	}
@@ -489,8 +492,12 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	o, seen := p.last()
 	st := engine.TaskStatus{Name: name, State: task.StateStarting, Reason: "reading the connectors' state from Kafka Connect"}
 	byFlow := map[string][]string{}
+	copiers := map[string]string{} // by flow: the connector whose tasks copy
 	var flows []string
 	for _, c := range dep.connectors {
+		if c.Copy != nil {
+			copiers[c.Flow] = c.Name
+		}
 		if _, ok := byFlow[c.Flow]; !ok {
 			flows = append(flows, c.Flow)
 		}
@@ -506,7 +513,7 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	// The task is as its worst flow, as the in-process engine reports it.
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
-		fs, reason := verdict(byFlow[f], dep.cluster, o)
+		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, o)
 		flow := replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}}
 		if fp, ok := dep.progress.of(f); ok {
 			flow.Partitions, flow.LagRecords, flow.Records = fp.partitions, fp.lag, fp.records
@@ -608,8 +615,10 @@ func (p *poller) run(every time.Duration) {
 	defer close(p.done)
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	var dead map[string]time.Time
 	for {
-		o := p.poll()
+		o := p.poll(dead)
+		dead = o.deadWorkers
 		p.mu.Lock()
 		p.obs, p.seen = o, true
 		p.mu.Unlock()
@@ -624,20 +633,24 @@ func (p *poller) run(every time.Duration) {
 // workerProbeTimeout bounds asking one worker whether it answers.
 const workerProbeTimeout = 2 * time.Second
 
-func (p *poller) poll() observed {
+// poll reads the connectors and probes their workers. dead are the
+// workers the last poll found not answering, and since when: a worker
+// still not answering keeps its first time, so a reason says how long.
+func (p *poller) poll(dead map[string]time.Time) observed {
 	cfg := p.config()
+	now := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client, err := connect.New(cfg)
 	if err != nil {
-		return observed{err: err}
+		return observed{err: err, at: now, deadWorkers: dead}
 	}
 	defer client.Close()
 	views, err := client.Connectors(ctx)
 	if err != nil {
-		return observed{err: err}
+		return observed{err: err, at: now, deadWorkers: dead}
 	}
-	o := observed{views: views, deadWorkers: map[string]bool{}}
+	o := observed{views: views, deadWorkers: map[string]time.Time{}, at: now}
 	workers := map[string]bool{}
 	for _, v := range views {
 		workers[v.Status.Connector.WorkerID] = true
@@ -662,7 +675,11 @@ func (p *poller) poll() observed {
 			c.Close()
 		}
 		if err != nil {
-			o.deadWorkers[id] = true
+			since, ok := dead[id]
+			if !ok {
+				since = now
+			}
+			o.deadWorkers[id] = since
 		}
 	}
 	return o

@@ -3,7 +3,9 @@ package connectengine
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/task"
@@ -18,9 +20,12 @@ type observed struct {
 	// views are the listed connectors by name; a name missing was not
 	// listed (deleted on Connect behind kmirror's back).
 	views map[string]connect.ConnectorView
-	// deadWorkers are worker ids (host:port) that did not answer: tasks
-	// still shown RUNNING there are not running until Connect moves them.
-	deadWorkers map[string]bool
+	// deadWorkers are worker ids (host:port) that did not answer, with
+	// when they were first seen not answering: tasks still shown RUNNING
+	// there are not running until Connect moves them.
+	deadWorkers map[string]time.Time
+	// at is when the poll was made.
+	at time.Time
 	// err is why the Connect cluster could not be read, or nil.
 	err error
 }
@@ -28,15 +33,18 @@ type observed struct {
 // severity orders states for "the worst wins".
 var severity = map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, task.StateDegraded: 2, task.StatePaused: 3, task.StateFailed: 4}
 
-// verdict maps the states Connect shows for a task's connectors to
+// verdict maps the states Connect shows for a flow's connectors to
 // kmirror's: the worst wins, with a reason an operator can act on.
-// FAILED > PAUSED (not asked for) > DEGRADED > STARTING > RUNNING.
-func verdict(connectors []string, clusterName string, o observed) (state task.State, reason string) {
+// FAILED > PAUSED (not asked for) > DEGRADED > STARTING > RUNNING. copier
+// is the connector whose tasks copy the records (the source connector).
+func verdict(connectors []string, copier, clusterName string, o observed) (state task.State, reason string) {
 	if o.err != nil {
 		// The connectors may well still copy; kmirror cannot tell.
 		return task.StateDegraded, fmt.Sprintf("Kafka Connect cluster %s does not answer: %v (its connectors may still be copying; check the workers)", clusterName, o.err)
 	}
 	state = task.StateRunning
+	onDead := stranded{}
+	copiers, copiersDead := 0, 0
 	worse := func(s task.State, r string) {
 		if severity[s] > severity[state] {
 			state, reason = s, r
@@ -57,8 +65,8 @@ func verdict(connectors []string, clusterName string, o observed) (state task.St
 		case connect.StateUnassigned, connect.StateRestarting:
 			worse(task.StateStarting, fmt.Sprintf("connector %s is %s", name, strings.ToLower(st.Connector.State)))
 		}
-		if o.deadWorkers[st.Connector.WorkerID] && st.Connector.State == connect.StateRunning {
-			worse(task.StateDegraded, fmt.Sprintf("connector %s is on worker %s, which does not answer: Connect moves it to another worker after scheduled.rebalance.max.delay.ms", name, st.Connector.WorkerID))
+		if _, dead := o.deadWorkers[st.Connector.WorkerID]; dead && st.Connector.State == connect.StateRunning {
+			onDead.add(st.Connector.WorkerID, "connector "+name)
 		}
 		tasks := slices.Clone(st.Tasks)
 		slices.SortFunc(tasks, func(a, b connect.TaskState) int { return a.ID - b.ID })
@@ -73,12 +81,58 @@ func verdict(connectors []string, clusterName string, o observed) (state task.St
 				worse(task.StateDegraded, fmt.Sprintf("%s is unassigned: no worker runs it (its worker left; Connect assigns it again after scheduled.rebalance.max.delay.ms)", who))
 			case ts.State == connect.StateRestarting:
 				worse(task.StateStarting, who+" is restarting")
-			case o.deadWorkers[ts.WorkerID]:
-				worse(task.StateDegraded, fmt.Sprintf("%s is on worker %s, which does not answer: Connect moves it to another worker after scheduled.rebalance.max.delay.ms", who, ts.WorkerID))
+			case o.isDead(ts.WorkerID):
+				onDead.add(ts.WorkerID, who)
+				if name == copier {
+					copiersDead++
+				}
 			}
 		}
+		if name == copier {
+			copiers = len(st.Tasks)
+		}
+	}
+	if len(onDead) > 0 {
+		worse(task.StateDegraded, onDead.reason(o, copiersDead, copiers))
 	}
 	return state, reason
+}
+
+func (o observed) isDead(worker string) bool {
+	_, dead := o.deadWorkers[worker]
+	return dead
+}
+
+// stranded are, per worker that does not answer, what of a flow Connect
+// still shows running there.
+type stranded map[string][]string
+
+func (s stranded) add(worker, what string) { s[worker] = append(s[worker], what) }
+
+// reason says which workers do not answer and since when, what of the
+// flow they held, whether records are still copied meanwhile, and when
+// Connect moves the work: what an operator needs to decide whether to
+// wait or act.
+func (s stranded) reason(o observed, copiersDead, copiers int) string {
+	workers := make([]string, 0, len(s))
+	for w := range s {
+		workers = append(workers, w)
+	}
+	sort.Strings(workers)
+	parts := make([]string, len(workers))
+	for i, w := range workers {
+		since := o.deadWorkers[w]
+		parts[i] = fmt.Sprintf("worker %s does not answer (since %s, %s): %s run there", w, since.UTC().Format("15:04:05 UTC"),
+			o.at.Sub(since).Round(time.Second), strings.Join(s[w], ", "))
+	}
+	copying := "the records are still copied by the tasks on live workers"
+	switch {
+	case copiersDead > 0 && copiersDead >= copiers:
+		copying = "no record is copied until they move"
+	case copiersDead > 0:
+		copying = fmt.Sprintf("only the partitions of the other %d copy tasks are copied until they move", copiers-copiersDead)
+	}
+	return strings.Join(parts, "; ") + "; " + copying + ". Connect moves them to a live worker once the worker's session has timed out (session.timeout.ms) and scheduled.rebalance.max.delay.ms has passed (5 minutes unless set); a worker back within that time takes them back"
 }
 
 // summarize keeps a stack trace's first line (the exception and its

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/task"
@@ -20,6 +21,7 @@ func ts(id int, state, worker, trace string) connect.TaskState {
 
 func TestVerdict(t *testing.T) {
 	names := []string{"src", "ckpt"}
+	since := time.Date(2026, 1, 2, 6, 10, 0, 0, time.UTC)
 	running := map[string]connect.ConnectorView{
 		"src":  view("src", "RUNNING", ts(0, "RUNNING", "w1:8083", ""), ts(1, "RUNNING", "w2:8083", "")),
 		"ckpt": view("ckpt", "RUNNING", ts(0, "RUNNING", "w2:8083", "")),
@@ -49,13 +51,18 @@ func TestVerdict(t *testing.T) {
 			Connector: connect.WorkerState{State: "FAILED", WorkerID: "w1:8083", Trace: "boom"}}})}, task.StateFailed, "connector ckpt failed"},
 		{"paused outside", observed{views: with("src", view("src", "PAUSED", ts(0, "PAUSED", "w1:8083", "")))}, task.StatePaused, "paused outside kmirror"},
 		{"unassigned", observed{views: with("src", view("src", "RUNNING", ts(0, "UNASSIGNED", "w1:8083", "")))}, task.StateDegraded, "src task 0 is unassigned"},
-		{"on a dead worker", observed{views: running, deadWorkers: map[string]bool{"w2:8083": true}}, task.StateDegraded, "src task 1 is on worker w2:8083, which does not answer"},
+		{"a copy task on a dead worker", observed{views: running, deadWorkers: map[string]time.Time{"w2:8083": since}, at: since.Add(8 * time.Second)},
+			task.StateDegraded, "worker w2:8083 does not answer (since 06:10:00 UTC, 8s): src task 1, ckpt task 0 run there; only the partitions of the other 1 copy tasks are copied until they move. Connect moves them"},
+		{"every copy task on a dead worker", observed{views: running, deadWorkers: map[string]time.Time{"w1:8083": since, "w2:8083": since.Add(time.Second)}, at: since.Add(3 * time.Second)},
+			task.StateDegraded, "worker w1:8083 does not answer (since 06:10:00 UTC, 3s): connector src, src task 0, connector ckpt run there; worker w2:8083 does not answer (since 06:10:01 UTC, 2s): src task 1, ckpt task 0 run there; no record is copied until they move"},
+		{"only checkpoints on a dead worker", observed{views: with("src", view("src", "RUNNING", ts(0, "RUNNING", "w1:8083", ""))), deadWorkers: map[string]time.Time{"w2:8083": since}, at: since},
+			task.StateDegraded, "ckpt task 0 run there; the records are still copied by the tasks on live workers"},
 		{"restarting", observed{views: with("src", view("src", "RUNNING", ts(0, "RESTARTING", "w1:8083", "")))}, task.StateStarting, "restarting"},
 		{"failed beats degraded", observed{views: with("src", view("src", "RUNNING", ts(0, "UNASSIGNED", "", ""), ts(1, "FAILED", "w2:8083", "x"))),
-			deadWorkers: map[string]bool{"w2:8083": true}}, task.StateFailed, "src task 1 failed"},
+			deadWorkers: map[string]time.Time{"w2:8083": since}}, task.StateFailed, "src task 1 failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, reason := verdict(names, "c1", c.o)
+			got, reason := verdict(names, "src", "c1", c.o)
 			if got != c.want || !strings.Contains(reason, c.reason) {
 				t.Errorf("verdict = %s (%q); want %s with %q", got, reason, c.want, c.reason)
 			}

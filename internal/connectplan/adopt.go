@@ -8,7 +8,9 @@ package connectplan
 
 import (
 	"fmt"
+	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -518,4 +520,92 @@ func dedupeNames(names []string) []string {
 		}
 	}
 	return out
+}
+
+// Reverse is the flow among flows that copies the other way (source and
+// target aliases swapped) with a source connector, or false.
+func Reverse(f MM2Flow, flows []MM2Flow) (MM2Flow, bool) {
+	for _, o := range flows {
+		if o.Source != "" && o.SourceAlias == f.TargetAlias && o.TargetAlias == f.SourceAlias {
+			return o, true
+		}
+	}
+	return MM2Flow{}, false
+}
+
+// AdoptPair is the bidirectional task that continues in.Flow's copy and
+// reverse's, its mirror image (MM2 run both ways between two clusters).
+// Each flow is adopted as Adopt adopts it, and both must describe one
+// task: the same two clusters, swapped, and the same rules, since a
+// bidirectional task copies both ways alike. A difference is a problem on
+// the setting, naming both connectors; each direction can still be adopted
+// as its own task.
+func AdoptPair(in AdoptInput, reverse MM2Flow) (task.Task, task.FieldErrors) {
+	fwd, probs := Adopt(in)
+	rin := in
+	rin.Flow = reverse
+	if rin.Current == "" {
+		rin.Current = fwd.Current.Cluster // one side for both: the one chosen for in.Flow
+	}
+	rev, rprobs := Adopt(rin)
+	for _, p := range rprobs {
+		if !strings.HasPrefix(p.Message, "connector ") {
+			p.Message = fmt.Sprintf("%s -> %s (connector %s): %s", reverse.SourceAlias, reverse.TargetAlias, reverse.Source, p.Message)
+		}
+		probs = append(probs, p)
+	}
+	t := fwd
+	t.Rules.Direction = task.DirectionBidirectional
+	if fwd.Rules.Direction == "" || rev.Rules.Direction == "" {
+		return t, probs // the sides are not known: said above
+	}
+	both := fmt.Sprintf("%s copies %s -> %s and %s copies %s -> %s", in.Flow.Source, in.Flow.SourceAlias, in.Flow.TargetAlias,
+		reverse.Source, reverse.SourceAlias, reverse.TargetAlias)
+	if !reflect.DeepEqual(fwd.Current, rev.Current) || !reflect.DeepEqual(fwd.Peer, rev.Peer) {
+		probs = append(probs, task.FieldError{Field: "target.cluster.bootstrap.servers", Message: fmt.Sprintf(
+			"%s, but not between the same two clusters (%s and %s against %s and %s): give both connectors the same two clusters' bootstrap servers, or adopt each as its own task",
+			both, fwd.Current.Cluster, peerName(fwd.Peer), rev.Current.Cluster, peerName(rev.Peer))})
+	}
+	a, b := fwd.Rules, rev.Rules
+	for _, d := range []struct {
+		setting     string
+		same        bool
+		mine, other any
+	}{
+		{"topics", slices.Equal(a.Topics, b.Topics) && a.TopicsRegex == b.TopicsRegex, topicsOf(a), topicsOf(b)},
+		{"tasks.max", a.Tasks == b.Tasks, a.Tasks, b.Tasks},
+		{"replication.policy.class", a.RenameTopics == b.RenameTopics, policyOf(a), policyOf(b)},
+		{"replication.factor", a.ReplicationFactor == b.ReplicationFactor, a.ReplicationFactor, b.ReplicationFactor},
+		{"source.consumer.auto.offset.reset", a.StartOffset == b.StartOffset, a.StartOffset, b.StartOffset},
+		{"producer.override.compression.type", a.Compression == b.Compression, a.Compression, b.Compression},
+		{"sync.group.offsets.enabled", a.SyncConsumerOffsets == b.SyncConsumerOffsets, a.SyncConsumerOffsets, b.SyncConsumerOffsets},
+	} {
+		if !d.same {
+			probs = append(probs, task.FieldError{Field: d.setting, Message: fmt.Sprintf(
+				"%s, with %s %v and %v: a bidirectional task copies both ways alike; make them equal on the connectors first, or adopt each as its own task",
+				both, d.setting, d.mine, d.other)})
+		}
+	}
+	return t, probs
+}
+
+func peerName(p task.Peer) string {
+	if p.ConfigType == task.PeerByCluster {
+		return p.Cluster
+	}
+	return strings.Join(p.Address, ",")
+}
+
+func topicsOf(r task.Rules) string {
+	if r.TopicsRegex != "" {
+		return r.TopicsRegex
+	}
+	return strings.Join(r.Topics, ",")
+}
+
+func policyOf(r task.Rules) string {
+	if r.RenameTopics {
+		return "DefaultReplicationPolicy"
+	}
+	return "IdentityReplicationPolicy"
 }

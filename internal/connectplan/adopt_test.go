@@ -293,3 +293,76 @@ func FuzzParseTopics(f *testing.F) {
 		}
 	})
 }
+
+// pair is MM2 run both ways between east (A) and west (B): hand's A -> B
+// and its mirror image B -> A, each with extra settings.
+func pair(fwd, rev map[string]string) map[string]map[string]string {
+	configs := hand(fwd)
+	back := hand(map[string]string{"source.cluster.alias": "B", "target.cluster.alias": "A",
+		"source.cluster.bootstrap.servers": "w1:9092", "target.cluster.bootstrap.servers": "e1:9092,e2:9092"})["mm2-src"]
+	for k, v := range rev {
+		if v == "" {
+			delete(back, k)
+		} else {
+			back[k] = v
+		}
+	}
+	configs["mm2-back"] = back
+	return configs
+}
+
+func TestAdoptPair(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		fwd, rev map[string]string
+		current  string
+		problems []string // fields
+		sides    task.Current
+	}{
+		{name: "mirror images, current east", current: "east", sides: task.Current{Cluster: "east", Alias: "A"}},
+		{name: "mirror images, current west", current: "west", sides: task.Current{Cluster: "west", Alias: "B"}},
+		{name: "no current: the first flow's target for both", sides: task.Current{Cluster: "west", Alias: "B"}},
+		{name: "rules differ", current: "east", rev: map[string]string{"tasks.max": "2", "topics": "orders"}, problems: []string{"topics", "tasks.max"}},
+		{name: "another cluster back", current: "east", rev: map[string]string{"source.cluster.bootstrap.servers": "x9:9092"},
+			problems: []string{"target.cluster.bootstrap.servers"}},
+		{name: "a problem of the reverse names it", current: "east", rev: map[string]string{"transforms": "x"}, problems: []string{"transforms"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			configs := pair(tc.fwd, tc.rev)
+			flows := GroupMM2(configs)
+			fwd := flows[0] // A -> B
+			rev, ok := Reverse(fwd, flows)
+			if !ok || rev.Source != "mm2-back" {
+				t.Fatalf("reverse of %+v in %+v: %+v", fwd, flows, rev)
+			}
+			tk, probs := AdoptPair(AdoptInput{Flow: fwd, Configs: configs, Clusters: registered, Name: "t1", Current: tc.current, Engine: "embedded"}, rev)
+			var fields []string
+			for _, p := range probs {
+				fields = append(fields, p.Field)
+				if !strings.Contains(p.Message, "mm2-back") {
+					t.Errorf("problem %s does not name the reverse connector: %s", p.Field, p.Message)
+				}
+			}
+			if !reflect.DeepEqual(fields, tc.problems) {
+				t.Fatalf("problems %v, want on %v: %v", fields, tc.problems, probs)
+			}
+			if len(tc.problems) > 0 {
+				return
+			}
+			if tk.Rules.Direction != task.DirectionBidirectional || tk.Current != tc.sides || tk.Rules.Tasks != 4 || !tk.Rules.RenameTopics {
+				t.Errorf("task %+v", tk)
+			}
+			names := []string{}
+			for _, f := range tk.Flows() {
+				names = append(names, f.Name())
+			}
+			if want := []string{fwd.SourceAlias + "->" + fwd.TargetAlias, rev.SourceAlias + "->" + rev.TargetAlias}; tc.sides.Alias == "B" {
+				if !reflect.DeepEqual(names, []string{"B->A", "A->B"}) {
+					t.Errorf("flows %v", names)
+				}
+			} else if !reflect.DeepEqual(names, want) {
+				t.Errorf("flows %v, want %v", names, want)
+			}
+		})
+	}
+}

@@ -204,3 +204,13 @@ func TestEveryConnectCheckVerdictIsTranslated(t *testing.T) {
 		t.Fatalf("found %d verdict formats: is the pattern still right?", found)
 	}
 }
+
+// A Connect task's reason while a worker is dead reads in zh-TW, the
+// worker and connectors kept.
+func TestMsgConnectDeadWorker(t *testing.T) {
+	in := "worker 10.0.0.7:8083 does not answer (since 06:26:52 UTC, 5s): connector k.t.A-B.source, k.t.A-B.source task 0 run there; only the partitions of the other 1 copy tasks are copied until they move. Connect moves them to a live worker once the worker's session has timed out (session.timeout.ms) and scheduled.rebalance.max.delay.ms has passed (5 minutes unless set); a worker back within that time takes them back"
+	want := "Worker 10.0.0.7:8083無應答（自06:26:52 UTC起，已5s）：connector k.t.A-B.source, k.t.A-B.source task 0在其上運行；在它們移走之前，只複製其餘1個複製任務的分區。待該Worker的會話逾時（session.timeout.ms）且經過scheduled.rebalance.max.delay.ms（未設定時為5分鐘）後，Connect會將它們移至存活的Worker；該Worker在此期間恢復則重新接手"
+	if got := Msg(zhCtx(), in); got != want {
+		t.Errorf("Msg(%q) =\n%q, want\n%q", in, got, want)
+	}
+}

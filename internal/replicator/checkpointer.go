@@ -139,7 +139,10 @@ type GroupResult struct {
 	Checkpoints []mm2.Checkpoint `json:"checkpoints"`
 	Committed   map[string]int64 `json:"committed,omitempty"` // "topic/partition" -> offset committed on the target
 	Skipped     []string         `json:"skipped,omitempty"`
-	offsets     map[string]map[int32]int64
+	// Notes say what a failover should know besides: a checkpoint behind
+	// the group's offset on the source (records read again, none skipped).
+	Notes   []string `json:"notes,omitempty"`
+	offsets map[string]map[int32]int64
 }
 
 // Sync translates and syncs every group (or only the named one) once.
@@ -231,7 +234,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 		}
 	}
 	for i := range results {
-		if err := c.commit(&results[i]); err != nil {
+		if err := commitGroup(c.dstAdmin, &results[i]); err != nil {
 			results[i].Skipped = append(results[i].Skipped, err.Error())
 			st.Skipped = append(st.Skipped, results[i].Group+": "+err.Error())
 			continue
@@ -314,11 +317,13 @@ func (c *checkpointer) write(records []*sarama.ProducerMessage) error {
 	return nil
 }
 
-// commit writes a group's translated offsets to the target when the group
-// has no active members there, and only where they move forward: a consumer
-// that already moved to the target is never pulled back.
-func (c *checkpointer) commit(res *GroupResult) error {
-	descs, err := c.dstAdmin.DescribeConsumerGroups([]string{res.Group})
+// commitGroup writes a group's translated offsets to the target when the
+// group has no active members there, and only where they move forward: a
+// consumer that already moved to the target is never pulled back. The one
+// rule for every engine: the checkpointer's syncs and failovers, and
+// failovers from MM2's checkpoints (FailoverFromCheckpoints).
+func commitGroup(admin sarama.ClusterAdmin, res *GroupResult) error {
+	descs, err := admin.DescribeConsumerGroups([]string{res.Group})
 	if err != nil {
 		return fmt.Errorf("describe group on the target: %w", err)
 	}
@@ -336,7 +341,7 @@ func (c *checkpointer) commit(res *GroupResult) error {
 			request[topic] = append(request[topic], p)
 		}
 	}
-	current, err := c.dstAdmin.ListConsumerGroupOffsets(res.Group, request)
+	current, err := admin.ListConsumerGroupOffsets(res.Group, request)
 	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
 		return fmt.Errorf("read the group's offsets on the target: %w", err)
 	}
@@ -357,7 +362,7 @@ func (c *checkpointer) commit(res *GroupResult) error {
 	if len(forward) == 0 {
 		return nil
 	}
-	resp, err := c.dstAdmin.AlterConsumerGroupOffsets(res.Group, forward, nil)
+	resp, err := admin.AlterConsumerGroupOffsets(res.Group, forward, nil)
 	if err != nil {
 		return fmt.Errorf("commit the group's offsets on the target: %w", err)
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"time"
 
@@ -28,6 +29,10 @@ type AdoptCandidate struct {
 	Connectors []string `json:"connectors"`
 	// State is the source connector's state on Connect.
 	State string `json:"state"`
+	// Reverse is the MM2 source connector copying the other way (aliases
+	// swapped), when there is one: adopting with bidirectional makes both
+	// one bidirectional task.
+	Reverse string `json:"reverse_connector,omitempty"`
 	// Task is what adoption would create (no name: the request gives it;
 	// current: the target's instance when registered, else the source's).
 	Task task.Task `json:"task"`
@@ -49,6 +54,10 @@ type AdoptRequest struct {
 	// Engine runs the task: "embedded" or "connect:<name>"; "" is the
 	// current instance's Smart Connect default.
 	Engine string `json:"engine,omitempty"`
+	// Bidirectional adopts the source connector's reverse (the MM2 source
+	// connector copying the other way, with its checkpoint and heartbeat
+	// connectors) too, as one bidirectional task.
+	Bidirectional bool `json:"bidirectional,omitempty"`
 }
 
 // AdoptResult is the task created and what became of the MM2 connectors.
@@ -116,7 +125,12 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 	if len(c.Problems) > 0 {
 		return AdoptResult{}, invalidTask(c.Problems)
 	}
-	conns := flow.Connectors()
+	adopted := []connectplan.MM2Flow{flow}
+	if req.Bidirectional {
+		rev, _ := connectplan.Reverse(flow, flows) // there: candidate said so otherwise
+		adopted = append(adopted, rev)
+	}
+	conns := c.Connectors
 	partitions := 0
 	prepare := func(t task.Task, current, peer cluster.Settings) (func(), error) {
 		failed := func(step string, err error) error {
@@ -155,15 +169,19 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 				return nil, failed("stop MM2 connector "+n, err)
 			}
 		}
-		offs, err := client.Offsets(ctx, flow.Source)
-		if err != nil {
-			resume()
-			return nil, failed("read the offsets of "+flow.Source, err)
-		}
-		progress, err := mm2Progress(flow, offs)
-		if err != nil {
-			resume()
-			return nil, failed("read the offsets of "+flow.Source, err)
+		progress := map[string][]task.Position{}
+		for _, f := range adopted {
+			offs, err := client.Offsets(ctx, f.Source)
+			if err == nil {
+				var p map[string][]task.Position
+				if p, err = mm2Progress(f, offs); err == nil {
+					maps.Copy(progress, p) // one flow name each
+				}
+			}
+			if err != nil {
+				resume()
+				return nil, failed("read the offsets of "+f.Source, err)
+			}
 		}
 		if err := to.Seed(t, current, peer, progress); err != nil {
 			undo()
@@ -210,17 +228,38 @@ func mm2Progress(f connectplan.MM2Flow, offs connect.Offsets) (map[string][]task
 
 // candidate maps one flow; the request's name, current and engine go into
 // the task.
+// With req.Bidirectional the flow's reverse is adopted with it, as one
+// bidirectional task (connectplan.AdoptPair).
 func candidate(f connectplan.MM2Flow, all []connectplan.MM2Flow, views map[string]connect.ConnectorView, regs []connectplan.Registered, req AdoptRequest) AdoptCandidate {
-	t, fe := connectplan.Adopt(connectplan.AdoptInput{Flow: f, Configs: configsOf(views), Clusters: regs,
-		Name: req.Name, Current: req.Current, Engine: req.Engine})
-	c := AdoptCandidate{MM2Flow: f, Flow: f.SourceAlias + "->" + f.TargetAlias, Connectors: f.Connectors(),
+	in := connectplan.AdoptInput{Flow: f, Configs: configsOf(views), Clusters: regs,
+		Name: req.Name, Current: req.Current, Engine: req.Engine}
+	rev, hasRev := connectplan.Reverse(f, all)
+	var t task.Task
+	var fe task.FieldErrors
+	adopted := []connectplan.MM2Flow{f}
+	if req.Bidirectional && hasRev {
+		t, fe = connectplan.AdoptPair(in, rev)
+		adopted = append(adopted, rev)
+	} else {
+		t, fe = connectplan.Adopt(in)
+	}
+	c := AdoptCandidate{MM2Flow: f, Flow: f.SourceAlias + "->" + f.TargetAlias, Connectors: []string{},
 		State: views[f.Source].Status.Connector.State, Task: t, Problems: Problems{}}
+	if hasRev {
+		c.Reverse = rev.Source
+	}
+	if req.Bidirectional && !hasRev {
+		c.Problems.Add("bidirectional", "no MirrorMaker 2 source connector copies %s -> %s on this Connect cluster: adopt %s as a one-way task", f.TargetAlias, f.SourceAlias, f.Source)
+	}
 	for _, e := range fe {
 		c.Problems.Add(e.Field, "%s", e.Message)
 	}
-	for _, o := range all {
-		if o.Source != f.Source && o.Source != "" && o.SourceAlias == f.SourceAlias && o.TargetAlias == f.TargetAlias {
-			c.Problems.Add("source.cluster.alias", "MM2 connectors %s and %s both copy %s -> %s and share its checkpoint and heartbeat connectors: delete one of them first", f.Source, o.Source, f.SourceAlias, f.TargetAlias)
+	for _, a := range adopted {
+		c.Connectors = append(c.Connectors, a.Connectors()...)
+		for _, o := range all {
+			if o.Source != a.Source && o.Source != "" && o.SourceAlias == a.SourceAlias && o.TargetAlias == a.TargetAlias {
+				c.Problems.Add("source.cluster.alias", "MM2 connectors %s and %s both copy %s -> %s and share its checkpoint and heartbeat connectors: delete one of them first", a.Source, o.Source, a.SourceAlias, a.TargetAlias)
+			}
 		}
 	}
 	return c

@@ -243,3 +243,47 @@ func TestMoveTaskHandsProgressOver(t *testing.T) {
 		t.Fatal("the Connect deployment was not removed after moving back")
 	}
 }
+
+// A failover reaches the engine the task runs on: a task on Kafka Connect
+// fails over there (from MM2's checkpoints), an embedded one in-process.
+func TestFailoverReachesTheTaskEngine(t *testing.T) {
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
+	embedded := servicetest.NewRunner()
+	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: embedded, Kafka: kafka,
+		ConnectClusters: db, ConnectRunner: onConnect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}, {Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}}} {
+		if _, err := svc.AddCluster(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, topic, engine string }{{"fo-connect", "a", "connect:c1"}, {"fo-embedded", "b", "embedded"}} {
+		tk := task.Task{Name: c.name, Current: task.Current{Cluster: "east", Alias: "A"}, Engine: c.engine,
+			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+			Rules: task.Rules{Tasks: 1, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{c.topic}, RenameTopics: true, SyncConsumerOffsets: true}}
+		if _, err := svc.CreateTask(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		// The fakes answer only for the tasks they run: an answer says
+		// which engine was asked.
+		res, err := svc.Failover(ctx, c.name, "billing")
+		if err != nil || len(res.Results) != 1 || res.Results[0].Group != "billing" {
+			t.Errorf("%s: %+v, %v", c.name, res, err)
+		}
+	}
+	// A task that is not running on its engine says so.
+	if _, err := svc.PauseTask(ctx, "fo-connect"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Failover(ctx, "fo-connect", "billing"); err == nil || !strings.Contains(err.Error(), "resume it first") {
+		t.Errorf("failover of a paused Connect task: %v", err)
+	}
+}

@@ -24,7 +24,10 @@ type FailoverResult struct {
 // Failover translates one consumer group's offsets and commits them to the
 // target now, so the group's consumers can move to the target and continue
 // without missing a record. The task must run with sync consumer offsets on;
-// a group active on the target is left alone (reported in skipped).
+// a group active on the target is left alone (reported in skipped). A task
+// on Kafka Connect commits the group's newest checkpoints that its
+// MirrorCheckpointConnector wrote (a checkpoint older than the group's
+// position on the source is reported in notes).
 func (s *Service) Failover(ctx context.Context, name, group string) (_ FailoverResult, err error) {
 	defer s.audit(ctx, "task.failover", name+" group "+group, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
@@ -43,11 +46,14 @@ func (s *Service) Failover(ctx context.Context, name, group string) (_ FailoverR
 		return FailoverResult{}, &Error{Code: CodeInvalidRequest,
 			Message: "task " + name + " does not sync consumer offsets: create a task with sync consumer offsets on to fail groups over"}
 	}
-	if c, onConnect := rec.Spec.ConnectCluster(); onConnect {
-		return FailoverResult{}, &Error{Code: CodeInvalidRequest,
-			Message: "task " + name + " runs on Kafka Connect cluster " + c + ": its MirrorCheckpointConnector syncs the offsets of idle groups every 10 s on its own; on-demand failover is for tasks on the embedded engine"}
+	// Both engines fail over by the same rule (replicator's commitGroup):
+	// the embedded one from its own translation, the Connect one from the
+	// checkpoints MirrorMaker 2 wrote.
+	r, err := s.runnerFor(rec.Spec)
+	if err != nil {
+		return FailoverResult{}, &Error{Code: CodeInternal, Message: err.Error()}
 	}
-	syncer, ok := s.runner.(GroupSyncer)
+	syncer, ok := r.(GroupSyncer)
 	if !ok {
 		return FailoverResult{}, &Error{Code: CodeInternal, Message: "this runner cannot sync groups"}
 	}
