@@ -35,6 +35,9 @@ type MM2Candidate struct {
 	Direction string
 	Topics    string
 	Problems  service.Problems
+	// Reverse is the MM2 source connector copying the other way, which
+	// may be adopted with this one as one bidirectional task.
+	Reverse string
 }
 
 // AdoptForm is one flow's adopt form: what the user chose.
@@ -43,7 +46,11 @@ type AdoptForm struct {
 	Name            string
 	Current         string
 	Engine          string
-	Errors          FieldErrors
+	// Reverse is the connector copying the other way, offered to adopt
+	// with this one; Bidirectional says it was chosen.
+	Reverse       string
+	Bidirectional bool
+	Errors        FieldErrors
 	// Message is shown above the form when the request failed as a whole.
 	Message string
 }
@@ -58,7 +65,7 @@ func MM2CandidatesFrom(cs []service.AdoptCandidate) []MM2Candidate {
 		}
 		out = append(out, MM2Candidate{SourceConnector: c.Source, Flow: c.Flow,
 			Connectors: strings.Join(c.Connectors, ", "), State: c.State,
-			Direction: c.Task.Rules.Direction, Topics: topics, Problems: c.Problems})
+			Direction: c.Task.Rules.Direction, Topics: topics, Problems: c.Problems, Reverse: c.Reverse})
 	}
 	return out
 }
@@ -67,9 +74,11 @@ func MM2CandidatesFrom(cs []service.AdoptCandidate) []MM2Candidate {
 // one that keeps the flow on this Connect cluster.
 func (v MM2View) FormFor(c MM2Candidate) AdoptForm {
 	if v.Form.SourceConnector == c.SourceConnector {
-		return v.Form
+		f := v.Form
+		f.Reverse = c.Reverse
+		return f
 	}
-	return AdoptForm{SourceConnector: c.SourceConnector, Engine: "connect:" + v.ConnectCluster}
+	return AdoptForm{SourceConnector: c.SourceConnector, Engine: "connect:" + v.ConnectCluster, Reverse: c.Reverse}
 }
 
 // MM2Path is a Connect cluster's MirrorMaker 2 page.

@@ -54,7 +54,7 @@ func (s *Server) renderMM2(c echo.Context, status int, form views.AdoptForm) err
 // messages by the flow's form.
 func (s *Server) adoptMM2(c echo.Context) error {
 	in := service.AdoptRequest{SourceConnector: c.FormValue("source_connector"), Name: strings.TrimSpace(c.FormValue("name")),
-		Current: c.FormValue("current"), Engine: c.FormValue("engine")}
+		Current: c.FormValue("current"), Engine: c.FormValue("engine"), Bidirectional: c.FormValue("bidirectional") == "true"}
 	res, err := s.svc.AdoptMM2(c.Request().Context(), c.Param("name"), in)
 	if err != nil {
 		e := service.AsError(err)
@@ -62,7 +62,7 @@ func (s *Server) adoptMM2(c echo.Context) error {
 			return err
 		}
 		form := views.AdoptForm{SourceConnector: in.SourceConnector, Name: in.Name, Current: in.Current, Engine: in.Engine,
-			Errors: views.FieldErrorsFrom(e.Problems)}
+			Bidirectional: in.Bidirectional, Errors: views.FieldErrorsFrom(e.Problems)}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
 		}
