@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -13,11 +15,16 @@ import (
 )
 
 // Render writes a templ component as the response with the given status.
+// The component renders into a buffer first: a failed render returns its
+// error before anything is written, so the error handler can still answer
+// with an error page (and log it) instead of a half page under a 200.
 func Render(c echo.Context, status int, comp templ.Component) error {
-	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return fmt.Errorf("render %s: %w", c.Request().URL.Path, err)
+	}
 	noStore(c)
-	c.Response().WriteHeader(status)
-	return comp.Render(c.Request().Context(), c.Response().Writer)
+	return c.HTMLBlob(status, buf.Bytes())
 }
 
 // noStore keeps a page out of every cache, the browser's back-forward and
