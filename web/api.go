@@ -23,7 +23,7 @@ type clusterList struct {
 func (s *Server) apiListClusters(c echo.Context) error {
 	list, err := s.svc.ListClusters(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, clusterList{Clusters: list})
 }
@@ -31,7 +31,7 @@ func (s *Server) apiListClusters(c echo.Context) error {
 func (s *Server) apiGetCluster(c echo.Context) error {
 	info, err := s.svc.Cluster(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
@@ -39,11 +39,11 @@ func (s *Server) apiGetCluster(c echo.Context) error {
 func (s *Server) apiAddCluster(c echo.Context) error {
 	var in cluster.Settings
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	info, err := s.svc.AddCluster(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/clusters/"+url.PathEscape(info.Name))
 	return c.JSON(http.StatusCreated, info)
@@ -51,7 +51,7 @@ func (s *Server) apiAddCluster(c echo.Context) error {
 
 func (s *Server) apiRemoveCluster(c echo.Context) error {
 	if err := s.svc.RemoveCluster(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -28,7 +28,7 @@ func (s *Server) registerConnectAPI() {
 func (s *Server) apiListConnectClusters(c echo.Context) error {
 	list, err := s.svc.ListConnectClusters(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, connectClusterList{ConnectClusters: list})
 }
@@ -36,7 +36,7 @@ func (s *Server) apiListConnectClusters(c echo.Context) error {
 func (s *Server) apiGetConnectCluster(c echo.Context) error {
 	info, err := s.svc.ConnectCluster(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
@@ -44,11 +44,11 @@ func (s *Server) apiGetConnectCluster(c echo.Context) error {
 func (s *Server) apiAddConnectCluster(c echo.Context) error {
 	var in service.ConnectClusterSettings
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	info, err := s.svc.AddConnectCluster(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/connect-clusters/"+url.PathEscape(info.Name))
 	return c.JSON(http.StatusCreated, info)
@@ -56,7 +56,7 @@ func (s *Server) apiAddConnectCluster(c echo.Context) error {
 
 func (s *Server) apiRemoveConnectCluster(c echo.Context) error {
 	if err := s.svc.RemoveConnectCluster(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -66,7 +66,7 @@ func (s *Server) apiRemoveConnectCluster(c echo.Context) error {
 func (s *Server) apiCheckConnectCluster(c echo.Context) error {
 	res, err := s.svc.CheckConnectCluster(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }
@@ -79,7 +79,7 @@ type adoptableList struct {
 func (s *Server) apiListAdoptable(c echo.Context) error {
 	list, err := s.svc.ListAdoptable(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, adoptableList{Candidates: list})
 }
@@ -87,11 +87,11 @@ func (s *Server) apiListAdoptable(c echo.Context) error {
 func (s *Server) apiAdoptMM2(c echo.Context) error {
 	var in service.AdoptRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	res, err := s.svc.AdoptMM2(c.Request().Context(), c.Param("name"), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/tasks/"+url.PathEscape(res.Task.Name))
 	return c.JSON(http.StatusCreated, res)
@@ -100,11 +100,11 @@ func (s *Server) apiAdoptMM2(c echo.Context) error {
 func (s *Server) apiSetSmartConnect(c echo.Context) error {
 	var in service.SmartConnect
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	info, err := s.svc.SetSmartConnect(c.Request().Context(), c.Param("name"), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }

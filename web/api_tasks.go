@@ -40,11 +40,11 @@ type moveRequest struct {
 func (s *Server) apiMoveTask(c echo.Context) error {
 	var in moveRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	info, err := s.svc.MoveTask(c.Request().Context(), c.Param("name"), in.Engine)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
@@ -54,11 +54,11 @@ func (s *Server) apiMoveTask(c echo.Context) error {
 func (s *Server) apiImportMM2(c echo.Context) error {
 	var in service.ImportRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	res, err := s.svc.ImportMM2Properties(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, res)
 }
@@ -73,11 +73,11 @@ type failoverRequest struct {
 func (s *Server) apiFailover(c echo.Context) error {
 	var in failoverRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }
@@ -85,7 +85,7 @@ func (s *Server) apiFailover(c echo.Context) error {
 func (s *Server) apiListTasks(c echo.Context) error {
 	list, err := s.svc.ListTasks(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, taskList{Tasks: list})
 }
@@ -93,7 +93,7 @@ func (s *Server) apiListTasks(c echo.Context) error {
 func (s *Server) apiGetTask(c echo.Context) error {
 	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
@@ -101,11 +101,11 @@ func (s *Server) apiGetTask(c echo.Context) error {
 func (s *Server) apiCreateTask(c echo.Context) error {
 	var in task.Task
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	info, err := s.svc.CreateTask(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/tasks/"+url.PathEscape(info.Name))
 	return c.JSON(http.StatusCreated, info)
@@ -113,7 +113,7 @@ func (s *Server) apiCreateTask(c echo.Context) error {
 
 func (s *Server) apiDeleteTask(c echo.Context) error {
 	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -124,7 +124,7 @@ func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string
 	return func(c echo.Context) error {
 		info, err := do(s.svc, c.Request().Context(), c.Param("name"))
 		if err != nil {
-			return s.WriteError(c, err)
+			return err
 		}
 		return c.JSON(http.StatusOK, info)
 	}
@@ -135,11 +135,11 @@ func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string
 func (s *Server) apiValidateTask(c echo.Context) error {
 	var in task.Task
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	res, err := s.svc.ValidateTaskDryRun(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }
@@ -149,11 +149,11 @@ func (s *Server) apiValidateTask(c echo.Context) error {
 func (s *Server) apiConnectivity(c echo.Context) error {
 	var in task.Task
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	res, err := s.svc.Connectivity(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }

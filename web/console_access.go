@@ -24,7 +24,7 @@ func (s *Server) registerAccessPages() {
 	s.console.POST("/tokens", s.addToken)
 	s.console.POST("/tokens/:name/revoke", s.revokeToken)
 	s.console.GET("/audit", s.auditPage)
-	s.console.GET("/audit/export", s.auditExport)
+	s.console.GET("/audit/export", s.exportAudit)
 }
 
 // requireRole answers 403 to a signed-in user whose role falls short of
@@ -202,8 +202,4 @@ func (s *Server) auditPage(c echo.Context) error {
 		v.Older = "/audit?" + q.Encode()
 	}
 	return Render(c, http.StatusOK, views.AuditPage(s.PageData(c, tr(c, "audit.title"), "/audit"), v))
-}
-
-func (s *Server) auditExport(c echo.Context) error {
-	return s.exportAudit(c, func(err error) error { return err })
 }

@@ -22,7 +22,7 @@ func (s *Server) registerTaskPages() {
 	g.GET("/tasks/:name", s.taskPage)
 	g.GET("/tasks/:name/status", s.taskFragment(views.TaskStatusView))
 	g.GET("/tasks/:name/live", s.taskFragment(func(_ string, v views.TaskView) templ.Component { return views.TaskLiveView(v) }))
-	g.GET("/tasks/:name/series.json", s.taskSeries)
+	g.GET("/tasks/:name/series.json", s.taskSeries, jsonErrors)
 	g.GET("/tasks/:name/export.json", s.taskExport)
 	g.POST("/tasks/:name/move", s.moveTask)
 	g.POST("/tasks/:name/:action", s.taskAction)
@@ -115,7 +115,7 @@ func (s *Server) taskFragment(view func(csrf string, v views.TaskView) templ.Com
 func (s *Server) taskSeries(c echo.Context) error {
 	name := c.Param("name")
 	if _, err := s.svc.Task(c.Request().Context(), name); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	noStore(c)
 	return c.JSON(http.StatusOK, s.series(name).Columns())

@@ -122,16 +122,11 @@ type apiError struct {
 	Problems []service.Problem `json:"problems"`
 }
 
-// WriteError answers an API request with err in the API's error shape. A
-// *service.Error keeps its code and problems; anything else is logged and
-// reported as internal without details.
-func (s *Server) WriteError(c echo.Context, err error) error {
-	return s.writeError(c, err, 0)
-}
-
-// writeError is WriteError with the status forced when status > 0 (echo's
-// own errors, such as 405 or 413, keep theirs).
-func (s *Server) writeError(c echo.Context, err error, status int) error {
+// writeAPIError answers err in the API's error shape, with the status
+// forced when status > 0 (echo's own errors, such as 405 or 413, keep
+// theirs). A *service.Error keeps its code and problems; anything else is
+// logged and reported as internal without details.
+func (s *Server) writeAPIError(c echo.Context, err error, status int) error {
 	e := service.AsError(err)
 	if status == 0 {
 		status = e.Code.HTTPStatus()
@@ -149,9 +144,28 @@ func (s *Server) writeError(c echo.Context, err error, status int) error {
 	return c.JSON(status, apiErrorBody{Error: apiError{Code: e.Code, Message: e.Message, Problems: problems}})
 }
 
-// handleError is echo's last stop for errors handlers return: routing
+// keyJSONErrors marks a console route whose errors are JSON (data fetched
+// by scripts), as every API route's are.
+const keyJSONErrors = "kmirror.json_errors"
+
+// jsonErrors is the route middleware for such console routes.
+func jsonErrors(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		c.Set(keyJSONErrors, true)
+		return next(c)
+	}
+}
+
+func wantsJSONError(c echo.Context) bool {
+	forced, _ := c.Get(keyJSONErrors).(bool)
+	return forced || strings.HasPrefix(c.Request().URL.Path, "/api/")
+}
+
+// handleError is echo's one stop for errors handlers return: routing
 // errors (404, 405), CSRF rejections, body limits, and errors from the
-// service. API paths get JSON, the console a page.
+// service. Handlers return errors rather than write them, so every error
+// answer is made here: API paths (and jsonErrors routes) get the API's JSON
+// error body, the console an error page.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
@@ -161,8 +175,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if errors.As(err, &he) {
 		err, status = fromHTTPError(he), he.Code
 	}
-	if strings.HasPrefix(c.Request().URL.Path, "/api/") {
-		if werr := s.writeError(c, err, status); werr != nil {
+	if wantsJSONError(c) {
+		if werr := s.writeAPIError(c, err, status); werr != nil {
 			s.log.Warn("could not write error response", "err", werr)
 		}
 		return
