@@ -253,7 +253,7 @@ func ConnectClusters(p Page, v ConnectClustersView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if Can(ctx, service.RoleAdmin) {
+				if Can(ctx, Administer) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 16, "<form method=\"post\" action=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -352,7 +352,7 @@ func ConnectClusters(p Page, v ConnectClustersView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if Can(ctx, service.RoleAdmin) {
+			if Can(ctx, Administer) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<h2>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -31,7 +31,7 @@ type DashboardCounts struct {
 
 // DashboardRow is one task with its current throughput.
 type DashboardRow struct {
-	Info service.TaskInfo
+	Info TaskInfo
 	// Rate is records/s over its flows; RateKnown is false before two
 	// samples and when the task does not run.
 	Rate      float64
@@ -350,7 +350,7 @@ func Dashboard(p Page, v DashboardView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if Can(ctx, service.RoleOperator) {
+			if Can(ctx, Operate) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 27, "<a class=\"button\" href=\"/dashboard/import\" data-testid=\"import-link\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -97,7 +97,7 @@ func TestSmartConnectListSetting(t *testing.T) {
 
 // An exported task keeps its engine, so its copy runs where it runs.
 func TestExportTaskKeepsTheEngine(t *testing.T) {
-	info := service.TaskInfo{Name: "orders-dr", Engine: "connect:west-connect"}
+	info := views.TaskInfo{Name: "orders-dr", Engine: "connect:west-connect"}
 	if got := views.ExportTask(info).Engine; got != "connect:west-connect" {
 		t.Errorf("exported engine %q", got)
 	}

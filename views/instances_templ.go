@@ -266,7 +266,7 @@ func Instances(p Page, clusters []service.ClusterInfo, form ClusterForm) templ.C
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if Can(ctx, service.RoleAdmin) {
+				if Can(ctx, Administer) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 18, "<form method=\"post\" action=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -365,7 +365,7 @@ func Instances(p Page, clusters []service.ClusterInfo, form ClusterForm) templ.C
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if Can(ctx, service.RoleAdmin) {
+			if Can(ctx, Administer) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 28, "<h2>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

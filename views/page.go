@@ -34,13 +34,46 @@ type Page struct {
 	Charts bool
 }
 
-// Can reports whether the signed-in caller's role allows what needs the
-// role need (service.RoleOperator, service.RoleAdmin), so pages hide what
+// Capability is something only some roles may do on a page.
+type Capability int
+
+const (
+	// Operate is acting on tasks (create, pause, move, ...): operators and
+	// admins.
+	Operate Capability = iota + 1
+	// Administer is changing instances, Connect clusters and access:
+	// admins.
+	Administer
+)
+
+// Access is what the signed-in caller may do. web/ decides it from the
+// caller's role by the service's rules and puts it in the request's
+// context (WithAccess); views only read it.
+type Access struct {
+	Operate, Administer bool
+}
+
+type accessKey struct{}
+
+// WithAccess returns ctx carrying what the caller may do.
+func WithAccess(ctx context.Context, a Access) context.Context {
+	return context.WithValue(ctx, accessKey{}, a)
+}
+
+// Can reports whether the caller may do what needs c, so pages hide what
 // it cannot do. The service refuses it anyway; without a caller (a page
 // rendered outside a request) everything shows.
-func Can(ctx context.Context, need string) bool {
-	a, ok := service.ActorFrom(ctx)
-	return !ok || service.Allows(a.Role, need)
+func Can(ctx context.Context, c Capability) bool {
+	a, ok := ctx.Value(accessKey{}).(Access)
+	switch {
+	case !ok:
+		return true
+	case c == Operate:
+		return a.Operate
+	case c == Administer:
+		return a.Administer
+	}
+	return false
 }
 
 // NavItem is one entry of the left navigation.

@@ -300,7 +300,7 @@ func smartConnectSettings(csrf string, v SmartConnectView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if Can(ctx, service.RoleAdmin) {
+		if Can(ctx, Administer) {
 			f := v.settingsShown()
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 19, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
@@ -516,7 +516,7 @@ func smartConnectSettings(csrf string, v SmartConnectView) templ.Component {
 
 // TaskRow is one task of the list with its measured throughput.
 type TaskRow struct {
-	Info service.TaskInfo
+	Info TaskInfo
 	// RecordsPerSecond is measured between two looks at the task's
 	// counters; RateKnown is false until there are two.
 	RecordsPerSecond float64
@@ -543,7 +543,7 @@ func TaskTypeLabel(ctx context.Context, t string) string {
 }
 
 // DirectionLabel says which way a task copies, with the aliases.
-func DirectionLabel(ctx context.Context, t service.TaskInfo) string {
+func DirectionLabel(ctx context.Context, t TaskInfo) string {
 	a, b := t.Current.Alias, t.Peer.Alias
 	switch t.Rules.Direction {
 	case task.DirectionPush:
@@ -557,7 +557,7 @@ func DirectionLabel(ctx context.Context, t service.TaskInfo) string {
 }
 
 // PeerLabel is the peer's registered name or its addresses.
-func PeerLabel(p service.PeerInfo) string {
+func PeerLabel(p PeerInfo) string {
 	if p.ConfigType == task.PeerByCluster {
 		return p.Cluster
 	}
@@ -566,7 +566,7 @@ func PeerLabel(p service.PeerInfo) string {
 
 // taskRunning reports whether the engine runs the task here, which is when
 // throughput and lag mean something.
-func taskRunning(t service.TaskInfo) bool {
+func taskRunning(t TaskInfo) bool {
 	return t.Status.State.Copying()
 }
 
@@ -583,7 +583,7 @@ func rateText(ctx context.Context, r TaskRow) string {
 	}
 }
 
-func lagText(t service.TaskInfo) string {
+func lagText(t TaskInfo) string {
 	if !taskRunning(t) {
 		return "—"
 	}
@@ -594,7 +594,7 @@ func lagText(t service.TaskInfo) string {
 	return strconv.FormatInt(lag, 10)
 }
 
-func lastActionText(ctx context.Context, a service.LastAction) string {
+func lastActionText(ctx context.Context, a LastAction) string {
 	if a.Action == "" {
 		return ""
 	}
@@ -700,7 +700,7 @@ func SmartConnectList(p Page, v SmartConnectView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-			} else if !Can(ctx, service.RoleOperator) {
+			} else if !Can(ctx, Operate) {
 			} else if v.AtLimit() {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<button type=\"button\" disabled data-testid=\"create-task\" aria-describedby=\"create-task-limit\">")
 				if templ_7745c5c3_Err != nil {
@@ -1249,7 +1249,7 @@ func TaskRows(csrf string, v SmartConnectView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if !Can(ctx, service.RoleOperator) {
+			if !Can(ctx, Operate) {
 			} else if r.Info.DesiredState == "paused" {
 				templ_7745c5c3_Err = taskAction(csrf, v.Cluster.Name, r.Info.Name, "resume", "").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
@@ -1261,7 +1261,7 @@ func TaskRows(csrf string, v SmartConnectView) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			if Can(ctx, service.RoleOperator) {
+			if Can(ctx, Operate) {
 				templ_7745c5c3_Err = taskAction(csrf, v.Cluster.Name, r.Info.Name, "restart", "").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

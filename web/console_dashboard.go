@@ -19,11 +19,11 @@ import (
 
 // dashboardState is the filter bucket of a task: starting and degraded
 // count as running, anything else not paused or running is failed.
-func dashboardState(info service.TaskInfo) string {
+func dashboardState(state task.State) string {
 	switch {
-	case info.Status.State.Copying():
+	case state.Copying():
 		return "running"
-	case info.Status.State == task.StatePaused:
+	case state == task.StatePaused:
 		return "paused"
 	}
 	return "failed"
@@ -43,7 +43,7 @@ func (s *Server) dashboardPage(c echo.Context) error {
 	v := views.DashboardView{Filter: f}
 	q := strings.ToLower(f.Query)
 	for _, info := range list {
-		st := dashboardState(info)
+		st := dashboardState(info.Status.State)
 		v.Counts.Total++
 		switch st {
 		case "running":
@@ -56,7 +56,7 @@ func (s *Server) dashboardPage(c echo.Context) error {
 		if (f.State != "" && st != f.State) || (q != "" && !strings.Contains(strings.ToLower(info.Name), q)) {
 			continue
 		}
-		row := views.DashboardRow{Info: info}
+		row := views.DashboardRow{Info: taskModel(info)}
 		// The sampler only samples running tasks: a paused or failed task's
 		// last rate is history, not its throughput now.
 		if st == "running" {
@@ -66,7 +66,7 @@ func (s *Server) dashboardPage(c echo.Context) error {
 	}
 	// Failed first: they need someone; ListTasks already orders by name.
 	slices.SortStableFunc(v.Rows, func(a, b views.DashboardRow) int {
-		fa, fb := dashboardState(a.Info) == "failed", dashboardState(b.Info) == "failed"
+		fa, fb := dashboardState(a.Info.Status.State) == "failed", dashboardState(b.Info.Status.State) == "failed"
 		switch {
 		case fa && !fb:
 			return -1

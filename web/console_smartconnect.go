@@ -47,7 +47,7 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 	}
 	v := views.SmartConnectView{Cluster: info, Tasks: make([]views.TaskRow, len(tasks))}
 	for i, t := range tasks {
-		row := views.TaskRow{Info: t}
+		row := views.TaskRow{Info: taskModel(t)}
 		if t.Status.State.Copying() {
 			var records int64
 			for _, f := range t.Status.Flows {

@@ -42,8 +42,8 @@ func (s *Server) taskView(c echo.Context) (views.TaskView, error) {
 	if err != nil {
 		return views.TaskView{}, err
 	}
-	v := views.TaskView{Task: info, History: s.series(info.Name)}
-	if views.Can(ctx, service.RoleOperator) {
+	v := taskPageModel(info, s.series(info.Name))
+	if views.Can(ctx, views.Operate) {
 		ccs, err := s.svc.ListConnectClusters(ctx)
 		if err != nil {
 			return v, err
@@ -129,7 +129,7 @@ func (s *Server) taskExport(c echo.Context) error {
 	}
 	noStore(c)
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+info.Name+`.json"`)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, []byte(views.ExportJSON(info)+"\n"))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, []byte(views.ExportJSON(taskModel(info))+"\n"))
 }
 
 // taskAction pauses, resumes, restarts or deletes a task for the signed-in

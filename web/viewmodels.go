@@ -1,0 +1,66 @@
+package web
+
+import (
+	"github.com/kmirror/kmirror/internal/history"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// The view models views render, built here from the service's answers so
+// views never import the data plane (service, engines, the sampler).
+
+// taskModel is a task as console pages show it.
+func taskModel(info service.TaskInfo) views.TaskInfo {
+	t := views.TaskInfo{
+		Name: info.Name, Type: info.Type, Current: info.Current,
+		Peer:  views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet},
+		Rules: info.Rules, Engine: info.Engine, DesiredState: info.DesiredState,
+		Status:         views.TaskStatus{State: info.Status.State, Reason: info.Status.Reason},
+		LastAction:     views.LastAction{Action: info.LastAction.Action, By: info.LastAction.By, At: info.LastAction.At},
+		InternalTopics: info.InternalTopics, CreatedAt: info.CreatedAt,
+	}
+	t.Peer.Password = "" // never rendered; the service leaves it out already
+	for _, f := range info.Status.Flows {
+		fv := views.FlowStatus{
+			Flow: f.Flow, State: f.State, Reason: f.Reason, Records: f.Records,
+			LagRecords: f.LagRecords, LagSeconds: f.LagSeconds, Restarts: f.Restarts,
+			ExpiredOnSource: f.ExpiredOnSource, LostOnTarget: f.LostOnTarget,
+		}
+		for _, p := range f.Partitions {
+			fv.Partitions = append(fv.Partitions, views.PartitionStatus{
+				Topic: p.Topic, Target: p.Target, Partition: p.Partition, NextOffset: p.NextOffset,
+				EndOffset: p.EndOffset, Lag: p.Lag, Records: p.Records, Failed: p.Failed, Reason: p.Reason,
+			})
+		}
+		if cp := f.Checkpoints; cp != nil {
+			fv.Checkpoints = &views.CheckpointStatus{LastRun: cp.LastRun, Groups: cp.Groups,
+				Committed: cp.Committed, Skipped: cp.Skipped, LastError: cp.LastError}
+		}
+		t.Status.Flows = append(t.Status.Flows, fv)
+	}
+	return t
+}
+
+// taskModels is taskModel over a list.
+func taskModels(infos []service.TaskInfo) []views.TaskInfo {
+	out := make([]views.TaskInfo, len(infos))
+	for i, info := range infos {
+		out[i] = taskModel(info)
+	}
+	return out
+}
+
+// taskPageModel is the task page's view: the task and what the sampler
+// recorded of it (chart data, current rates, recent errors).
+func taskPageModel(info service.TaskInfo, h history.TaskSeries) views.TaskView {
+	v := views.TaskView{Task: taskModel(info), Chart: h.Columns(), Rates: map[string]float64{}}
+	for _, f := range h.Flows {
+		if r, ok := f.Rate(); ok {
+			v.Rates[f.Flow] = r
+		}
+	}
+	for _, e := range h.Errors {
+		v.Errors = append(v.Errors, views.RecentError{At: e.At, Flow: e.Flow, Message: e.Message})
+	}
+	return v
+}
