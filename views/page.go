@@ -14,7 +14,6 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/static"
 )
 
@@ -100,8 +99,15 @@ type Flash struct {
 // FieldErrors are messages to show next to form fields, by field name.
 type FieldErrors map[string][]string
 
-// FieldErrorsFrom groups service problems by field.
-func FieldErrorsFrom(p service.Problems) FieldErrors {
+// Problem is one broken rule with the field it is about (the API's field
+// path), "" for none; web/ copies them from the service's answer.
+type Problem struct {
+	Field   string
+	Message string
+}
+
+// FieldErrorsFrom groups problems by field.
+func FieldErrorsFrom(p []Problem) FieldErrors {
 	fe := FieldErrors{}
 	for _, pr := range p {
 		fe[pr.Field] = append(fe[pr.Field], pr.Message)

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/i18n"
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -49,20 +48,25 @@ type TaskForm struct {
 	// validation does not scold fields not reached yet.
 	Touched string
 	// Problems are shown by their fields; those of no field above the form.
-	Problems service.Problems
+	Problems []Problem
 	Message  string
 	Warnings []string
 	// Preview is the dry run's topic preview; nil before the first one.
-	Preview []service.FlowPreview
+	Preview []FlowPreview
 	// TopicChoices are the source side's topics (by the dry run), offered
 	// to pick from while typing topic names.
 	TopicChoices []string
 	// Check is the last connectivity check; nil before one ran.
-	Check *service.ConnectivityResult
+	Check *ConnectivityResult
 	// CheckProblems are the connection fields' problems that kept the
 	// check from running.
-	CheckProblems service.Problems
+	CheckProblems []Problem
 	AtLimit       bool
+	// TasksLimit is how many tasks an instance may hold and
+	// MinTargetMaxMessageBytes the smallest max.message.bytes a target
+	// topic may have, the service's limits the form states.
+	TasksLimit               int
+	MinTargetMaxMessageBytes int
 	// Engine is the engine value the task runs on ("embedded" or
 	// "connect:<name>"); the form starts with the instance's Smart
 	// Connect engine. ConnectClusters are the registered Connect
@@ -74,13 +78,55 @@ type TaskForm struct {
 	SmartConnectOff bool
 }
 
-// MaxTopics and MaxMappings are the original product's limits on the form;
-// MaxTasksPerInstance is the service's limit, for the message.
+// MaxTopics and MaxMappings are the original product's limits on the form.
 const (
-	MaxTopics           = 20
-	MaxMappings         = 20
-	MaxTasksPerInstance = service.TasksPerClusterLimit
+	MaxTopics   = 20
+	MaxMappings = 20
 )
+
+// FlowPreview is what one flow of the task would replicate, by the dry
+// run: Source and Target are "current" or "peer"; Error says why the
+// source's topics could not be listed.
+type FlowPreview struct {
+	Flow      string
+	Source    string
+	Target    string
+	Topics    []PreviewTopic
+	Conflicts []string
+	Error     string
+}
+
+// PreviewTopic is a topic a flow would replicate, the name it gets on the
+// target and what the dry run learnt of the target (0: not known).
+type PreviewTopic struct {
+	Source, Target        string
+	NewTarget             bool
+	SourceMaxMessageBytes int
+	TargetMaxMessageBytes int
+	TargetTooSmall        bool
+}
+
+// ConnectivityResult is the connectivity check's answer, step by step per
+// cluster (Role "current" or "peer").
+type ConnectivityResult struct {
+	OK       bool
+	Clusters []ClusterCheck
+}
+
+// ClusterCheck is one cluster's check.
+type ClusterCheck struct {
+	Role, Cluster string
+	OK            bool
+	Steps         []CheckStep
+}
+
+// CheckStep is one step of a check (tcp, tls, sasl, ...).
+type CheckStep struct {
+	Name    string
+	OK      bool
+	Skipped bool
+	Message string
+}
 
 // FormSlots are the fields with a place for messages, in form order.
 var FormSlots = []string{
@@ -167,7 +213,7 @@ func (f TaskForm) sasl() bool {
 
 // topicNote is what the dry run learnt about a topic's target: whether it
 // is created, and max.message.bytes on both sides.
-func topicNote(ctx context.Context, t service.TopicPreview) string {
+func topicNote(ctx context.Context, t PreviewTopic) string {
 	var parts []string
 	if t.NewTarget {
 		parts = append(parts, i18n.T(ctx, "sc.preview.new_target"))

@@ -97,7 +97,7 @@ func (s *Server) addInstance(c echo.Context) error {
 		form := views.ClusterForm{
 			Name: in.Name, BootstrapServers: c.FormValue("bootstrap_servers"), SecurityProtocol: in.SecurityProtocol,
 			SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
-			Errors: views.FieldErrorsFrom(e.Problems),
+			Errors: fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message

@@ -60,7 +60,7 @@ func (s *Server) changePassword(c echo.Context) error {
 			return err
 		}
 		return Render(c, http.StatusUnprocessableEntity, views.AccountPage(s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c),
-			views.AccountForm{Errors: views.FieldErrorsFrom(e.Problems)}))
+			views.AccountForm{Errors: fieldErrors(e.Problems)}))
 	}
 	// Every session ended, this one too: sign in again with the new one.
 	if err := s.endSession(c, s.session(c)); err != nil {
@@ -88,7 +88,7 @@ func (s *Server) addUser(c echo.Context) error {
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return s.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{Name: in.Name, Role: in.Role, Errors: views.FieldErrorsFrom(e.Problems)})
+		return s.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{Name: in.Name, Role: in.Role, Errors: fieldErrors(e.Problems)})
 	}
 	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "users.added", "Name", in.Name)); err != nil {
 		return err
@@ -158,7 +158,7 @@ func (s *Server) addToken(c echo.Context) error {
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return s.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, Errors: views.FieldErrorsFrom(e.Problems)})
+		return s.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, Errors: fieldErrors(e.Problems)})
 	}
 	// Rendered in the answer, not a flash: the token must not be stored
 	// in the session cookie.

@@ -81,7 +81,7 @@ func (s *Server) addConnectCluster(c echo.Context) error {
 		}
 		form := views.ConnectClusterForm{
 			Name: in.Name, URLs: c.FormValue("urls"), KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
-			ConfigProvider: in.ConfigProvider, Errors: views.FieldErrorsFrom(e.Problems),
+			ConfigProvider: in.ConfigProvider, Errors: fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message

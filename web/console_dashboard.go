@@ -100,7 +100,7 @@ func (s *Server) importTask(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		form.Problems = e.Problems
+		form.Problems = problemsView(e.Problems)
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
 		}

@@ -93,7 +93,7 @@ func (h *smartConnect) settings(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden || e.Code == service.CodeNotFound {
 			return err
 		}
-		f := views.SmartConnectSettingsForm{Submitted: true, Enabled: in.Enabled, Engine: in.Engine, Errors: views.FieldErrorsFrom(e.Problems)}
+		f := views.SmartConnectSettingsForm{Submitted: true, Enabled: in.Enabled, Engine: in.Engine, Errors: fieldErrors(e.Problems)}
 		if len(e.Problems) == 0 {
 			f.Message = e.Message
 		}

@@ -42,6 +42,7 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	}
 	f.Cluster = info.Name
 	f.AtLimit = info.TasksUsed >= info.TasksLimit
+	f.TasksLimit, f.MinTargetMaxMessageBytes = info.TasksLimit, service.MinTargetMaxMessageBytes
 	f.SmartConnectOff = !info.SmartConnect.Enabled
 	if f.Engine == "" {
 		f.Engine = info.SmartConnect.Engine
@@ -79,7 +80,7 @@ func (h *smartConnect) create(c echo.Context) error {
 	}
 	f.Touched = touchedAll
 	if len(local) > 0 {
-		f.Problems = local
+		f.Problems = problemsView(local)
 		f.Message = tr(c, "sc.not_created")
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
@@ -89,14 +90,15 @@ func (h *smartConnect) create(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		f.Problems = onForm(e.Problems)
+		problems := onForm(e.Problems)
 		f.Message = tr(c, "sc.not_created_because", "Reason", i18n.Msg(c.Request().Context(), e.Message))
 		if len(e.Problems) > 0 {
 			f.Message = tr(c, "sc.not_created")
 		}
 		if t.Peer.Password != "" {
-			f.Problems = append(f.Problems, service.Problem{Field: "peer.password", Message: tr(c, "instances.password_again")})
+			problems = append(problems, service.Problem{Field: "peer.password", Message: tr(c, "instances.password_again")})
 		}
+		f.Problems = problemsView(problems)
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
 	h.s.flash(c, createdBanners(c, info)...)
@@ -112,9 +114,9 @@ func (h *smartConnect) validate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	f.Problems = onlyTouched(append(local, onForm(res.Problems)...), f.Touched)
+	f.Problems = problemsView(onlyTouched(append(local, onForm(res.Problems)...), f.Touched))
 	f.Warnings = res.Warnings
-	f.Preview = res.Flows
+	f.Preview = previewView(res.Flows)
 	f.TopicChoices = res.SourceTopics
 	if !IsHTMX(c) {
 		return h.renderForm(c, http.StatusOK, f)
@@ -131,12 +133,12 @@ func (h *smartConnect) check(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		f.CheckProblems = e.Problems
+		f.CheckProblems = problemsView(e.Problems)
 		if len(e.Problems) == 0 {
-			f.CheckProblems = service.Problems{{Message: e.Message}}
+			f.CheckProblems = []views.Problem{{Message: e.Message}}
 		}
 	} else {
-		f.Check = &res
+		f.Check = connectivityView(res)
 	}
 	if !IsHTMX(c) {
 		return h.renderForm(c, http.StatusOK, f)

@@ -64,3 +64,51 @@ func taskPageModel(info service.TaskInfo, h history.TaskSeries) views.TaskView {
 	}
 	return v
 }
+
+// problemsView are the service's problems for a page.
+func problemsView(ps service.Problems) []views.Problem {
+	if ps == nil {
+		return nil
+	}
+	out := make([]views.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = views.Problem{Field: p.Field, Message: p.Message}
+	}
+	return out
+}
+
+// fieldErrors are the service's problems by field, for a form.
+func fieldErrors(ps service.Problems) views.FieldErrors {
+	return views.FieldErrorsFrom(problemsView(ps))
+}
+
+// previewView is the dry run's topic preview for the task form; nil stays
+// nil (no dry run yet).
+func previewView(flows []service.FlowPreview) []views.FlowPreview {
+	if flows == nil {
+		return nil
+	}
+	out := make([]views.FlowPreview, len(flows))
+	for i, f := range flows {
+		fv := views.FlowPreview{Flow: f.Flow, Source: f.Source, Target: f.Target, Conflicts: f.Conflicts, Error: f.Error}
+		for _, t := range f.Topics {
+			fv.Topics = append(fv.Topics, views.PreviewTopic{Source: t.Source, Target: t.Target, NewTarget: t.NewTarget,
+				SourceMaxMessageBytes: t.SourceMaxMessageBytes, TargetMaxMessageBytes: t.TargetMaxMessageBytes, TargetTooSmall: t.TargetTooSmall})
+		}
+		out[i] = fv
+	}
+	return out
+}
+
+// connectivityView is the connectivity check's answer for the task form.
+func connectivityView(r service.ConnectivityResult) *views.ConnectivityResult {
+	out := &views.ConnectivityResult{OK: r.OK}
+	for _, c := range r.Clusters {
+		cv := views.ClusterCheck{Role: c.Role, Cluster: c.Cluster, OK: c.OK}
+		for _, s := range c.Steps {
+			cv.Steps = append(cv.Steps, views.CheckStep{Name: s.Name, OK: s.OK, Skipped: s.Skipped, Message: s.Message})
+		}
+		out.Clusters = append(out.Clusters, cv)
+	}
+	return out
+}
