@@ -75,7 +75,7 @@ func (s *Server) renderInstances(c echo.Context, status int, form views.ClusterF
 	if err != nil {
 		return err
 	}
-	return Render(c, status, views.Instances(s.PageData(c, tr(c, "instances.title"), "/instances"), clusters, form))
+	return Render(c, status, views.Instances(s.PageData(c, tr(c, "instances.title"), "/instances"), clusterViews(clusters), form))
 }
 
 func (s *Server) addInstance(c echo.Context) error {

@@ -78,7 +78,8 @@ func (s *Server) renderUsers(c echo.Context, status int, f views.UserForm) error
 	if err != nil {
 		return err
 	}
-	return Render(c, status, views.UsersPage(s.PageData(c, tr(c, "users.title"), "/users"), us, f))
+	f.Roles = roles
+	return Render(c, status, views.UsersPage(s.PageData(c, tr(c, "users.title"), "/users"), userViews(us), f))
 }
 
 func (s *Server) addUser(c echo.Context) error {
@@ -147,7 +148,8 @@ func (s *Server) renderTokens(c echo.Context, status int, f views.TokenForm) err
 	}
 	// The page may show a new token: keep it out of caches and history.
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return Render(c, status, views.TokensPage(s.PageData(c, tr(c, "tokens.title"), "/tokens"), ts, f))
+	f.Roles = roles
+	return Render(c, status, views.TokensPage(s.PageData(c, tr(c, "tokens.title"), "/tokens"), tokenViews(ts), f))
 }
 
 func (s *Server) addToken(c echo.Context) error {
@@ -162,7 +164,7 @@ func (s *Server) addToken(c echo.Context) error {
 	}
 	// Rendered in the answer, not a flash: the token must not be stored
 	// in the session cookie.
-	return s.renderTokens(c, http.StatusCreated, views.TokenForm{Role: service.RoleViewer, Created: &created})
+	return s.renderTokens(c, http.StatusCreated, views.TokenForm{Role: service.RoleViewer, Created: &views.CreatedToken{TokenInfo: tokenView(created.TokenInfo), Token: created.Token}})
 }
 
 func (s *Server) revokeToken(c echo.Context) error {
@@ -196,7 +198,7 @@ func (s *Server) auditPage(c echo.Context) error {
 			q.Set(k, v)
 		}
 	}
-	v := views.AuditView{Filter: f, Entries: es, Export: "/audit/export?" + q.Encode()}
+	v := views.AuditView{Filter: views.AuditFilter{Actor: f.Actor, Action: f.Action, Outcome: f.Outcome}, Entries: auditViews(es), Export: "/audit/export?" + q.Encode()}
 	if len(es) == f.Limit {
 		q.Set("before", strconv.FormatInt(es[len(es)-1].ID, 10))
 		v.Older = "/audit?" + q.Encode()

@@ -32,7 +32,7 @@ func (s *Server) renderConnectClusters(c echo.Context, status int, form views.Co
 	if err != nil {
 		return err
 	}
-	v := views.ConnectClustersView{Clusters: list, Instances: instances, Form: form}
+	v := views.ConnectClustersView{Clusters: connectClusterViews(list), Instances: instances, Form: form}
 	return Render(c, status, views.ConnectClusters(s.PageData(c, tr(c, "connect.title"), "/connect-clusters"), v))
 }
 

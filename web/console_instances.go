@@ -26,7 +26,7 @@ func (s *Server) instanceOverview(c echo.Context) error {
 		return err
 	}
 	p := s.instancePage(c, info.Name, info.Name, "")
-	return Render(c, http.StatusOK, views.InstanceOverview(p, views.InstanceView{Cluster: info, Health: health}))
+	return Render(c, http.StatusOK, views.InstanceOverview(p, views.InstanceView{Cluster: clusterView(info), Health: healthView(health)}))
 }
 
 func (s *Server) instanceHealth(c echo.Context) error {
@@ -34,7 +34,7 @@ func (s *Server) instanceHealth(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, views.ClusterHealthBadge(health))
+	return Render(c, http.StatusOK, views.ClusterHealthBadge(healthView(health)))
 }
 
 // instancePage is PageData with the instance's own entries (Overview,

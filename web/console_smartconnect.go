@@ -45,7 +45,7 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 	if err != nil {
 		return views.SmartConnectView{}, err
 	}
-	v := views.SmartConnectView{Cluster: info, Tasks: make([]views.TaskRow, len(tasks))}
+	v := views.SmartConnectView{Cluster: clusterView(info), Tasks: make([]views.TaskRow, len(tasks))}
 	for i, t := range tasks {
 		row := views.TaskRow{Info: taskModel(t)}
 		if t.Status.State.Copying() {

@@ -112,3 +112,63 @@ func connectivityView(r service.ConnectivityResult) *views.ConnectivityResult {
 	}
 	return out
 }
+
+func clusterView(c service.ClusterInfo) views.ClusterInfo {
+	return views.ClusterInfo{Name: c.Name, BootstrapServers: c.BootstrapServers, SecurityProtocol: c.SecurityProtocol,
+		SASLMechanism: c.SASLMechanism, Username: c.Username, PasswordSet: c.PasswordSet, CAPEM: c.CAPEM,
+		CreatedAt: c.CreatedAt, TasksUsed: c.TasksUsed, TasksLimit: c.TasksLimit,
+		SmartConnect: views.SmartConnect{Enabled: c.SmartConnect.Enabled, Engine: c.SmartConnect.Engine}}
+}
+
+func clusterViews(cs []service.ClusterInfo) []views.ClusterInfo {
+	out := make([]views.ClusterInfo, len(cs))
+	for i, c := range cs {
+		out[i] = clusterView(c)
+	}
+	return out
+}
+
+func healthView(h service.ClusterHealth) views.ClusterHealth {
+	return views.ClusterHealth{Reachable: h.Reachable, Brokers: h.Brokers, Topics: h.Topics, Error: h.Error}
+}
+
+func connectClusterViews(cs []service.ConnectClusterInfo) []views.ConnectClusterInfo {
+	out := make([]views.ConnectClusterInfo, len(cs))
+	for i, c := range cs {
+		out[i] = views.ConnectClusterInfo{Name: c.Name, URLs: c.URLs, KafkaCluster: c.KafkaCluster, Username: c.Username,
+			PasswordSet: c.PasswordSet, CAPEM: c.CAPEM, ConfigProvider: c.ConfigProvider, CreatedAt: c.CreatedAt}
+	}
+	return out
+}
+
+// roles are the roles a form offers, least first.
+var roles = []string{service.RoleViewer, service.RoleOperator, service.RoleAdmin}
+
+func userViews(us []service.UserInfo) []views.UserInfo {
+	out := make([]views.UserInfo, len(us))
+	for i, u := range us {
+		out[i] = views.UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}
+	}
+	return out
+}
+
+func tokenView(t service.TokenInfo) views.TokenInfo {
+	return views.TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt}
+}
+
+func tokenViews(ts []service.TokenInfo) []views.TokenInfo {
+	out := make([]views.TokenInfo, len(ts))
+	for i, t := range ts {
+		out[i] = tokenView(t)
+	}
+	return out
+}
+
+func auditViews(es []service.AuditEntry) []views.AuditEntry {
+	out := make([]views.AuditEntry, len(es))
+	for i, e := range es {
+		out[i] = views.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Role: e.Role, Address: e.Address,
+			Action: e.Action, Object: e.Object, Outcome: e.Outcome}
+	}
+	return out
+}
