@@ -207,10 +207,6 @@ func tasksEffectiveText(ctx context.Context, f TaskForm) string {
 	return i18n.T(ctx, "task.tasks_effective", "N", n, "Total", total)
 }
 
-func (f TaskForm) sasl() bool {
-	return f.PeerSecurityProtocol == "SASL_PLAINTEXT" || f.PeerSecurityProtocol == "SASL_SSL"
-}
-
 // topicNote is what the dry run learnt about a topic's target: whether it
 // is created, and max.message.bytes on both sides.
 func topicNote(ctx context.Context, t PreviewTopic) string {

@@ -17,6 +17,17 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
+// dashboardPages are the dashboard (every task) and the task import from
+// the API's JSON.
+type dashboardPages struct{ s *Server }
+
+func (h *dashboardPages) routes(g *echo.Group) {
+	g.GET("/dashboard", h.dashboardPage)
+	// Under /dashboard, not /tasks: "import" is a valid task name.
+	g.GET("/dashboard/import", h.importTaskPage, h.s.requireRole(service.RoleOperator))
+	g.POST("/dashboard/import", h.importTask)
+}
+
 // dashboardState is the filter bucket of a task: starting and degraded
 // count as running, anything else not paused or running is failed.
 func dashboardState(state task.State) string {
@@ -31,8 +42,8 @@ func dashboardState(state task.State) string {
 
 // dashboardPage lists every task, failed first, then by name; ?state= and
 // ?q= (part of the name, any case) filter it.
-func (s *Server) dashboardPage(c echo.Context) error {
-	list, err := s.svc.ListTasks(c.Request().Context())
+func (h *dashboardPages) dashboardPage(c echo.Context) error {
+	list, err := h.s.svc.ListTasks(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -60,7 +71,7 @@ func (s *Server) dashboardPage(c echo.Context) error {
 		// The sampler only samples running tasks: a paused or failed task's
 		// last rate is history, not its throughput now.
 		if st == "running" {
-			row.Rate, row.RateKnown = s.series(info.Name).Rate()
+			row.Rate, row.RateKnown = h.s.series(info.Name).Rate()
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -75,16 +86,16 @@ func (s *Server) dashboardPage(c echo.Context) error {
 		}
 		return 0
 	})
-	return Render(c, http.StatusOK, views.Dashboard(s.PageData(c, tr(c, "dashboard.title"), "/dashboard"), v))
+	return Render(c, http.StatusOK, views.Dashboard(h.s.PageData(c, tr(c, "dashboard.title"), "/dashboard"), v))
 }
 
-func (s *Server) importTaskPage(c echo.Context) error {
-	return Render(c, http.StatusOK, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), views.ImportForm{}))
+func (h *dashboardPages) importTaskPage(c echo.Context) error {
+	return Render(c, http.StatusOK, views.ImportPage(h.s.PageData(c, tr(c, "import.title"), "/dashboard"), views.ImportForm{}))
 }
 
 // importTask creates a task from pasted API JSON through the same service
 // as the API and the form; problems come back by field.
-func (s *Server) importTask(c echo.Context) error {
+func (h *dashboardPages) importTask(c echo.Context) error {
 	raw := c.FormValue("task_json")
 	var in task.Task
 	// A masked password is refused by the service, as for the API and CLI.
@@ -93,7 +104,7 @@ func (s *Server) importTask(c echo.Context) error {
 	form.JSON, form.PasswordRemoved = withoutPassword(raw, in.Peer.Password)
 	var info service.TaskInfo
 	if err == nil {
-		info, err = s.svc.CreateTask(c.Request().Context(), in)
+		info, err = h.s.svc.CreateTask(c.Request().Context(), in)
 	}
 	if err != nil {
 		e := service.AsError(err)
@@ -107,9 +118,9 @@ func (s *Server) importTask(c echo.Context) error {
 		if IsHTMX(c) {
 			return Render(c, http.StatusUnprocessableEntity, views.ImportFormView(CSRFToken(c), form))
 		}
-		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
+		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(h.s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
 	}
-	s.flash(c, createdBanners(c, info)...)
+	h.s.flash(c, createdBanners(c, info)...)
 	return Redirect(c, views.TaskPath(info.Name, ""))
 }
 

@@ -8,29 +8,22 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// registerInstancePages adds an instance's own pages: its overview and the
-// health fragment the Instances list loads per row.
-func (s *Server) registerInstancePages() {
-	s.console.GET("/instances/:name", s.instanceOverview)
-	s.console.GET("/instances/:name/health", s.instanceHealth)
-}
-
-func (s *Server) instanceOverview(c echo.Context) error {
+func (h *instancePages) instanceOverview(c echo.Context) error {
 	ctx := c.Request().Context()
-	info, err := s.svc.Cluster(ctx, c.Param("name"))
+	info, err := h.s.svc.Cluster(ctx, c.Param("name"))
 	if err != nil {
 		return err
 	}
-	health, err := s.svc.ClusterHealth(ctx, info.Name)
+	health, err := h.s.svc.ClusterHealth(ctx, info.Name)
 	if err != nil {
 		return err
 	}
-	p := s.instancePage(c, info.Name, info.Name, "")
+	p := h.s.instancePage(c, info.Name, info.Name, "")
 	return Render(c, http.StatusOK, views.InstanceOverview(p, views.InstanceView{Cluster: clusterView(info), Health: healthView(health)}))
 }
 
-func (s *Server) instanceHealth(c echo.Context) error {
-	health, err := s.svc.ClusterHealth(c.Request().Context(), c.Param("name"))
+func (h *instancePages) instanceHealth(c echo.Context) error {
+	health, err := h.s.svc.ClusterHealth(c.Request().Context(), c.Param("name"))
 	if err != nil {
 		return err
 	}

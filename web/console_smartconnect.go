@@ -20,18 +20,20 @@ type smartConnect struct {
 	rates *rateSampler
 }
 
-func (s *Server) registerSmartConnect() {
-	h := &smartConnect{s: s, rates: newRateSampler(time.Now)}
-	g := s.console
+func newSmartConnect(s *Server) *smartConnect {
+	return &smartConnect{s: s, rates: newRateSampler(time.Now)}
+}
+
+func (h *smartConnect) routes(g *echo.Group) {
 	const base = "/instances/:name/smart-connect"
 	g.GET(base, h.list)
 	g.GET(base+"/rows", h.rows)
-	g.GET(base+"/new", h.newForm, s.requireRole(service.RoleOperator))
+	g.GET(base+"/new", h.newForm, h.s.requireRole(service.RoleOperator))
 	g.POST(base, h.create)
 	g.POST(base+"/validate", h.validate)
 	g.POST(base+"/check", h.check)
 	g.POST(base+"/settings", h.settings)
-	g.GET(base+"/:task/:action", h.confirm, s.requireRole(service.RoleOperator))
+	g.GET(base+"/:task/:action", h.confirm, h.s.requireRole(service.RoleOperator))
 	g.POST(base+"/:task/:action", h.act)
 }
 

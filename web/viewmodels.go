@@ -41,15 +41,6 @@ func taskModel(info service.TaskInfo) views.TaskInfo {
 	return t
 }
 
-// taskModels is taskModel over a list.
-func taskModels(infos []service.TaskInfo) []views.TaskInfo {
-	out := make([]views.TaskInfo, len(infos))
-	for i, info := range infos {
-		out[i] = taskModel(info)
-	}
-	return out
-}
-
 // taskPageModel is the task page's view: the task and what the sampler
 // recorded of it (chart data, current rates, recent errors).
 func taskPageModel(info service.TaskInfo, h history.TaskSeries) views.TaskView {
