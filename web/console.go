@@ -102,15 +102,25 @@ func (h *instancePages) renderInstances(c echo.Context, status int, form views.C
 	return Render(c, status, views.Instances(h.s.PageData(c, tr(c, "instances.title"), "/instances"), clusterViews(clusters), form))
 }
 
+// clusterFormInput is the add-instance form as posted.
+type clusterFormInput struct {
+	Name             string `form:"name"`
+	BootstrapServers string `form:"bootstrap_servers"` // as pasted: commas, spaces or lines
+	SecurityProtocol string `form:"security_protocol"`
+	SASLMechanism    string `form:"sasl_mechanism"`
+	Username         string `form:"username"`
+	Password         string `form:"password"`
+	CAPEM            string `form:"ca_pem"`
+}
+
 func (h *instancePages) addInstance(c echo.Context) error {
+	var f clusterFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
 	in := cluster.Settings{
-		Name:             c.FormValue("name"),
-		BootstrapServers: splitServers(c.FormValue("bootstrap_servers")),
-		SecurityProtocol: c.FormValue("security_protocol"),
-		SASLMechanism:    c.FormValue("sasl_mechanism"),
-		Username:         c.FormValue("username"),
-		Password:         c.FormValue("password"),
-		CAPEM:            c.FormValue("ca_pem"),
+		Name: f.Name, BootstrapServers: splitServers(f.BootstrapServers), SecurityProtocol: f.SecurityProtocol,
+		SASLMechanism: f.SASLMechanism, Username: f.Username, Password: f.Password, CAPEM: f.CAPEM,
 	}
 	info, err := h.s.svc.AddCluster(c.Request().Context(), in)
 	if err != nil {
@@ -119,7 +129,7 @@ func (h *instancePages) addInstance(c echo.Context) error {
 			return err
 		}
 		form := views.ClusterForm{
-			Name: in.Name, BootstrapServers: c.FormValue("bootstrap_servers"), SecurityProtocol: in.SecurityProtocol,
+			Name: in.Name, BootstrapServers: f.BootstrapServers, SecurityProtocol: in.SecurityProtocol,
 			SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
 			Errors: fieldErrors(e.Problems),
 		}

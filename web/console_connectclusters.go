@@ -65,15 +65,25 @@ func (s *Server) connectClusterNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// connectClusterFormInput is the add form as posted.
+type connectClusterFormInput struct {
+	Name           string `form:"name"`
+	URLs           string `form:"urls"` // as pasted: commas, spaces or lines
+	KafkaCluster   string `form:"kafka_cluster"`
+	Username       string `form:"username"`
+	Password       string `form:"password"`
+	CAPEM          string `form:"ca_pem"`
+	ConfigProvider string `form:"config_provider"`
+}
+
 func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
+	var f connectClusterFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
 	in := service.ConnectClusterSettings{
-		Name:           c.FormValue("name"),
-		URLs:           splitServers(c.FormValue("urls")),
-		KafkaCluster:   c.FormValue("kafka_cluster"),
-		Username:       c.FormValue("username"),
-		Password:       c.FormValue("password"),
-		CAPEM:          c.FormValue("ca_pem"),
-		ConfigProvider: c.FormValue("config_provider"),
+		Name: f.Name, URLs: splitServers(f.URLs), KafkaCluster: f.KafkaCluster, Username: f.Username,
+		Password: f.Password, CAPEM: f.CAPEM, ConfigProvider: f.ConfigProvider,
 	}
 	info, err := h.s.svc.AddConnectCluster(c.Request().Context(), in)
 	if err != nil {
@@ -82,7 +92,7 @@ func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
 			return err
 		}
 		form := views.ConnectClusterForm{
-			Name: in.Name, URLs: c.FormValue("urls"), KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
+			Name: in.Name, URLs: f.URLs, KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
 			ConfigProvider: in.ConfigProvider, Errors: fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {

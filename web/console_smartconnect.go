@@ -89,7 +89,14 @@ func (h *smartConnect) renderList(c echo.Context, status int, settings views.Sma
 // fields.
 func (h *smartConnect) settings(c echo.Context) error {
 	name := c.Param("name")
-	in := service.SmartConnect{Enabled: c.FormValue("enabled") == "true", Engine: c.FormValue("engine")}
+	var posted struct {
+		Enabled bool   `form:"enabled"`
+		Engine  string `form:"engine"`
+	}
+	if err := decodeForm(c, &posted); err != nil {
+		return err
+	}
+	in := service.SmartConnect{Enabled: posted.Enabled, Engine: posted.Engine}
 	if _, err := h.s.svc.SetSmartConnect(c.Request().Context(), name, in); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden || e.Code == service.CodeNotFound {
