@@ -148,3 +148,8 @@ func langHref(lang, path string) templ.SafeURL {
 	}
 	return templ.SafeURL("/lang?" + url.Values{"to": {lang}, "next": {path}}.Encode())
 }
+
+// fieldClass marks a field with errors.
+func fieldClass(fe FieldErrors, field string) templ.CSSClasses {
+	return templ.Classes("field", templ.KV("invalid", len(fe[field]) > 0))
+}
