@@ -55,7 +55,14 @@ func (h *accessPages) accountPage(c echo.Context) error {
 }
 
 func (h *accessPages) changePassword(c echo.Context) error {
-	err := h.s.svc.ChangeOwnPassword(c.Request().Context(), CurrentUser(c), c.FormValue("current_password"), c.FormValue("password"))
+	var in struct {
+		Current string `form:"current_password"`
+		New     string `form:"password"`
+	}
+	if err := decodeForm(c, &in); err != nil {
+		return err
+	}
+	err := h.s.svc.ChangeOwnPassword(c.Request().Context(), CurrentUser(c), in.Current, in.New)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
@@ -84,8 +91,20 @@ func (h *accessPages) renderUsers(c echo.Context, status int, f views.UserForm) 
 	return Render(c, status, views.UsersPage(h.s.PageData(c, tr(c, "users.title"), "/users"), userViews(us), f))
 }
 
+// accountFormInput is the add-user and new-token forms as posted (a token
+// has no password).
+type accountFormInput struct {
+	Name     string `form:"name"`
+	Role     string `form:"role"`
+	Password string `form:"password"`
+}
+
 func (h *accessPages) addUser(c echo.Context) error {
-	in := service.NewUser{Name: c.FormValue("name"), Role: c.FormValue("role"), Password: c.FormValue("password")}
+	var f accountFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
+	in := service.NewUser{Name: f.Name, Role: f.Role, Password: f.Password}
 	if _, err := h.s.svc.CreateUser(c.Request().Context(), in); err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
@@ -155,7 +174,11 @@ func (h *accessPages) renderTokens(c echo.Context, status int, f views.TokenForm
 }
 
 func (h *accessPages) addToken(c echo.Context) error {
-	in := service.NewToken{Name: c.FormValue("name"), Role: c.FormValue("role")}
+	var f accountFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
+	in := service.NewToken{Name: f.Name, Role: f.Role}
 	created, err := h.s.svc.CreateToken(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
