@@ -12,19 +12,19 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// smartConnect serves an instance's Smart Connect section: the task list
+// smartConnectPages serve an instance's Smart Connect section: the task list
 // with its actions, and the create-task form with inline validation and the
 // connectivity check (the original product's flow).
-type smartConnect struct {
+type smartConnectPages struct {
 	s     *Server
 	rates *rateSampler
 }
 
-func newSmartConnect(s *Server) *smartConnect {
-	return &smartConnect{s: s, rates: newRateSampler(time.Now)}
+func newSmartConnectPages(s *Server) *smartConnectPages {
+	return &smartConnectPages{s: s, rates: newRateSampler(time.Now)}
 }
 
-func (h *smartConnect) routes(g *echo.Group) {
+func (h *smartConnectPages) routes(g *echo.Group) {
 	const base = "/instances/:name/smart-connect"
 	g.GET(base, h.list)
 	g.GET(base+"/rows", h.rows)
@@ -38,7 +38,7 @@ func (h *smartConnect) routes(g *echo.Group) {
 }
 
 // view gathers the instance and its tasks with their measured rates.
-func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnectView, error) {
+func (h *smartConnectPages) view(ctx context.Context, name string) (views.SmartConnectView, error) {
 	info, err := h.s.svc.Cluster(ctx, name)
 	if err != nil {
 		return views.SmartConnectView{}, err
@@ -64,13 +64,13 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 	return v, nil
 }
 
-func (h *smartConnect) list(c echo.Context) error {
+func (h *smartConnectPages) list(c echo.Context) error {
 	return h.renderList(c, http.StatusOK, views.SmartConnectSettingsForm{})
 }
 
 // renderList renders the whole section; settings is the Smart Connect
 // setting form after a refused change, or its zero value.
-func (h *smartConnect) renderList(c echo.Context, status int, settings views.SmartConnectSettingsForm) error {
+func (h *smartConnectPages) renderList(c echo.Context, status int, settings views.SmartConnectSettingsForm) error {
 	ctx := c.Request().Context()
 	v, err := h.view(ctx, c.Param("name"))
 	if err != nil {
@@ -87,7 +87,7 @@ func (h *smartConnect) renderList(c echo.Context, status int, settings views.Sma
 // settings turns Smart Connect on or off and picks its default engine, in
 // one change; a refused one comes back with the service's messages by the
 // fields.
-func (h *smartConnect) settings(c echo.Context) error {
+func (h *smartConnectPages) settings(c echo.Context) error {
 	name := c.Param("name")
 	var posted struct {
 		Enabled bool   `form:"enabled"`
@@ -117,7 +117,7 @@ func (h *smartConnect) settings(c echo.Context) error {
 }
 
 // rows is the list's self-refreshing body.
-func (h *smartConnect) rows(c echo.Context) error {
+func (h *smartConnectPages) rows(c echo.Context) error {
 	v, err := h.view(c.Request().Context(), c.Param("name"))
 	if err != nil {
 		return err
@@ -127,7 +127,7 @@ func (h *smartConnect) rows(c echo.Context) error {
 
 // confirm asks before an action when the browser runs no JavaScript (with
 // it, htmx asks through hx-confirm and posts directly).
-func (h *smartConnect) confirm(c echo.Context) error {
+func (h *smartConnectPages) confirm(c echo.Context) error {
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
 	if _, offered := taskActionDone[action]; !offered {
 		return echo.ErrNotFound
@@ -139,7 +139,7 @@ func (h *smartConnect) confirm(c echo.Context) error {
 	return Render(c, http.StatusOK, views.TaskActionConfirm(p, name, tname, action))
 }
 
-func (h *smartConnect) act(c echo.Context) error {
+func (h *smartConnectPages) act(c echo.Context) error {
 	ctx := c.Request().Context()
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
 	if _, offered := taskActionDone[action]; !offered {
@@ -163,7 +163,7 @@ func (h *smartConnect) act(c echo.Context) error {
 
 // ownTask finds a task of this instance: a task of another instance is not
 // found here, so a URL cannot act on it under the wrong instance.
-func (h *smartConnect) ownTask(ctx context.Context, cluster, name string) (service.TaskInfo, error) {
+func (h *smartConnectPages) ownTask(ctx context.Context, cluster, name string) (service.TaskInfo, error) {
 	t, err := h.s.svc.Task(ctx, name)
 	if err != nil {
 		return t, err

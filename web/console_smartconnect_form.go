@@ -20,7 +20,7 @@ import (
 // every message is shown, and later validations keep showing them.
 const touchedAll = "*"
 
-func (h *smartConnect) newForm(c echo.Context) error {
+func (h *smartConnectPages) newForm(c echo.Context) error {
 	f := views.TaskForm{
 		// Pull preselected: the original product lists it first, and it copies into the
 		// instance whose page this is, where MirrorMaker 2 also runs best
@@ -34,7 +34,7 @@ func (h *smartConnect) newForm(c echo.Context) error {
 
 // renderForm renders the whole create page, filling in what the form needs
 // from the service (the instance, the other instances, the task limit).
-func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) error {
+func (h *smartConnectPages) renderForm(c echo.Context, status int, f views.TaskForm) error {
 	ctx := c.Request().Context()
 	info, err := h.s.svc.Cluster(ctx, c.Param("name"))
 	if err != nil {
@@ -57,7 +57,7 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	return Render(c, status, views.TaskFormPage(p, f))
 }
 
-func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]string, error) {
+func (h *smartConnectPages) peerChoices(ctx context.Context, current string) ([]string, error) {
 	all, err := h.s.instanceNames(ctx)
 	if err != nil {
 		return nil, err
@@ -68,7 +68,7 @@ func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]strin
 // create is "Create now": a created task goes back to the list with the
 // success banner ("Task <name> created successfully"); a refused one re-renders the form with every message by
 // its field, keeping what was typed except the password.
-func (h *smartConnect) create(c echo.Context) error {
+func (h *smartConnectPages) create(c echo.Context) error {
 	p, err := parseTaskForm(c)
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func (h *smartConnect) create(c echo.Context) error {
 // validate is the inline validation: the dry run's problems for the fields
 // the user has touched, and the topic preview. htmx swaps the answer's
 // parts in by id; without htmx the whole page comes back.
-func (h *smartConnect) validate(c echo.Context) error {
+func (h *smartConnectPages) validate(c echo.Context) error {
 	p, err := parseTaskForm(c)
 	if err != nil {
 		return err
@@ -133,7 +133,7 @@ func (h *smartConnect) validate(c echo.Context) error {
 }
 
 // check is "Start check": the connectivity check of both instances.
-func (h *smartConnect) check(c echo.Context) error {
+func (h *smartConnectPages) check(c echo.Context) error {
 	p, err := parseTaskForm(c)
 	if err != nil {
 		return err

@@ -176,7 +176,7 @@ func New(d Deps) (*Server, error) {
 	console.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/instances") })
 	for _, a := range []area{
 		&instancePages{s: s},
-		newSmartConnect(s),
+		newSmartConnectPages(s),
 		&connectClusterPages{s: s},
 		&dashboardPages{s: s},
 		&taskPages{s: s},
