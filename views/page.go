@@ -1,7 +1,9 @@
 // Package views holds the console's templ components: the layout every page
-// shares, and one file per page. Components take plain values prepared by
-// web/ handlers and never call the service themselves, so they render the
-// same in tests as in the server.
+// shares, and one page per .templ file, which is markup only; its view
+// models and helpers live in the .go file beside it. Components render view
+// models web/ builds from the service's answers: views import no data plane
+// (service, engines, sampler, storage; deps_test.go checks), so they render
+// the same in tests as in the server.
 //
 // Key elements carry data-testid attributes; tests and tools select by them,
 // not by CSS classes, so restyling does not break them.
