@@ -10,7 +10,6 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/kmirror/kmirror/internal/i18n"
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/views"
 )
 
@@ -60,7 +59,7 @@ func renderSmartConnect(t *testing.T, v views.SmartConnectView) *goquery.Documen
 }
 
 func TestSmartConnectListSetting(t *testing.T) {
-	on := service.ClusterInfo{Name: "east", TasksLimit: 18, SmartConnect: service.SmartConnect{Enabled: true, Engine: "connect:c1"}}
+	on := views.ClusterInfo{Name: "east", TasksLimit: 18, SmartConnect: views.SmartConnect{Enabled: true, Engine: "connect:c1"}}
 	doc := renderSmartConnect(t, views.SmartConnectView{Cluster: on, ConnectClusters: []string{"c1"}})
 	if doc.Find(`[data-testid="create-task"]`).Length() != 1 || doc.Find(`[data-testid="create-task-disabled"]`).Length() != 0 {
 		t.Error("enabled: want the create button, not the reason")
@@ -73,7 +72,7 @@ func TestSmartConnectListSetting(t *testing.T) {
 	}
 
 	off := on
-	off.SmartConnect = service.SmartConnect{Enabled: false, Engine: "embedded"}
+	off.SmartConnect = views.SmartConnect{Enabled: false, Engine: "embedded"}
 	refused := views.SmartConnectSettingsForm{Submitted: true, Enabled: true, Engine: "connect:gone",
 		Errors: views.FieldErrors{"engine": {"no Kafka Connect cluster named \"gone\" is registered: register it first, or choose embedded"}}}
 	doc = renderSmartConnect(t, views.SmartConnectView{Cluster: off, Settings: refused})
@@ -97,7 +96,7 @@ func TestSmartConnectListSetting(t *testing.T) {
 
 // An exported task keeps its engine, so its copy runs where it runs.
 func TestExportTaskKeepsTheEngine(t *testing.T) {
-	info := service.TaskInfo{Name: "orders-dr", Engine: "connect:west-connect"}
+	info := views.TaskInfo{Name: "orders-dr", Engine: "connect:west-connect"}
 	if got := views.ExportTask(info).Engine; got != "connect:west-connect" {
 		t.Errorf("exported engine %q", got)
 	}

@@ -583,9 +583,4 @@ func fieldErrors(fe FieldErrors, field string) templ.Component {
 	})
 }
 
-// fieldClass marks a field with errors.
-func fieldClass(fe FieldErrors, field string) templ.CSSClasses {
-	return templ.Classes("field", templ.KV("invalid", len(fe[field]) > 0))
-}
-
 var _ = templruntime.GeneratedTemplate

@@ -3,9 +3,6 @@ package views
 import (
 	"maps"
 	"slices"
-	"strings"
-
-	"github.com/kmirror/kmirror/internal/service"
 )
 
 // MM2View is a Kafka Connect cluster's MirrorMaker 2 page: the MM2 flows
@@ -34,7 +31,7 @@ type MM2Candidate struct {
 	// Direction and Topics are the task adoption would create.
 	Direction string
 	Topics    string
-	Problems  service.Problems
+	Problems  []Problem
 	// Reverse is the MM2 source connector copying the other way, which
 	// may be adopted with this one as one bidirectional task.
 	Reverse string
@@ -53,21 +50,6 @@ type AdoptForm struct {
 	Errors        FieldErrors
 	// Message is shown above the form when the request failed as a whole.
 	Message string
-}
-
-// MM2CandidatesFrom is the page's rows for the service's candidates.
-func MM2CandidatesFrom(cs []service.AdoptCandidate) []MM2Candidate {
-	out := make([]MM2Candidate, 0, len(cs))
-	for _, c := range cs {
-		topics := strings.Join(c.Task.Rules.Topics, ", ")
-		if c.Task.Rules.TopicsRegex != "" {
-			topics = c.Task.Rules.TopicsRegex
-		}
-		out = append(out, MM2Candidate{SourceConnector: c.Source, Flow: c.Flow,
-			Connectors: strings.Join(c.Connectors, ", "), State: c.State,
-			Direction: c.Task.Rules.Direction, Topics: topics, Problems: c.Problems, Reverse: c.Reverse})
-	}
-	return out
 }
 
 // FormFor is the adopt form of a flow: the refused one again, or a fresh
@@ -109,14 +91,14 @@ A->B.topics = orders.*`
 
 // errorsBesides are the messages on fields other than shown, in field
 // order, for a form that has inputs only for shown.
-func errorsBesides(fe FieldErrors, shown ...string) service.Problems {
-	var out service.Problems
+func errorsBesides(fe FieldErrors, shown ...string) []Problem {
+	var out []Problem
 	for _, f := range slices.Sorted(maps.Keys(fe)) {
 		if slices.Contains(shown, f) {
 			continue
 		}
 		for _, m := range fe[f] {
-			out = append(out, service.Problem{Field: f, Message: m})
+			out = append(out, Problem{Field: f, Message: m})
 		}
 	}
 	return out

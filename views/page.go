@@ -1,7 +1,9 @@
 // Package views holds the console's templ components: the layout every page
-// shares, and one file per page. Components take plain values prepared by
-// web/ handlers and never call the service themselves, so they render the
-// same in tests as in the server.
+// shares, and one page per .templ file, which is markup only; its view
+// models and helpers live in the .go file beside it. Components render view
+// models web/ builds from the service's answers: views import no data plane
+// (service, engines, sampler, storage; deps_test.go checks), so they render
+// the same in tests as in the server.
 //
 // Key elements carry data-testid attributes; tests and tools select by them,
 // not by CSS classes, so restyling does not break them.
@@ -14,7 +16,6 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/static"
 )
 
@@ -34,13 +35,46 @@ type Page struct {
 	Charts bool
 }
 
-// Can reports whether the signed-in caller's role allows what needs the
-// role need (service.RoleOperator, service.RoleAdmin), so pages hide what
+// Capability is something only some roles may do on a page.
+type Capability int
+
+const (
+	// Operate is acting on tasks (create, pause, move, ...): operators and
+	// admins.
+	Operate Capability = iota + 1
+	// Administer is changing instances, Connect clusters and access:
+	// admins.
+	Administer
+)
+
+// Access is what the signed-in caller may do. web/ decides it from the
+// caller's role by the service's rules and puts it in the request's
+// context (WithAccess); views only read it.
+type Access struct {
+	Operate, Administer bool
+}
+
+type accessKey struct{}
+
+// WithAccess returns ctx carrying what the caller may do.
+func WithAccess(ctx context.Context, a Access) context.Context {
+	return context.WithValue(ctx, accessKey{}, a)
+}
+
+// Can reports whether the caller may do what needs c, so pages hide what
 // it cannot do. The service refuses it anyway; without a caller (a page
 // rendered outside a request) everything shows.
-func Can(ctx context.Context, need string) bool {
-	a, ok := service.ActorFrom(ctx)
-	return !ok || service.Allows(a.Role, need)
+func Can(ctx context.Context, c Capability) bool {
+	a, ok := ctx.Value(accessKey{}).(Access)
+	switch {
+	case !ok:
+		return true
+	case c == Operate:
+		return a.Operate
+	case c == Administer:
+		return a.Administer
+	}
+	return false
 }
 
 // NavItem is one entry of the left navigation.
@@ -67,8 +101,15 @@ type Flash struct {
 // FieldErrors are messages to show next to form fields, by field name.
 type FieldErrors map[string][]string
 
-// FieldErrorsFrom groups service problems by field.
-func FieldErrorsFrom(p service.Problems) FieldErrors {
+// Problem is one broken rule with the field it is about (the API's field
+// path), "" for none; web/ copies them from the service's answer.
+type Problem struct {
+	Field   string
+	Message string
+}
+
+// FieldErrorsFrom groups problems by field.
+func FieldErrorsFrom(p []Problem) FieldErrors {
 	fe := FieldErrors{}
 	for _, pr := range p {
 		fe[pr.Field] = append(fe[pr.Field], pr.Message)
@@ -108,4 +149,9 @@ func langHref(lang, path string) templ.SafeURL {
 		path = "/"
 	}
 	return templ.SafeURL("/lang?" + url.Values{"to": {lang}, "next": {path}}.Encode())
+}
+
+// fieldClass marks a field with errors.
+func fieldClass(fe FieldErrors, field string) templ.CSSClasses {
+	return templ.Classes("field", templ.KV("invalid", len(fe[field]) > 0))
 }

@@ -11,18 +11,22 @@ import (
 
 	"github.com/a-h/templ"
 
-	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/i18n"
-	"github.com/kmirror/kmirror/internal/replicator"
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// TaskView is what the task page shows: the task as the service reports it
-// and the sampler's recent history of it.
+// TaskView is what the task page shows: the task and what the sampler
+// recorded of it lately.
 type TaskView struct {
-	Task    service.TaskInfo
-	History history.TaskSeries
+	Task TaskInfo
+	// Chart is the charts' first data, as series.json answers it, so they
+	// draw at once; nil draws none.
+	Chart any
+	// Rates are the flows' current records/s by flow; a flow whose rate is
+	// not known yet is missing.
+	Rates map[string]float64
+	// Errors are the task's recent errors, newest first.
+	Errors []RecentError
 	// MoveTo are the engines the caller may move the task to (none for a
 	// role that cannot act on tasks).
 	MoveTo []string
@@ -73,7 +77,7 @@ const PasswordMask = task.PasswordMask
 // ExportTask is the task as the JSON API accepts it (POST /api/v1/tasks),
 // with the peer password masked. The engine goes along: the copy runs where
 // the task runs, not wherever the importing instance defaults to.
-func ExportTask(info service.TaskInfo) task.Task {
+func ExportTask(info TaskInfo) task.Task {
 	t := task.Task{Name: info.Name, Type: info.Type, Current: info.Current, Peer: info.Peer.Peer, Rules: info.Rules, Engine: info.Engine}
 	t.Peer.Password = ""
 	if info.Peer.PasswordSet {
@@ -83,7 +87,7 @@ func ExportTask(info service.TaskInfo) task.Task {
 }
 
 // ExportJSON is ExportTask indented, for viewing and download.
-func ExportJSON(info service.TaskInfo) string {
+func ExportJSON(info TaskInfo) string {
 	b, err := json.MarshalIndent(ExportTask(info), "", "  ")
 	if err != nil {
 		return err.Error() // plain structs; cannot fail
@@ -101,8 +105,8 @@ const (
 
 // TaskActionsFor is TaskActions for the request's caller: none for a role
 // that cannot act on tasks.
-func TaskActionsFor(ctx context.Context, info service.TaskInfo) []string {
-	if !Can(ctx, service.RoleOperator) {
+func TaskActionsFor(ctx context.Context, info TaskInfo) []string {
+	if !Can(ctx, Operate) {
 		return nil
 	}
 	return TaskActions(info)
@@ -111,7 +115,7 @@ func TaskActionsFor(ctx context.Context, info service.TaskInfo) []string {
 // TaskActions are the actions that apply to a task now: pause a task that
 // should run, resume a paused one, restart one that should run (it clears
 // failed partitions), delete any.
-func TaskActions(info service.TaskInfo) []string {
+func TaskActions(info TaskInfo) []string {
 	if info.DesiredState == task.DesiredPaused {
 		return []string{ActionResume, ActionDelete}
 	}
@@ -192,7 +196,7 @@ func tpOnOff(ctx context.Context, b bool) string {
 }
 
 // tpPeer is how the peer is known: its registered name or its address.
-func tpPeer(p service.PeerInfo) string {
+func tpPeer(p PeerInfo) string {
 	if p.ConfigType == task.PeerByCluster {
 		return p.Cluster
 	}
@@ -270,19 +274,16 @@ func tpSide(ctx context.Context, side task.Side) string {
 // tpChartData is the page's initial chart data (templ.JSONScript), so charts
 // draw at once; app.js then polls series.json.
 func tpChartData(v TaskView) templ.Component {
-	return templ.JSONScript("task-series", v.History.Columns())
+	return templ.JSONScript("task-series", v.Chart)
 }
 
-func tpFlowRate(h history.TaskSeries, flow string) string {
-	f, ok := h.Flow(flow)
-	if !ok {
-		return "—"
-	}
-	return tpRate(f.Rate())
+func tpFlowRate(rates map[string]float64, flow string) string {
+	r, ok := rates[flow]
+	return tpRate(r, ok)
 }
 
-func tpFailedPartitions(f replicator.FlowStatus) []replicator.PartitionStatus {
-	var out []replicator.PartitionStatus
+func tpFailedPartitions(f FlowStatus) []PartitionStatus {
+	var out []PartitionStatus
 	for _, p := range f.Partitions {
 		if p.Failed {
 			out = append(out, p)

@@ -9,10 +9,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/i18n"
-	"github.com/kmirror/kmirror/internal/replicator"
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/views"
 )
@@ -20,26 +17,27 @@ import (
 func richTask() views.TaskView {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	return views.TaskView{
-		Task: service.TaskInfo{
+		Task: views.TaskInfo{
 			Name: "orders-dr", Type: "kafka-replication",
 			Current:      task.Current{Cluster: "east", Alias: "A"},
-			Peer:         service.PeerInfo{Peer: task.Peer{Alias: "B", ConfigType: "cluster", Cluster: "west"}},
+			Peer:         views.PeerInfo{Peer: task.Peer{Alias: "B", ConfigType: "cluster", Cluster: "west"}},
 			Rules:        task.Rules{Direction: "push", Topics: []string{"orders"}, Tasks: 2, SyncConsumerOffsets: true, ReplicationFactor: 3, StartOffset: "earliest", Compression: "lz4"},
 			DesiredState: "running",
-			Status: service.TaskStatus{State: "FAILED", Reason: "partition orders-1 failed", Flows: []replicator.FlowStatus{{
+			Status: views.TaskStatus{State: "FAILED", Reason: "partition orders-1 failed", Flows: []views.FlowStatus{{
 				Flow: "A->B", State: "FAILED", Reason: "partition orders-1 failed", Records: 1200, LagRecords: 7,
-				Partitions: []replicator.PartitionStatus{
+				Partitions: []views.PartitionStatus{
 					{Topic: "orders", Target: "orders", Partition: 0, NextOffset: 600, EndOffset: 605, Lag: 5},
 					{Topic: "orders", Target: "orders", Partition: 1, NextOffset: 98, EndOffset: 100, Lag: 2, Failed: true,
 						Reason: "record at offset 98 is 2 MiB, more than the target's max.message.bytes 1 MiB: raise it on the target topic, then restart the task"},
 				},
-				Checkpoints: &replicator.CheckpointStatus{LastRun: at, Groups: []string{"billing", "audit"}, Committed: []string{"billing"},
+				Checkpoints: &views.CheckpointStatus{LastRun: at, Groups: []string{"billing", "audit"}, Committed: []string{"billing"},
 					Skipped: []string{"audit: active on the target"}},
 			}}},
-			LastAction:     service.LastAction{Action: "restart", By: "alice", At: at},
-			InternalTopics: []service.InternalTopic{{Cluster: "current", Topic: "mm2-offset-syncs.B.internal"}, {Cluster: "peer", Topic: "A.checkpoints.internal"}},
+			LastAction:     views.LastAction{Action: "restart", By: "alice", At: at},
+			InternalTopics: []task.InternalTopic{{Cluster: "current", Topic: "mm2-offset-syncs.B.internal"}, {Cluster: "peer", Topic: "A.checkpoints.internal"}},
 		},
-		History: history.TaskSeries{Task: "orders-dr", Every: 5 * time.Second, Errors: []history.Error{{At: at, Flow: "A->B", Message: "broker 2 went away"}}},
+		Chart:  map[string]any{"task": "orders-dr", "every_seconds": 5, "flows": []any{}},
+		Errors: []views.RecentError{{At: at, Flow: "A->B", Message: "broker 2 went away"}},
 	}
 }
 
@@ -114,7 +112,7 @@ func TestTaskPageInTraditionalChinese(t *testing.T) {
 
 func TestExportTaskMasksPassword(t *testing.T) {
 	info := richTask().Task
-	info.Peer = service.PeerInfo{Peer: task.Peer{Alias: "B", ConfigType: "address", Address: []string{"h:1"}, Password: "secret"}, PasswordSet: true}
+	info.Peer = views.PeerInfo{Peer: task.Peer{Alias: "B", ConfigType: "address", Address: []string{"h:1"}, Password: "secret"}, PasswordSet: true}
 	if got := views.ExportTask(info).Peer.Password; got != views.PasswordMask {
 		t.Errorf("exported password %q", got)
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/views"
 )
 
@@ -15,7 +14,7 @@ func TestInstancesPage(t *testing.T) {
 	p := views.Page{Title: "Instances", CSRF: "tok", User: "admin",
 		Nav:     []views.NavItem{{Label: "Instances", Href: "/instances", Active: true, TestID: "nav-instances"}},
 		Flashes: []views.Flash{{Kind: views.FlashSuccess, Message: "Instance east added."}}}
-	clusters := []service.ClusterInfo{{Name: "east", BootstrapServers: []string{"a:1", "b:2"}, SecurityProtocol: "SASL_SSL",
+	clusters := []views.ClusterInfo{{Name: "east", BootstrapServers: []string{"a:1", "b:2"}, SecurityProtocol: "SASL_SSL",
 		SASLMechanism: "PLAIN", Username: "u", PasswordSet: true, TasksUsed: 3, TasksLimit: 18}}
 	form := views.ClusterForm{Name: "<x>", Errors: views.FieldErrors{"name": {"bad name"}}}
 	var buf bytes.Buffer

@@ -20,38 +20,50 @@ type clusterList struct {
 	Clusters []service.ClusterInfo `json:"clusters"`
 }
 
-func (s *Server) apiListClusters(c echo.Context) error {
-	list, err := s.svc.ListClusters(c.Request().Context())
+// clustersAPI are the registered Kafka clusters (instances) and their
+// Smart Connect setting.
+type clustersAPI struct{ s *Server }
+
+func (h *clustersAPI) routes(g *echo.Group) {
+	g.GET("/clusters", h.apiListClusters)
+	g.POST("/clusters", h.apiAddCluster)
+	g.GET("/clusters/:name", h.apiGetCluster)
+	g.DELETE("/clusters/:name", h.apiRemoveCluster)
+	g.PUT("/clusters/:name/smart-connect", h.apiSetSmartConnect)
+}
+
+func (h *clustersAPI) apiListClusters(c echo.Context) error {
+	list, err := h.s.svc.ListClusters(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, clusterList{Clusters: list})
 }
 
-func (s *Server) apiGetCluster(c echo.Context) error {
-	info, err := s.svc.Cluster(c.Request().Context(), c.Param("name"))
+func (h *clustersAPI) apiGetCluster(c echo.Context) error {
+	info, err := h.s.svc.Cluster(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
 
-func (s *Server) apiAddCluster(c echo.Context) error {
+func (h *clustersAPI) apiAddCluster(c echo.Context) error {
 	var in cluster.Settings
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	info, err := s.svc.AddCluster(c.Request().Context(), in)
+	info, err := h.s.svc.AddCluster(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/clusters/"+url.PathEscape(info.Name))
 	return c.JSON(http.StatusCreated, info)
 }
 
-func (s *Server) apiRemoveCluster(c echo.Context) error {
-	if err := s.svc.RemoveCluster(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+func (h *clustersAPI) apiRemoveCluster(c echo.Context) error {
+	if err := h.s.svc.RemoveCluster(c.Request().Context(), c.Param("name")); err != nil {
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }

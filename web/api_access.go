@@ -26,82 +26,86 @@ type auditList struct {
 	Entries []service.AuditEntry `json:"entries"`
 }
 
-func (s *Server) registerAccessAPI() {
-	s.api.GET("/users", s.apiListUsers)
-	s.api.POST("/users", s.apiCreateUser)
-	s.api.PATCH("/users/:name", s.apiChangeUser)
-	s.api.DELETE("/users/:name", s.apiDeleteUser)
-	s.api.GET("/tokens", s.apiListTokens)
-	s.api.POST("/tokens", s.apiCreateToken)
-	s.api.DELETE("/tokens/:name", s.apiRevokeToken)
-	s.api.GET("/audit", s.apiAudit)
-	s.api.GET("/audit/export", s.apiAuditExport)
+// accessAPI are the console's users, the API tokens and the audit log
+// (admins; the service checks).
+type accessAPI struct{ s *Server }
+
+func (h *accessAPI) routes(g *echo.Group) {
+	g.GET("/users", h.apiListUsers)
+	g.POST("/users", h.apiCreateUser)
+	g.PATCH("/users/:name", h.apiChangeUser)
+	g.DELETE("/users/:name", h.apiDeleteUser)
+	g.GET("/tokens", h.apiListTokens)
+	g.POST("/tokens", h.apiCreateToken)
+	g.DELETE("/tokens/:name", h.apiRevokeToken)
+	g.GET("/audit", h.apiAudit)
+	g.GET("/audit/export", h.s.exportAudit)
 }
 
-func (s *Server) apiListUsers(c echo.Context) error {
-	us, err := s.svc.ListUsers(c.Request().Context())
+func (h *accessAPI) apiListUsers(c echo.Context) error {
+	us, err := h.s.svc.ListUsers(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, userList{Users: us})
 }
 
-func (s *Server) apiCreateUser(c echo.Context) error {
+func (h *accessAPI) apiCreateUser(c echo.Context) error {
 	var in service.NewUser
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	u, err := s.svc.CreateUser(c.Request().Context(), in)
+	u, err := h.s.svc.CreateUser(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/users/"+url.PathEscape(u.Name))
 	return c.JSON(http.StatusCreated, u)
 }
 
-func (s *Server) apiChangeUser(c echo.Context) error {
+func (h *accessAPI) apiChangeUser(c echo.Context) error {
 	var ch service.UserChange
 	if err := DecodeJSON(c, &ch); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	u, err := s.svc.ChangeUser(c.Request().Context(), c.Param("name"), ch)
+	u, err := h.s.svc.ChangeUser(c.Request().Context(), c.Param("name"), ch)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, u)
 }
 
-func (s *Server) apiDeleteUser(c echo.Context) error {
-	if err := s.svc.DeleteUser(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+func (h *accessAPI) apiDeleteUser(c echo.Context) error {
+	if err := h.s.svc.DeleteUser(c.Request().Context(), c.Param("name")); err != nil {
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
-func (s *Server) apiListTokens(c echo.Context) error {
-	ts, err := s.svc.ListTokens(c.Request().Context())
+func (h *accessAPI) apiListTokens(c echo.Context) error {
+	ts, err := h.s.svc.ListTokens(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, tokenList{Tokens: ts})
 }
 
-func (s *Server) apiCreateToken(c echo.Context) error {
+func (h *accessAPI) apiCreateToken(c echo.Context) error {
 	var in service.NewToken
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	t, err := s.svc.CreateToken(c.Request().Context(), in)
+	t, err := h.s.svc.CreateToken(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
 	return c.JSON(http.StatusCreated, t)
 }
 
-func (s *Server) apiRevokeToken(c echo.Context) error {
-	if err := s.svc.RevokeToken(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+func (h *accessAPI) apiRevokeToken(c echo.Context) error {
+	if err := h.s.svc.RevokeToken(c.Request().Context(), c.Param("name")); err != nil {
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
@@ -115,26 +119,23 @@ func auditFilter(c echo.Context) service.AuditFilter {
 	return f
 }
 
-func (s *Server) apiAudit(c echo.Context) error {
-	es, err := s.svc.Audit(c.Request().Context(), auditFilter(c))
+func (h *accessAPI) apiAudit(c echo.Context) error {
+	es, err := h.s.svc.Audit(c.Request().Context(), auditFilter(c))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, auditList{Entries: es})
 }
 
-func (s *Server) apiAuditExport(c echo.Context) error {
-	return s.exportAudit(c, func(err error) error { return s.WriteError(c, err) })
-}
-
 // exportAudit writes every entry the filter selects as JSON lines, newest
-// first, a page at a time so a long log is never held in memory.
-func (s *Server) exportAudit(c echo.Context, fail func(error) error) error {
+// first, a page at a time so a long log is never held in memory; the API
+// and the console's download both answer with it.
+func (s *Server) exportAudit(c echo.Context) error {
 	f := auditFilter(c)
 	f.Limit = 1000
 	first, err := s.svc.Audit(c.Request().Context(), f)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	h := c.Response().Header()
 	h.Set(echo.HeaderContentType, "application/x-ndjson")

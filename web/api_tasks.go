@@ -16,19 +16,24 @@ type taskList struct {
 	Tasks []service.TaskInfo `json:"tasks"`
 }
 
-func (s *Server) registerTaskAPI() {
-	s.api.GET("/tasks", s.apiListTasks)
-	s.api.POST("/tasks", s.apiCreateTask)
-	s.api.POST("/tasks/validate", s.apiValidateTask)
-	s.api.GET("/tasks/:name", s.apiGetTask)
-	s.api.DELETE("/tasks/:name", s.apiDeleteTask)
-	s.api.POST("/tasks/:name/pause", s.apiTaskAction((*service.Service).PauseTask))
-	s.api.POST("/tasks/:name/resume", s.apiTaskAction((*service.Service).ResumeTask))
-	s.api.POST("/tasks/:name/restart", s.apiTaskAction((*service.Service).RestartTask))
-	s.api.POST("/tasks/:name/failover", s.apiFailover)
-	s.api.POST("/tasks/:name/move", s.apiMoveTask)
-	s.api.POST("/tasks/import-mm2", s.apiImportMM2)
-	s.api.POST("/connectivity", s.apiConnectivity)
+// tasksAPI are the tasks: create (or only validate), list, show, act on,
+// fail over, move between engines, import from MirrorMaker 2, and the
+// connectivity check of a task's clusters.
+type tasksAPI struct{ s *Server }
+
+func (h *tasksAPI) routes(g *echo.Group) {
+	g.GET("/tasks", h.apiListTasks)
+	g.POST("/tasks", h.apiCreateTask)
+	g.POST("/tasks/validate", h.apiValidateTask)
+	g.GET("/tasks/:name", h.apiGetTask)
+	g.DELETE("/tasks/:name", h.apiDeleteTask)
+	g.POST("/tasks/:name/pause", h.apiTaskAction((*service.Service).PauseTask))
+	g.POST("/tasks/:name/resume", h.apiTaskAction((*service.Service).ResumeTask))
+	g.POST("/tasks/:name/restart", h.apiTaskAction((*service.Service).RestartTask))
+	g.POST("/tasks/:name/failover", h.apiFailover)
+	g.POST("/tasks/:name/move", h.apiMoveTask)
+	g.POST("/tasks/import-mm2", h.apiImportMM2)
+	g.POST("/connectivity", h.apiConnectivity)
 }
 
 // moveRequest is the body of POST /api/v1/tasks/{name}/move.
@@ -37,28 +42,28 @@ type moveRequest struct {
 }
 
 // apiMoveTask moves a task to another engine, its progress handed over.
-func (s *Server) apiMoveTask(c echo.Context) error {
+func (h *tasksAPI) apiMoveTask(c echo.Context) error {
 	var in moveRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	info, err := s.svc.MoveTask(c.Request().Context(), c.Param("name"), in.Engine)
+	info, err := h.s.svc.MoveTask(c.Request().Context(), c.Param("name"), in.Engine)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
 
 // apiImportMM2 turns one flow of a dedicated MirrorMaker's mm2.properties
 // into a task continuing from MirrorMaker's offsets.
-func (s *Server) apiImportMM2(c echo.Context) error {
+func (h *tasksAPI) apiImportMM2(c echo.Context) error {
 	var in service.ImportRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	res, err := s.svc.ImportMM2Properties(c.Request().Context(), in)
+	res, err := h.s.svc.ImportMM2Properties(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusCreated, res)
 }
@@ -70,61 +75,61 @@ type failoverRequest struct {
 
 // apiFailover translates one group's offsets and commits them to the target
 // now (the failover helper).
-func (s *Server) apiFailover(c echo.Context) error {
+func (h *tasksAPI) apiFailover(c echo.Context) error {
 	var in failoverRequest
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	res, err := s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group)
+	res, err := h.s.svc.Failover(c.Request().Context(), c.Param("name"), in.Group)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }
 
-func (s *Server) apiListTasks(c echo.Context) error {
-	list, err := s.svc.ListTasks(c.Request().Context())
+func (h *tasksAPI) apiListTasks(c echo.Context) error {
+	list, err := h.s.svc.ListTasks(c.Request().Context())
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, taskList{Tasks: list})
 }
 
-func (s *Server) apiGetTask(c echo.Context) error {
-	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
+func (h *tasksAPI) apiGetTask(c echo.Context) error {
+	info, err := h.s.svc.Task(c.Request().Context(), c.Param("name"))
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, info)
 }
 
-func (s *Server) apiCreateTask(c echo.Context) error {
+func (h *tasksAPI) apiCreateTask(c echo.Context) error {
 	var in task.Task
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	info, err := s.svc.CreateTask(c.Request().Context(), in)
+	info, err := h.s.svc.CreateTask(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	c.Response().Header().Set(echo.HeaderLocation, "/api/v1/tasks/"+url.PathEscape(info.Name))
 	return c.JSON(http.StatusCreated, info)
 }
 
-func (s *Server) apiDeleteTask(c echo.Context) error {
-	if err := s.svc.DeleteTask(c.Request().Context(), c.Param("name")); err != nil {
-		return s.WriteError(c, err)
+func (h *tasksAPI) apiDeleteTask(c echo.Context) error {
+	if err := h.s.svc.DeleteTask(c.Request().Context(), c.Param("name")); err != nil {
+		return err
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 // apiTaskAction answers pause, resume and restart with the task as it is
 // afterwards.
-func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string) (service.TaskInfo, error)) echo.HandlerFunc {
+func (h *tasksAPI) apiTaskAction(do func(*service.Service, context.Context, string) (service.TaskInfo, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		info, err := do(s.svc, c.Request().Context(), c.Param("name"))
+		info, err := do(h.s.svc, c.Request().Context(), c.Param("name"))
 		if err != nil {
-			return s.WriteError(c, err)
+			return err
 		}
 		return c.JSON(http.StatusOK, info)
 	}
@@ -132,28 +137,28 @@ func (s *Server) apiTaskAction(do func(*service.Service, context.Context, string
 
 // apiValidateTask is the dry run: 200 with ok, problems, warnings and the
 // topic preview whenever the body is a task, valid or not.
-func (s *Server) apiValidateTask(c echo.Context) error {
+func (h *tasksAPI) apiValidateTask(c echo.Context) error {
 	var in task.Task
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	res, err := s.svc.ValidateTaskDryRun(c.Request().Context(), in)
+	res, err := h.s.svc.ValidateTaskDryRun(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }
 
 // apiConnectivity answers 200 whether the check passed or not (/api/v1/openapi.json); a
 // task whose connection fields are unusable is a 422.
-func (s *Server) apiConnectivity(c echo.Context) error {
+func (h *tasksAPI) apiConnectivity(c echo.Context) error {
 	var in task.Task
 	if err := DecodeJSON(c, &in); err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
-	res, err := s.svc.Connectivity(c.Request().Context(), in)
+	res, err := h.s.svc.Connectivity(c.Request().Context(), in)
 	if err != nil {
-		return s.WriteError(c, err)
+		return err
 	}
 	return c.JSON(http.StatusOK, res)
 }

@@ -11,20 +11,22 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// registerAccessPages adds the account page (everyone) and the users,
-// tokens and audit pages (the service refuses them to non-admins: 403).
-func (s *Server) registerAccessPages() {
-	s.console.GET("/account", s.accountPage)
-	s.console.POST("/account/password", s.changePassword)
-	s.console.GET("/users", s.usersPage)
-	s.console.POST("/users", s.addUser)
-	s.console.POST("/users/:name/delete", s.deleteUser)
-	s.console.POST("/users/:name/role", s.changeUserRole)
-	s.console.GET("/tokens", s.tokensPage)
-	s.console.POST("/tokens", s.addToken)
-	s.console.POST("/tokens/:name/revoke", s.revokeToken)
-	s.console.GET("/audit", s.auditPage)
-	s.console.GET("/audit/export", s.auditExport)
+// accessPages are the account page (everyone) and the users, tokens and
+// audit pages (the service refuses them to non-admins: 403).
+type accessPages struct{ s *Server }
+
+func (h *accessPages) routes(g *echo.Group) {
+	g.GET("/account", h.accountPage)
+	g.POST("/account/password", h.changePassword)
+	g.GET("/users", h.usersPage)
+	g.POST("/users", h.addUser)
+	g.POST("/users/:name/delete", h.deleteUser)
+	g.POST("/users/:name/role", h.changeUserRole)
+	g.GET("/tokens", h.tokensPage)
+	g.POST("/tokens", h.addToken)
+	g.POST("/tokens/:name/revoke", h.revokeToken)
+	g.GET("/audit", h.auditPage)
+	g.GET("/audit/export", h.s.exportAudit)
 }
 
 // requireRole answers 403 to a signed-in user whose role falls short of
@@ -48,75 +50,95 @@ func CurrentRole(c echo.Context) string {
 	return r
 }
 
-func (s *Server) accountPage(c echo.Context) error {
-	return Render(c, http.StatusOK, views.AccountPage(s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c), views.AccountForm{}))
+func (h *accessPages) accountPage(c echo.Context) error {
+	return Render(c, http.StatusOK, views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c), views.AccountForm{}))
 }
 
-func (s *Server) changePassword(c echo.Context) error {
-	err := s.svc.ChangeOwnPassword(c.Request().Context(), CurrentUser(c), c.FormValue("current_password"), c.FormValue("password"))
+func (h *accessPages) changePassword(c echo.Context) error {
+	var in struct {
+		Current string `form:"current_password"`
+		New     string `form:"password"`
+	}
+	if err := decodeForm(c, &in); err != nil {
+		return err
+	}
+	err := h.s.svc.ChangeOwnPassword(c.Request().Context(), CurrentUser(c), in.Current, in.New)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return Render(c, http.StatusUnprocessableEntity, views.AccountPage(s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c),
-			views.AccountForm{Errors: views.FieldErrorsFrom(e.Problems)}))
+		return Render(c, http.StatusUnprocessableEntity, views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c),
+			views.AccountForm{Errors: fieldErrors(e.Problems)}))
 	}
 	// Every session ended, this one too: sign in again with the new one.
-	if err := s.endSession(c, s.session(c)); err != nil {
+	if err := h.s.endSession(c, h.s.session(c)); err != nil {
 		return err
 	}
 	return Redirect(c, "/signin")
 }
 
-func (s *Server) usersPage(c echo.Context) error {
-	return s.renderUsers(c, http.StatusOK, views.UserForm{Role: service.RoleViewer})
+func (h *accessPages) usersPage(c echo.Context) error {
+	return h.renderUsers(c, http.StatusOK, views.UserForm{Role: service.RoleViewer})
 }
 
-func (s *Server) renderUsers(c echo.Context, status int, f views.UserForm) error {
-	us, err := s.svc.ListUsers(c.Request().Context())
+func (h *accessPages) renderUsers(c echo.Context, status int, f views.UserForm) error {
+	us, err := h.s.svc.ListUsers(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	return Render(c, status, views.UsersPage(s.PageData(c, tr(c, "users.title"), "/users"), us, f))
+	f.Roles = roles
+	return Render(c, status, views.UsersPage(h.s.PageData(c, tr(c, "users.title"), "/users"), userViews(us), f))
 }
 
-func (s *Server) addUser(c echo.Context) error {
-	in := service.NewUser{Name: c.FormValue("name"), Role: c.FormValue("role"), Password: c.FormValue("password")}
-	if _, err := s.svc.CreateUser(c.Request().Context(), in); err != nil {
+// accountFormInput is the add-user and new-token forms as posted (a token
+// has no password).
+type accountFormInput struct {
+	Name     string `form:"name"`
+	Role     string `form:"role"`
+	Password string `form:"password"`
+}
+
+func (h *accessPages) addUser(c echo.Context) error {
+	var f accountFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
+	in := service.NewUser{Name: f.Name, Role: f.Role, Password: f.Password}
+	if _, err := h.s.svc.CreateUser(c.Request().Context(), in); err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return s.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{Name: in.Name, Role: in.Role, Errors: views.FieldErrorsFrom(e.Problems)})
+		return h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{Name: in.Name, Role: in.Role, Errors: fieldErrors(e.Problems)})
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "users.added", "Name", in.Name)); err != nil {
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "users.added", "Name", in.Name)); err != nil {
 		return err
 	}
 	return Redirect(c, "/users")
 }
 
-func (s *Server) deleteUser(c echo.Context) error {
+func (h *accessPages) deleteUser(c echo.Context) error {
 	name := c.Param("name")
-	if err := s.svc.DeleteUser(c.Request().Context(), name); err != nil {
+	if err := h.s.svc.DeleteUser(c.Request().Context(), name); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
+		if err := h.s.AddFlash(c, views.FlashError, e.Message); err != nil {
 			return err
 		}
 		return Redirect(c, "/users")
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "users.removed", "Name", name)); err != nil {
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "users.removed", "Name", name)); err != nil {
 		return err
 	}
 	return Redirect(c, "/users")
 }
 
-func (s *Server) changeUserRole(c echo.Context) error {
+func (h *accessPages) changeUserRole(c echo.Context) error {
 	name, role := c.Param("name"), c.FormValue("role")
-	if _, err := s.svc.ChangeUser(c.Request().Context(), name, service.UserChange{Role: &role}); err != nil {
+	if _, err := h.s.svc.ChangeUser(c.Request().Context(), name, service.UserChange{Role: &role}); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
@@ -125,68 +147,73 @@ func (s *Server) changeUserRole(c echo.Context) error {
 		if len(e.Problems) > 0 {
 			msg = e.Problems[0].Message
 		}
-		if err := s.AddFlash(c, views.FlashError, msg); err != nil {
+		if err := h.s.AddFlash(c, views.FlashError, msg); err != nil {
 			return err
 		}
 		return Redirect(c, "/users")
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "users.role_changed", "Name", name, "Role", views.RoleLabel(c.Request().Context(), role))); err != nil {
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "users.role_changed", "Name", name, "Role", views.RoleLabel(c.Request().Context(), role))); err != nil {
 		return err
 	}
 	return Redirect(c, "/users")
 }
 
-func (s *Server) tokensPage(c echo.Context) error {
-	return s.renderTokens(c, http.StatusOK, views.TokenForm{Role: service.RoleViewer})
+func (h *accessPages) tokensPage(c echo.Context) error {
+	return h.renderTokens(c, http.StatusOK, views.TokenForm{Role: service.RoleViewer})
 }
 
-func (s *Server) renderTokens(c echo.Context, status int, f views.TokenForm) error {
-	ts, err := s.svc.ListTokens(c.Request().Context())
+func (h *accessPages) renderTokens(c echo.Context, status int, f views.TokenForm) error {
+	ts, err := h.s.svc.ListTokens(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	// The page may show a new token: keep it out of caches and history.
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return Render(c, status, views.TokensPage(s.PageData(c, tr(c, "tokens.title"), "/tokens"), ts, f))
+	f.Roles = roles
+	return Render(c, status, views.TokensPage(h.s.PageData(c, tr(c, "tokens.title"), "/tokens"), tokenViews(ts), f))
 }
 
-func (s *Server) addToken(c echo.Context) error {
-	in := service.NewToken{Name: c.FormValue("name"), Role: c.FormValue("role")}
-	created, err := s.svc.CreateToken(c.Request().Context(), in)
+func (h *accessPages) addToken(c echo.Context) error {
+	var f accountFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
+	in := service.NewToken{Name: f.Name, Role: f.Role}
+	created, err := h.s.svc.CreateToken(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return s.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, Errors: views.FieldErrorsFrom(e.Problems)})
+		return h.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, Errors: fieldErrors(e.Problems)})
 	}
 	// Rendered in the answer, not a flash: the token must not be stored
 	// in the session cookie.
-	return s.renderTokens(c, http.StatusCreated, views.TokenForm{Role: service.RoleViewer, Created: &created})
+	return h.renderTokens(c, http.StatusCreated, views.TokenForm{Role: service.RoleViewer, Created: &views.CreatedToken{TokenInfo: tokenView(created.TokenInfo), Token: created.Token}})
 }
 
-func (s *Server) revokeToken(c echo.Context) error {
+func (h *accessPages) revokeToken(c echo.Context) error {
 	name := c.Param("name")
-	if err := s.svc.RevokeToken(c.Request().Context(), name); err != nil {
+	if err := h.s.svc.RevokeToken(c.Request().Context(), name); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		if err := s.AddFlash(c, views.FlashError, e.Message); err != nil {
+		if err := h.s.AddFlash(c, views.FlashError, e.Message); err != nil {
 			return err
 		}
 		return Redirect(c, "/tokens")
 	}
-	if err := s.AddFlash(c, views.FlashSuccess, tr(c, "tokens.revoked", "Name", name)); err != nil {
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "tokens.revoked", "Name", name)); err != nil {
 		return err
 	}
 	return Redirect(c, "/tokens")
 }
 
-func (s *Server) auditPage(c echo.Context) error {
+func (h *accessPages) auditPage(c echo.Context) error {
 	f := auditFilter(c)
 	f.Limit = 100
-	es, err := s.svc.Audit(c.Request().Context(), f)
+	es, err := h.s.svc.Audit(c.Request().Context(), f)
 	if err != nil {
 		return err
 	}
@@ -196,14 +223,10 @@ func (s *Server) auditPage(c echo.Context) error {
 			q.Set(k, v)
 		}
 	}
-	v := views.AuditView{Filter: f, Entries: es, Export: "/audit/export?" + q.Encode()}
+	v := views.AuditView{Filter: views.AuditFilter{Actor: f.Actor, Action: f.Action, Outcome: f.Outcome}, Entries: auditViews(es), Export: "/audit/export?" + q.Encode()}
 	if len(es) == f.Limit {
 		q.Set("before", strconv.FormatInt(es[len(es)-1].ID, 10))
 		v.Older = "/audit?" + q.Encode()
 	}
-	return Render(c, http.StatusOK, views.AuditPage(s.PageData(c, tr(c, "audit.title"), "/audit"), v))
-}
-
-func (s *Server) auditExport(c echo.Context) error {
-	return s.exportAudit(c, func(err error) error { return err })
+	return Render(c, http.StatusOK, views.AuditPage(h.s.PageData(c, tr(c, "audit.title"), "/audit"), v))
 }

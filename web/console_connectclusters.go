@@ -10,30 +10,32 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// registerConnectClusterPages adds the Kafka Connect clusters page: the
-// list, the add form and removal. The service decides who may change them.
-func (s *Server) registerConnectClusterPages() {
-	s.console.GET("/connect-clusters", s.connectClustersPage)
-	s.console.POST("/connect-clusters", s.addConnectCluster)
-	s.console.POST("/connect-clusters/:name/delete", s.removeConnectCluster)
+// connectClusterPages are the Kafka Connect clusters page: the list, the
+// add form and removal. The service decides who may change them.
+type connectClusterPages struct{ s *Server }
+
+func (h *connectClusterPages) routes(g *echo.Group) {
+	g.GET("/connect-clusters", h.connectClustersPage)
+	g.POST("/connect-clusters", h.addConnectCluster)
+	g.POST("/connect-clusters/:name/delete", h.removeConnectCluster)
 }
 
-func (s *Server) connectClustersPage(c echo.Context) error {
-	return s.renderConnectClusters(c, http.StatusOK, views.ConnectClusterForm{})
+func (h *connectClusterPages) connectClustersPage(c echo.Context) error {
+	return h.renderConnectClusters(c, http.StatusOK, views.ConnectClusterForm{})
 }
 
-func (s *Server) renderConnectClusters(c echo.Context, status int, form views.ConnectClusterForm) error {
+func (h *connectClusterPages) renderConnectClusters(c echo.Context, status int, form views.ConnectClusterForm) error {
 	ctx := c.Request().Context()
-	list, err := s.svc.ListConnectClusters(ctx)
+	list, err := h.s.svc.ListConnectClusters(ctx)
 	if err != nil {
 		return err
 	}
-	instances, err := s.instanceNames(ctx)
+	instances, err := h.s.instanceNames(ctx)
 	if err != nil {
 		return err
 	}
-	v := views.ConnectClustersView{Clusters: list, Instances: instances, Form: form}
-	return Render(c, status, views.ConnectClusters(s.PageData(c, tr(c, "connect.title"), "/connect-clusters"), v))
+	v := views.ConnectClustersView{Clusters: connectClusterViews(list), Instances: instances, Form: form}
+	return Render(c, status, views.ConnectClusters(h.s.PageData(c, tr(c, "connect.title"), "/connect-clusters"), v))
 }
 
 // instanceNames are the registered Kafka clusters' names, for selects.
@@ -63,25 +65,35 @@ func (s *Server) connectClusterNames(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-func (s *Server) addConnectCluster(c echo.Context) error {
-	in := service.ConnectClusterSettings{
-		Name:           c.FormValue("name"),
-		URLs:           splitServers(c.FormValue("urls")),
-		KafkaCluster:   c.FormValue("kafka_cluster"),
-		Username:       c.FormValue("username"),
-		Password:       c.FormValue("password"),
-		CAPEM:          c.FormValue("ca_pem"),
-		ConfigProvider: c.FormValue("config_provider"),
+// connectClusterFormInput is the add form as posted.
+type connectClusterFormInput struct {
+	Name           string `form:"name"`
+	URLs           string `form:"urls"` // as pasted: commas, spaces or lines
+	KafkaCluster   string `form:"kafka_cluster"`
+	Username       string `form:"username"`
+	Password       string `form:"password"`
+	CAPEM          string `form:"ca_pem"`
+	ConfigProvider string `form:"config_provider"`
+}
+
+func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
+	var f connectClusterFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
 	}
-	info, err := s.svc.AddConnectCluster(c.Request().Context(), in)
+	in := service.ConnectClusterSettings{
+		Name: f.Name, URLs: splitServers(f.URLs), KafkaCluster: f.KafkaCluster, Username: f.Username,
+		Password: f.Password, CAPEM: f.CAPEM, ConfigProvider: f.ConfigProvider,
+	}
+	info, err := h.s.svc.AddConnectCluster(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		form := views.ConnectClusterForm{
-			Name: in.Name, URLs: c.FormValue("urls"), KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
-			ConfigProvider: in.ConfigProvider, Errors: views.FieldErrorsFrom(e.Problems),
+			Name: in.Name, URLs: f.URLs, KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
+			ConfigProvider: in.ConfigProvider, Errors: fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
@@ -90,28 +102,28 @@ func (s *Server) addConnectCluster(c echo.Context) error {
 		}
 		// 422: htmx swaps the form with its messages in (see addInstance).
 		if IsHTMX(c) {
-			instances, err := s.instanceNames(c.Request().Context())
+			instances, err := h.s.instanceNames(c.Request().Context())
 			if err != nil {
 				return err
 			}
 			return Render(c, http.StatusUnprocessableEntity, views.ConnectClusterFormView(CSRFToken(c), instances, form))
 		}
-		return s.renderConnectClusters(c, http.StatusUnprocessableEntity, form)
+		return h.renderConnectClusters(c, http.StatusUnprocessableEntity, form)
 	}
-	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "connect.added", "Name", info.Name)})
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "connect.added", "Name", info.Name)})
 	return Redirect(c, "/connect-clusters")
 }
 
-func (s *Server) removeConnectCluster(c echo.Context) error {
+func (h *connectClusterPages) removeConnectCluster(c echo.Context) error {
 	name := c.Param("name")
-	if err := s.svc.RemoveConnectCluster(c.Request().Context(), name); err != nil {
+	if err := h.s.svc.RemoveConnectCluster(c.Request().Context(), name); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
+		h.s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
 		return Redirect(c, "/connect-clusters")
 	}
-	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "connect.removed", "Name", name)})
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "connect.removed", "Name", name)})
 	return Redirect(c, "/connect-clusters")
 }

@@ -17,13 +17,24 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
+// dashboardPages are the dashboard (every task) and the task import from
+// the API's JSON.
+type dashboardPages struct{ s *Server }
+
+func (h *dashboardPages) routes(g *echo.Group) {
+	g.GET("/dashboard", h.dashboardPage)
+	// Under /dashboard, not /tasks: "import" is a valid task name.
+	g.GET("/dashboard/import", h.importTaskPage, h.s.requireRole(service.RoleOperator))
+	g.POST("/dashboard/import", h.importTask)
+}
+
 // dashboardState is the filter bucket of a task: starting and degraded
 // count as running, anything else not paused or running is failed.
-func dashboardState(info service.TaskInfo) string {
+func dashboardState(state task.State) string {
 	switch {
-	case info.Status.State.Copying():
+	case state.Copying():
 		return "running"
-	case info.Status.State == task.StatePaused:
+	case state == task.StatePaused:
 		return "paused"
 	}
 	return "failed"
@@ -31,8 +42,8 @@ func dashboardState(info service.TaskInfo) string {
 
 // dashboardPage lists every task, failed first, then by name; ?state= and
 // ?q= (part of the name, any case) filter it.
-func (s *Server) dashboardPage(c echo.Context) error {
-	list, err := s.svc.ListTasks(c.Request().Context())
+func (h *dashboardPages) dashboardPage(c echo.Context) error {
+	list, err := h.s.svc.ListTasks(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -43,7 +54,7 @@ func (s *Server) dashboardPage(c echo.Context) error {
 	v := views.DashboardView{Filter: f}
 	q := strings.ToLower(f.Query)
 	for _, info := range list {
-		st := dashboardState(info)
+		st := dashboardState(info.Status.State)
 		v.Counts.Total++
 		switch st {
 		case "running":
@@ -56,17 +67,17 @@ func (s *Server) dashboardPage(c echo.Context) error {
 		if (f.State != "" && st != f.State) || (q != "" && !strings.Contains(strings.ToLower(info.Name), q)) {
 			continue
 		}
-		row := views.DashboardRow{Info: info}
+		row := views.DashboardRow{Info: taskModel(info)}
 		// The sampler only samples running tasks: a paused or failed task's
 		// last rate is history, not its throughput now.
 		if st == "running" {
-			row.Rate, row.RateKnown = s.series(info.Name).Rate()
+			row.Rate, row.RateKnown = h.s.series(info.Name).Rate()
 		}
 		v.Rows = append(v.Rows, row)
 	}
 	// Failed first: they need someone; ListTasks already orders by name.
 	slices.SortStableFunc(v.Rows, func(a, b views.DashboardRow) int {
-		fa, fb := dashboardState(a.Info) == "failed", dashboardState(b.Info) == "failed"
+		fa, fb := dashboardState(a.Info.Status.State) == "failed", dashboardState(b.Info.Status.State) == "failed"
 		switch {
 		case fa && !fb:
 			return -1
@@ -75,16 +86,16 @@ func (s *Server) dashboardPage(c echo.Context) error {
 		}
 		return 0
 	})
-	return Render(c, http.StatusOK, views.Dashboard(s.PageData(c, tr(c, "dashboard.title"), "/dashboard"), v))
+	return Render(c, http.StatusOK, views.Dashboard(h.s.PageData(c, tr(c, "dashboard.title"), "/dashboard"), v))
 }
 
-func (s *Server) importTaskPage(c echo.Context) error {
-	return Render(c, http.StatusOK, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), views.ImportForm{}))
+func (h *dashboardPages) importTaskPage(c echo.Context) error {
+	return Render(c, http.StatusOK, views.ImportPage(h.s.PageData(c, tr(c, "import.title"), "/dashboard"), views.ImportForm{}))
 }
 
 // importTask creates a task from pasted API JSON through the same service
 // as the API and the form; problems come back by field.
-func (s *Server) importTask(c echo.Context) error {
+func (h *dashboardPages) importTask(c echo.Context) error {
 	raw := c.FormValue("task_json")
 	var in task.Task
 	// A masked password is refused by the service, as for the API and CLI.
@@ -93,23 +104,23 @@ func (s *Server) importTask(c echo.Context) error {
 	form.JSON, form.PasswordRemoved = withoutPassword(raw, in.Peer.Password)
 	var info service.TaskInfo
 	if err == nil {
-		info, err = s.svc.CreateTask(c.Request().Context(), in)
+		info, err = h.s.svc.CreateTask(c.Request().Context(), in)
 	}
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		form.Problems = e.Problems
+		form.Problems = problemsView(e.Problems)
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
 		}
 		if IsHTMX(c) {
 			return Render(c, http.StatusUnprocessableEntity, views.ImportFormView(CSRFToken(c), form))
 		}
-		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
+		return Render(c, http.StatusUnprocessableEntity, views.ImportPage(h.s.PageData(c, tr(c, "import.title"), "/dashboard"), form))
 	}
-	s.flash(c, createdBanners(c, info)...)
+	h.s.flash(c, createdBanners(c, info)...)
 	return Redirect(c, views.TaskPath(info.Name, ""))
 }
 

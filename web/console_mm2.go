@@ -11,25 +11,27 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// registerMM2Pages adds MirrorMaker 2 adoption (a Connect cluster's MM2
-// page) and the mm2.properties import. The service decides who may act.
-func (s *Server) registerMM2Pages() {
-	s.console.GET("/connect-clusters/:name/mm2", s.mm2Page)
-	s.console.POST("/connect-clusters/:name/mm2/adopt", s.adoptMM2)
-	s.console.GET("/dashboard/import-mm2", s.importMM2Page, s.requireRole(service.RoleOperator))
-	s.console.POST("/dashboard/import-mm2", s.importMM2)
+// mm2Pages are MirrorMaker 2 adoption (a Connect cluster's MM2 page) and
+// the mm2.properties import. The service decides who may act.
+type mm2Pages struct{ s *Server }
+
+func (h *mm2Pages) routes(g *echo.Group) {
+	g.GET("/connect-clusters/:name/mm2", h.mm2Page)
+	g.POST("/connect-clusters/:name/mm2/adopt", h.adoptMM2)
+	g.GET("/dashboard/import-mm2", h.importMM2Page, h.s.requireRole(service.RoleOperator))
+	g.POST("/dashboard/import-mm2", h.importMM2)
 }
 
-func (s *Server) mm2Page(c echo.Context) error {
-	return s.renderMM2(c, http.StatusOK, views.AdoptForm{})
+func (h *mm2Pages) mm2Page(c echo.Context) error {
+	return h.renderMM2(c, http.StatusOK, views.AdoptForm{})
 }
 
 // renderMM2 shows the page, with form (a refused adoption) by its flow.
-func (s *Server) renderMM2(c echo.Context, status int, form views.AdoptForm) error {
+func (h *mm2Pages) renderMM2(c echo.Context, status int, form views.AdoptForm) error {
 	ctx := c.Request().Context()
 	name := c.Param("name")
 	v := views.MM2View{ConnectCluster: name, Form: form}
-	list, err := s.svc.ListAdoptable(ctx, name)
+	list, err := h.s.svc.ListAdoptable(ctx, name)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
@@ -40,33 +42,54 @@ func (s *Server) renderMM2(c echo.Context, status int, form views.AdoptForm) err
 			status = e.Code.HTTPStatus()
 		}
 	}
-	v.Candidates = views.MM2CandidatesFrom(list)
-	if v.Instances, err = s.instanceNames(ctx); err != nil {
+	v.Candidates = mm2Candidates(list)
+	if v.Instances, err = h.s.instanceNames(ctx); err != nil {
 		return err
 	}
-	if v.ConnectClusters, err = s.connectClusterNames(ctx); err != nil {
+	if v.ConnectClusters, err = h.s.connectClusterNames(ctx); err != nil {
 		return err
 	}
-	return Render(c, status, views.MM2Page(s.PageData(c, tr(c, "mm2.title", "Name", name), "/connect-clusters"), v))
+	return Render(c, status, views.MM2Page(h.s.PageData(c, tr(c, "mm2.title", "Name", name), "/connect-clusters"), v))
+}
+
+// adoptFormInput is an adopt form as posted: the service's request.
+type adoptFormInput struct {
+	SourceConnector string `form:"source_connector"`
+	Name            string `form:"name,trim"`
+	Current         string `form:"current"`
+	Engine          string `form:"engine"`
+	Bidirectional   bool   `form:"bidirectional"`
+}
+
+// importMM2FormInput is the import form as posted: the service's request.
+type importMM2FormInput struct {
+	Properties string `form:"properties"`
+	Flow       string `form:"flow,trim"`
+	Name       string `form:"name,trim"`
+	Current    string `form:"current"`
+	Engine     string `form:"engine"`
 }
 
 // adoptMM2 adopts one MM2 flow; a refusal shows the page again with the
 // messages by the flow's form.
-func (s *Server) adoptMM2(c echo.Context) error {
-	in := service.AdoptRequest{SourceConnector: c.FormValue("source_connector"), Name: strings.TrimSpace(c.FormValue("name")),
-		Current: c.FormValue("current"), Engine: c.FormValue("engine"), Bidirectional: c.FormValue("bidirectional") == "true"}
-	res, err := s.svc.AdoptMM2(c.Request().Context(), c.Param("name"), in)
+func (h *mm2Pages) adoptMM2(c echo.Context) error {
+	var f adoptFormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
+	in := service.AdoptRequest(f)
+	res, err := h.s.svc.AdoptMM2(c.Request().Context(), c.Param("name"), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		form := views.AdoptForm{SourceConnector: in.SourceConnector, Name: in.Name, Current: in.Current, Engine: in.Engine,
-			Bidirectional: in.Bidirectional, Errors: views.FieldErrorsFrom(e.Problems)}
+			Bidirectional: in.Bidirectional, Errors: fieldErrors(e.Problems)}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
 		}
-		return s.renderMM2(c, e.Code.HTTPStatus(), form)
+		return h.renderMM2(c, e.Code.HTTPStatus(), form)
 	}
 	msg := tr(c, "mm2.adopted", "Name", res.Task.Name, "Partitions", fmt.Sprint(res.Partitions))
 	banners := []views.Flash{{Kind: views.FlashSuccess, Message: msg}}
@@ -74,53 +97,71 @@ func (s *Server) adoptMM2(c echo.Context) error {
 		banners = append(banners, views.Flash{Kind: views.FlashError,
 			Message: tr(c, "mm2.not_deleted", "Connectors", strings.Join(res.NotDeleted, "; "))})
 	}
-	s.flash(c, banners...)
+	h.s.flash(c, banners...)
 	return Redirect(c, views.TaskPath(res.Task.Name, ""))
 }
 
-func (s *Server) importMM2Page(c echo.Context) error {
-	f, err := s.importMM2Form(c, views.ImportMM2Form{})
+func (h *mm2Pages) importMM2Page(c echo.Context) error {
+	f, err := h.importMM2Form(c, views.ImportMM2Form{})
 	if err != nil {
 		return err
 	}
-	return Render(c, http.StatusOK, views.ImportMM2Page(s.PageData(c, tr(c, "import_mm2.title"), "/dashboard"), f))
+	return Render(c, http.StatusOK, views.ImportMM2Page(h.s.PageData(c, tr(c, "import_mm2.title"), "/dashboard"), f))
 }
 
 // importMM2Form fills the selects of the import form.
-func (s *Server) importMM2Form(c echo.Context, f views.ImportMM2Form) (views.ImportMM2Form, error) {
+func (h *mm2Pages) importMM2Form(c echo.Context, f views.ImportMM2Form) (views.ImportMM2Form, error) {
 	var err error
-	if f.Instances, err = s.instanceNames(c.Request().Context()); err != nil {
+	if f.Instances, err = h.s.instanceNames(c.Request().Context()); err != nil {
 		return f, err
 	}
-	f.ConnectClusters, err = s.connectClusterNames(c.Request().Context())
+	f.ConnectClusters, err = h.s.connectClusterNames(c.Request().Context())
 	return f, err
 }
 
 // importMM2 imports one flow of a pasted mm2.properties; a refusal shows
 // the form again with the messages by field, secrets taken out.
-func (s *Server) importMM2(c echo.Context) error {
-	in := service.ImportRequest{Properties: c.FormValue("properties"), Flow: strings.TrimSpace(c.FormValue("flow")),
-		Name: strings.TrimSpace(c.FormValue("name")), Current: c.FormValue("current"), Engine: c.FormValue("engine")}
-	res, err := s.svc.ImportMM2Properties(c.Request().Context(), in)
+func (h *mm2Pages) importMM2(c echo.Context) error {
+	var f importMM2FormInput
+	if err := decodeForm(c, &f); err != nil {
+		return err
+	}
+	in := service.ImportRequest(f)
+	res, err := h.s.svc.ImportMM2Properties(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
 		f := views.ImportMM2Form{Flow: in.Flow, Name: in.Name, Current: in.Current, Engine: in.Engine,
-			Errors: views.FieldErrorsFrom(e.Problems)}
+			Errors: fieldErrors(e.Problems)}
 		f.Properties, f.SecretsRemoved = withoutSecretProperties(in.Properties)
 		if len(e.Problems) == 0 {
 			f.Message = e.Message
 		}
-		if f, err = s.importMM2Form(c, f); err != nil {
+		if f, err = h.importMM2Form(c, f); err != nil {
 			return err
 		}
-		return Render(c, e.Code.HTTPStatus(), views.ImportMM2Page(s.PageData(c, tr(c, "import_mm2.title"), "/dashboard"), f))
+		return Render(c, e.Code.HTTPStatus(), views.ImportMM2Page(h.s.PageData(c, tr(c, "import_mm2.title"), "/dashboard"), f))
 	}
-	s.flash(c, views.Flash{Kind: views.FlashSuccess,
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess,
 		Message: tr(c, "import_mm2.imported", "Name", res.Task.Name, "Partitions", fmt.Sprint(res.Partitions))})
 	return Redirect(c, views.TaskPath(res.Task.Name, ""))
+}
+
+// mm2Candidates are the page's rows for the service's candidates.
+func mm2Candidates(cs []service.AdoptCandidate) []views.MM2Candidate {
+	out := make([]views.MM2Candidate, 0, len(cs))
+	for _, c := range cs {
+		topics := strings.Join(c.Task.Rules.Topics, ", ")
+		if c.Task.Rules.TopicsRegex != "" {
+			topics = c.Task.Rules.TopicsRegex
+		}
+		out = append(out, views.MM2Candidate{SourceConnector: c.Source, Flow: c.Flow,
+			Connectors: strings.Join(c.Connectors, ", "), State: c.State, Direction: c.Task.Rules.Direction,
+			Topics: topics, Problems: problemsView(c.Problems), Reverse: c.Reverse})
+	}
+	return out
 }
 
 // withoutSecretProperties is a pasted mm2.properties to show again, each

@@ -12,31 +12,33 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// smartConnect serves an instance's Smart Connect section: the task list
+// smartConnectPages serve an instance's Smart Connect section: the task list
 // with its actions, and the create-task form with inline validation and the
 // connectivity check (the original product's flow).
-type smartConnect struct {
+type smartConnectPages struct {
 	s     *Server
 	rates *rateSampler
 }
 
-func (s *Server) registerSmartConnect() {
-	h := &smartConnect{s: s, rates: newRateSampler(time.Now)}
-	g := s.console
+func newSmartConnectPages(s *Server) *smartConnectPages {
+	return &smartConnectPages{s: s, rates: newRateSampler(time.Now)}
+}
+
+func (h *smartConnectPages) routes(g *echo.Group) {
 	const base = "/instances/:name/smart-connect"
 	g.GET(base, h.list)
 	g.GET(base+"/rows", h.rows)
-	g.GET(base+"/new", h.newForm, s.requireRole(service.RoleOperator))
+	g.GET(base+"/new", h.newForm, h.s.requireRole(service.RoleOperator))
 	g.POST(base, h.create)
 	g.POST(base+"/validate", h.validate)
 	g.POST(base+"/check", h.check)
 	g.POST(base+"/settings", h.settings)
-	g.GET(base+"/:task/:action", h.confirm, s.requireRole(service.RoleOperator))
+	g.GET(base+"/:task/:action", h.confirm, h.s.requireRole(service.RoleOperator))
 	g.POST(base+"/:task/:action", h.act)
 }
 
 // view gathers the instance and its tasks with their measured rates.
-func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnectView, error) {
+func (h *smartConnectPages) view(ctx context.Context, name string) (views.SmartConnectView, error) {
 	info, err := h.s.svc.Cluster(ctx, name)
 	if err != nil {
 		return views.SmartConnectView{}, err
@@ -45,9 +47,9 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 	if err != nil {
 		return views.SmartConnectView{}, err
 	}
-	v := views.SmartConnectView{Cluster: info, Tasks: make([]views.TaskRow, len(tasks))}
+	v := views.SmartConnectView{Cluster: clusterView(info), Tasks: make([]views.TaskRow, len(tasks))}
 	for i, t := range tasks {
-		row := views.TaskRow{Info: t}
+		row := views.TaskRow{Info: taskModel(t)}
 		if t.Status.State.Copying() {
 			var records int64
 			for _, f := range t.Status.Flows {
@@ -62,13 +64,13 @@ func (h *smartConnect) view(ctx context.Context, name string) (views.SmartConnec
 	return v, nil
 }
 
-func (h *smartConnect) list(c echo.Context) error {
+func (h *smartConnectPages) list(c echo.Context) error {
 	return h.renderList(c, http.StatusOK, views.SmartConnectSettingsForm{})
 }
 
 // renderList renders the whole section; settings is the Smart Connect
 // setting form after a refused change, or its zero value.
-func (h *smartConnect) renderList(c echo.Context, status int, settings views.SmartConnectSettingsForm) error {
+func (h *smartConnectPages) renderList(c echo.Context, status int, settings views.SmartConnectSettingsForm) error {
 	ctx := c.Request().Context()
 	v, err := h.view(ctx, c.Param("name"))
 	if err != nil {
@@ -85,15 +87,22 @@ func (h *smartConnect) renderList(c echo.Context, status int, settings views.Sma
 // settings turns Smart Connect on or off and picks its default engine, in
 // one change; a refused one comes back with the service's messages by the
 // fields.
-func (h *smartConnect) settings(c echo.Context) error {
+func (h *smartConnectPages) settings(c echo.Context) error {
 	name := c.Param("name")
-	in := service.SmartConnect{Enabled: c.FormValue("enabled") == "true", Engine: c.FormValue("engine")}
+	var posted struct {
+		Enabled bool   `form:"enabled"`
+		Engine  string `form:"engine"`
+	}
+	if err := decodeForm(c, &posted); err != nil {
+		return err
+	}
+	in := service.SmartConnect{Enabled: posted.Enabled, Engine: posted.Engine}
 	if _, err := h.s.svc.SetSmartConnect(c.Request().Context(), name, in); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden || e.Code == service.CodeNotFound {
 			return err
 		}
-		f := views.SmartConnectSettingsForm{Submitted: true, Enabled: in.Enabled, Engine: in.Engine, Errors: views.FieldErrorsFrom(e.Problems)}
+		f := views.SmartConnectSettingsForm{Submitted: true, Enabled: in.Enabled, Engine: in.Engine, Errors: fieldErrors(e.Problems)}
 		if len(e.Problems) == 0 {
 			f.Message = e.Message
 		}
@@ -108,7 +117,7 @@ func (h *smartConnect) settings(c echo.Context) error {
 }
 
 // rows is the list's self-refreshing body.
-func (h *smartConnect) rows(c echo.Context) error {
+func (h *smartConnectPages) rows(c echo.Context) error {
 	v, err := h.view(c.Request().Context(), c.Param("name"))
 	if err != nil {
 		return err
@@ -118,7 +127,7 @@ func (h *smartConnect) rows(c echo.Context) error {
 
 // confirm asks before an action when the browser runs no JavaScript (with
 // it, htmx asks through hx-confirm and posts directly).
-func (h *smartConnect) confirm(c echo.Context) error {
+func (h *smartConnectPages) confirm(c echo.Context) error {
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
 	if _, offered := taskActionDone[action]; !offered {
 		return echo.ErrNotFound
@@ -130,7 +139,7 @@ func (h *smartConnect) confirm(c echo.Context) error {
 	return Render(c, http.StatusOK, views.TaskActionConfirm(p, name, tname, action))
 }
 
-func (h *smartConnect) act(c echo.Context) error {
+func (h *smartConnectPages) act(c echo.Context) error {
 	ctx := c.Request().Context()
 	name, tname, action := c.Param("name"), c.Param("task"), c.Param("action")
 	if _, offered := taskActionDone[action]; !offered {
@@ -154,7 +163,7 @@ func (h *smartConnect) act(c echo.Context) error {
 
 // ownTask finds a task of this instance: a task of another instance is not
 // found here, so a URL cannot act on it under the wrong instance.
-func (h *smartConnect) ownTask(ctx context.Context, cluster, name string) (service.TaskInfo, error) {
+func (h *smartConnectPages) ownTask(ctx context.Context, cluster, name string) (service.TaskInfo, error) {
 	t, err := h.s.svc.Task(ctx, name)
 	if err != nil {
 		return t, err

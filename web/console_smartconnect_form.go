@@ -20,7 +20,7 @@ import (
 // every message is shown, and later validations keep showing them.
 const touchedAll = "*"
 
-func (h *smartConnect) newForm(c echo.Context) error {
+func (h *smartConnectPages) newForm(c echo.Context) error {
 	f := views.TaskForm{
 		// Pull preselected: the original product lists it first, and it copies into the
 		// instance whose page this is, where MirrorMaker 2 also runs best
@@ -34,7 +34,7 @@ func (h *smartConnect) newForm(c echo.Context) error {
 
 // renderForm renders the whole create page, filling in what the form needs
 // from the service (the instance, the other instances, the task limit).
-func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) error {
+func (h *smartConnectPages) renderForm(c echo.Context, status int, f views.TaskForm) error {
 	ctx := c.Request().Context()
 	info, err := h.s.svc.Cluster(ctx, c.Param("name"))
 	if err != nil {
@@ -42,6 +42,7 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	}
 	f.Cluster = info.Name
 	f.AtLimit = info.TasksUsed >= info.TasksLimit
+	f.TasksLimit, f.MinTargetMaxMessageBytes = info.TasksLimit, service.MinTargetMaxMessageBytes
 	f.SmartConnectOff = !info.SmartConnect.Enabled
 	if f.Engine == "" {
 		f.Engine = info.SmartConnect.Engine
@@ -56,7 +57,7 @@ func (h *smartConnect) renderForm(c echo.Context, status int, f views.TaskForm) 
 	return Render(c, status, views.TaskFormPage(p, f))
 }
 
-func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]string, error) {
+func (h *smartConnectPages) peerChoices(ctx context.Context, current string) ([]string, error) {
 	all, err := h.s.instanceNames(ctx)
 	if err != nil {
 		return nil, err
@@ -67,9 +68,13 @@ func (h *smartConnect) peerChoices(ctx context.Context, current string) ([]strin
 // create is "Create now": a created task goes back to the list with the
 // success banner ("Task <name> created successfully"); a refused one re-renders the form with every message by
 // its field, keeping what was typed except the password.
-func (h *smartConnect) create(c echo.Context) error {
-	f, t, local, onForm := parseTaskForm(c)
-	if c.FormValue("_op") == "add_mapping" {
+func (h *smartConnectPages) create(c echo.Context) error {
+	p, err := parseTaskForm(c)
+	if err != nil {
+		return err
+	}
+	f, t, local, onForm := p.form, p.task, p.local, p.onForm
+	if p.input.Op == "add_mapping" {
 		// The no-JavaScript way to get another mapping row; with
 		// JavaScript app.js adds rows in the page.
 		if len(f.Mappings) < views.MaxMappings {
@@ -79,7 +84,7 @@ func (h *smartConnect) create(c echo.Context) error {
 	}
 	f.Touched = touchedAll
 	if len(local) > 0 {
-		f.Problems = local
+		f.Problems = problemsView(local)
 		f.Message = tr(c, "sc.not_created")
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
@@ -89,14 +94,15 @@ func (h *smartConnect) create(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		f.Problems = onForm(e.Problems)
+		problems := onForm(e.Problems)
 		f.Message = tr(c, "sc.not_created_because", "Reason", i18n.Msg(c.Request().Context(), e.Message))
 		if len(e.Problems) > 0 {
 			f.Message = tr(c, "sc.not_created")
 		}
 		if t.Peer.Password != "" {
-			f.Problems = append(f.Problems, service.Problem{Field: "peer.password", Message: tr(c, "instances.password_again")})
+			problems = append(problems, service.Problem{Field: "peer.password", Message: tr(c, "instances.password_again")})
 		}
+		f.Problems = problemsView(problems)
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
 	}
 	h.s.flash(c, createdBanners(c, info)...)
@@ -106,15 +112,19 @@ func (h *smartConnect) create(c echo.Context) error {
 // validate is the inline validation: the dry run's problems for the fields
 // the user has touched, and the topic preview. htmx swaps the answer's
 // parts in by id; without htmx the whole page comes back.
-func (h *smartConnect) validate(c echo.Context) error {
-	f, t, local, onForm := parseTaskForm(c)
+func (h *smartConnectPages) validate(c echo.Context) error {
+	p, err := parseTaskForm(c)
+	if err != nil {
+		return err
+	}
+	f, t, local, onForm := p.form, p.task, p.local, p.onForm
 	res, err := h.s.svc.ValidateTaskDryRun(c.Request().Context(), t)
 	if err != nil {
 		return err
 	}
-	f.Problems = onlyTouched(append(local, onForm(res.Problems)...), f.Touched)
+	f.Problems = problemsView(onlyTouched(append(local, onForm(res.Problems)...), f.Touched))
 	f.Warnings = res.Warnings
-	f.Preview = res.Flows
+	f.Preview = previewView(res.Flows)
 	f.TopicChoices = res.SourceTopics
 	if !IsHTMX(c) {
 		return h.renderForm(c, http.StatusOK, f)
@@ -123,20 +133,24 @@ func (h *smartConnect) validate(c echo.Context) error {
 }
 
 // check is "Start check": the connectivity check of both instances.
-func (h *smartConnect) check(c echo.Context) error {
-	f, t, _, _ := parseTaskForm(c)
+func (h *smartConnectPages) check(c echo.Context) error {
+	p, err := parseTaskForm(c)
+	if err != nil {
+		return err
+	}
+	f, t := p.form, p.task
 	res, err := h.s.svc.Connectivity(c.Request().Context(), t)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		f.CheckProblems = e.Problems
+		f.CheckProblems = problemsView(e.Problems)
 		if len(e.Problems) == 0 {
-			f.CheckProblems = service.Problems{{Message: e.Message}}
+			f.CheckProblems = []views.Problem{{Message: e.Message}}
 		}
 	} else {
-		f.Check = &res
+		f.Check = connectivityView(res)
 	}
 	if !IsHTMX(c) {
 		return h.renderForm(c, http.StatusOK, f)
@@ -179,33 +193,80 @@ func onlyTouched(p service.Problems, touched string) service.Problems {
 	return out
 }
 
+// taskFormInput is the create-task form as posted. Input names are the
+// API's field paths, so the service's problems land on their inputs.
+type taskFormInput struct {
+	Name                 string   `form:"name,trim"`
+	Type                 string   `form:"type,trim"`
+	CurrentAlias         string   `form:"current.alias,trim"`
+	PeerAlias            string   `form:"peer.alias,trim"`
+	PeerConfigType       string   `form:"peer.config_type,trim"`
+	PeerCluster          string   `form:"peer.cluster,trim"`
+	PeerAddress          string   `form:"peer.address,trim"`
+	PeerSecurityProtocol string   `form:"peer.security_protocol,trim"`
+	PeerSASLMechanism    string   `form:"peer.sasl_mechanism,trim"`
+	PeerUsername         string   `form:"peer.username,trim"`
+	PeerPassword         string   `form:"peer.password"`
+	PeerCAPEM            string   `form:"peer.ca_pem,trim"`
+	Direction            string   `form:"rules.direction,trim"`
+	TopicsMode           string   `form:"rules.topics_mode,trim"`
+	Topics               string   `form:"rules.topics"` // one per line
+	TopicsRegex          string   `form:"rules.topics_regex,trim"`
+	Tasks                string   `form:"rules.tasks,trim"`
+	RenameTopics         bool     `form:"rules.rename_topics"`
+	AddSourceHeader      bool     `form:"rules.add_source_header"`
+	SyncConsumerOffsets  bool     `form:"rules.sync_consumer_offsets"`
+	ReplicationFactor    string   `form:"rules.replication_factor,trim"`
+	StartOffset          string   `form:"rules.start_offset,trim"`
+	Compression          string   `form:"rules.compression,trim"`
+	MappingSources       []string `form:"rules.topic_mappings.source"`
+	MappingTargets       []string `form:"rules.topic_mappings.target"`
+	Engine               string   `form:"engine,trim"`
+	// Touched lists the inputs the user changed (app.js), "*" for all.
+	Touched string `form:"_touched,trim"`
+	// Op is "add_mapping" for the no-JavaScript "add a mapping row".
+	Op string `form:"_op"`
+}
+
+// taskFormParse is a posted task form read: what to show again, the task
+// to validate or create, the problems only the form can see (local) and
+// how to move the service's problems onto the form's rows (onForm).
+type taskFormParse struct {
+	input  taskFormInput
+	form   views.TaskForm
+	task   task.Task
+	local  service.Problems
+	onForm func(service.Problems) service.Problems
+}
+
 // parseTaskForm reads the form into what to show again (never the
 // password) and the task to validate or create. Fields that do not apply
 // to the choices made (an address while the peer is an instance, SASL
 // fields for PLAINTEXT, the topic list while a regex is chosen) are left out
 // of the task: the form only hides them. local are problems the service
 // cannot see, such as a number that is not one.
-func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems, func(service.Problems) service.Problems) {
-	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
-	on := func(k string) bool { return c.FormValue(k) == "true" }
-	f := views.TaskForm{
-		Cluster: c.Param("name"), Name: v("name"), CurrentAlias: v("current.alias"), PeerAlias: v("peer.alias"),
-		PeerConfigType: v("peer.config_type"), PeerCluster: v("peer.cluster"), PeerAddress: v("peer.address"),
-		PeerSecurityProtocol: v("peer.security_protocol"), PeerSASLMechanism: v("peer.sasl_mechanism"),
-		PeerUsername: v("peer.username"), PeerCAPEM: v("peer.ca_pem"), Direction: v("rules.direction"),
-		TopicsMode: v("rules.topics_mode"), TopicsRegex: v("rules.topics_regex"), Tasks: v("rules.tasks"),
-		RenameTopics: on("rules.rename_topics"), AddSourceHeader: on("rules.add_source_header"),
-		SyncConsumerOffsets: on("rules.sync_consumer_offsets"), ReplicationFactor: v("rules.replication_factor"),
-		StartOffset: v("rules.start_offset"), Compression: v("rules.compression"), Touched: v("_touched"),
-		Engine: v("engine"),
+func parseTaskForm(c echo.Context) (taskFormParse, error) {
+	var in taskFormInput
+	if err := decodeForm(c, &in); err != nil {
+		return taskFormParse{}, err
 	}
-	for _, line := range strings.Split(c.FormValue("rules.topics"), "\n") {
+	f := views.TaskForm{
+		Cluster: c.Param("name"), Name: in.Name, CurrentAlias: in.CurrentAlias, PeerAlias: in.PeerAlias,
+		PeerConfigType: in.PeerConfigType, PeerCluster: in.PeerCluster, PeerAddress: in.PeerAddress,
+		PeerSecurityProtocol: in.PeerSecurityProtocol, PeerSASLMechanism: in.PeerSASLMechanism,
+		PeerUsername: in.PeerUsername, PeerCAPEM: in.PeerCAPEM, Direction: in.Direction,
+		TopicsMode: in.TopicsMode, TopicsRegex: in.TopicsRegex, Tasks: in.Tasks,
+		RenameTopics: in.RenameTopics, AddSourceHeader: in.AddSourceHeader,
+		SyncConsumerOffsets: in.SyncConsumerOffsets, ReplicationFactor: in.ReplicationFactor,
+		StartOffset: in.StartOffset, Compression: in.Compression, Touched: in.Touched,
+		Engine: in.Engine,
+	}
+	for _, line := range strings.Split(in.Topics, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
 			f.Topics = append(f.Topics, line)
 		}
 	}
-	form, _ := c.FormParams()
-	srcs, dsts := form["rules.topic_mappings.source"], form["rules.topic_mappings.target"]
+	srcs, dsts := in.MappingSources, in.MappingTargets
 	for i := 0; i < max(len(srcs), len(dsts)); i++ {
 		m := task.Mapping{}
 		if i < len(srcs) {
@@ -247,7 +308,7 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		return n
 	}
 	t := task.Task{
-		Name: f.Name, Type: v("type"), Engine: f.Engine,
+		Name: f.Name, Type: in.Type, Engine: f.Engine,
 		Current: task.Current{Cluster: f.Cluster, Alias: f.CurrentAlias},
 		Peer:    task.Peer{Alias: f.PeerAlias, ConfigType: f.PeerConfigType},
 		Rules: task.Rules{
@@ -265,7 +326,7 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		if f.PeerSecurityProtocol != cluster.Plaintext {
 			t.Peer.SASLMechanism = f.PeerSASLMechanism
 			t.Peer.Username = f.PeerUsername
-			t.Peer.Password = c.FormValue("peer.password")
+			t.Peer.Password = in.PeerPassword
 			if f.PeerSecurityProtocol == cluster.SASLSSL {
 				t.Peer.CAPEM = f.PeerCAPEM
 			}
@@ -282,7 +343,8 @@ func parseTaskForm(c echo.Context) (views.TaskForm, task.Task, service.Problems,
 		t.Rules.TopicMappings = mappings
 	}
 	local = onRows(local, rowOf)
-	return f, t, local, func(p service.Problems) service.Problems { return onRows(p, rowOf) }
+	return taskFormParse{input: in, form: f, task: t, local: local,
+		onForm: func(p service.Problems) service.Problems { return onRows(p, rowOf) }}, nil
 }
 
 // onRows moves messages about mapping i (of the mappings sent to the

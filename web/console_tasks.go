@@ -11,21 +11,18 @@ import (
 	"github.com/kmirror/kmirror/views"
 )
 
-// registerTaskPages adds the task page, its polled fragments and data, its
-// actions, the dashboard and the JSON import to the console.
-func (s *Server) registerTaskPages() {
-	g := s.console
-	g.GET("/dashboard", s.dashboardPage)
-	// Under /dashboard, not /tasks: "import" is a valid task name.
-	g.GET("/dashboard/import", s.importTaskPage, s.requireRole(service.RoleOperator))
-	g.POST("/dashboard/import", s.importTask)
-	g.GET("/tasks/:name", s.taskPage)
-	g.GET("/tasks/:name/status", s.taskFragment(views.TaskStatusView))
-	g.GET("/tasks/:name/live", s.taskFragment(func(_ string, v views.TaskView) templ.Component { return views.TaskLiveView(v) }))
-	g.GET("/tasks/:name/series.json", s.taskSeries)
-	g.GET("/tasks/:name/export.json", s.taskExport)
-	g.POST("/tasks/:name/move", s.moveTask)
-	g.POST("/tasks/:name/:action", s.taskAction)
+// taskPages are a task's page, its polled fragments and chart data, its
+// export, and the actions taken from it.
+type taskPages struct{ s *Server }
+
+func (h *taskPages) routes(g *echo.Group) {
+	g.GET("/tasks/:name", h.taskPage)
+	g.GET("/tasks/:name/status", h.taskFragment(views.TaskStatusView))
+	g.GET("/tasks/:name/live", h.taskFragment(func(_ string, v views.TaskView) templ.Component { return views.TaskLiveView(v) }))
+	g.GET("/tasks/:name/series.json", h.taskSeries, jsonErrors)
+	g.GET("/tasks/:name/export.json", h.taskExport)
+	g.POST("/tasks/:name/move", h.moveTask)
+	g.POST("/tasks/:name/:action", h.taskAction)
 }
 
 // series is what the sampler knows of a task; empty without a sampler.
@@ -36,15 +33,15 @@ func (s *Server) series(name string) history.TaskSeries {
 	return s.history.Series(name)
 }
 
-func (s *Server) taskView(c echo.Context) (views.TaskView, error) {
+func (h *taskPages) taskView(c echo.Context) (views.TaskView, error) {
 	ctx := c.Request().Context()
-	info, err := s.svc.Task(ctx, c.Param("name"))
+	info, err := h.s.svc.Task(ctx, c.Param("name"))
 	if err != nil {
 		return views.TaskView{}, err
 	}
-	v := views.TaskView{Task: info, History: s.series(info.Name)}
-	if views.Can(ctx, service.RoleOperator) {
-		ccs, err := s.svc.ListConnectClusters(ctx)
+	v := taskPageModel(info, h.s.series(info.Name))
+	if views.Can(ctx, views.Operate) {
+		ccs, err := h.s.svc.ListConnectClusters(ctx)
 		if err != nil {
 			return v, err
 		}
@@ -60,9 +57,9 @@ func (s *Server) taskView(c echo.Context) (views.TaskView, error) {
 // moveTask moves a task to the engine chosen on its page, then returns
 // there with a banner saying what happened (the service's reason when it
 // did not).
-func (s *Server) moveTask(c echo.Context) error {
+func (h *taskPages) moveTask(c echo.Context) error {
 	name := c.Param("name")
-	info, err := s.svc.MoveTask(c.Request().Context(), name, c.FormValue("engine"))
+	info, err := h.s.svc.MoveTask(c.Request().Context(), name, c.FormValue("engine"))
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound || e.Code == service.CodeForbidden {
@@ -74,19 +71,19 @@ func (s *Server) moveTask(c echo.Context) error {
 		if len(e.Problems) > 0 {
 			msg = e.Problems[0].Message
 		}
-		s.flash(c, views.Flash{Kind: views.FlashError, Message: msg})
+		h.s.flash(c, views.Flash{Kind: views.FlashError, Message: msg})
 		return Redirect(c, views.TaskPath(name, ""))
 	}
-	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "action.done.move", "Name", name, "Engine", views.EngineLabel(c.Request().Context(), info.Engine))})
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "action.done.move", "Name", name, "Engine", views.EngineLabel(c.Request().Context(), info.Engine))})
 	return Redirect(c, views.TaskPath(name, ""))
 }
 
-func (s *Server) taskPage(c echo.Context) error {
-	v, err := s.taskView(c)
+func (h *taskPages) taskPage(c echo.Context) error {
+	v, err := h.taskView(c)
 	if err != nil {
 		return err
 	}
-	p := s.PageData(c, v.Task.Name, "")
+	p := h.s.PageData(c, v.Task.Name, "")
 	p.Charts = true
 	return Render(c, http.StatusOK, views.TaskPage(p, v))
 }
@@ -97,9 +94,9 @@ const statusStopPolling = 286
 
 // taskFragment answers a polled part of the task page. A task deleted
 // meanwhile ends the polling with a notice instead of an error every 5s.
-func (s *Server) taskFragment(view func(csrf string, v views.TaskView) templ.Component) echo.HandlerFunc {
+func (h *taskPages) taskFragment(view func(csrf string, v views.TaskView) templ.Component) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		v, err := s.taskView(c)
+		v, err := h.taskView(c)
 		if service.IsCode(err, service.CodeNotFound) {
 			c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
 			return c.String(statusStopPolling, "")
@@ -112,37 +109,37 @@ func (s *Server) taskFragment(view func(csrf string, v views.TaskView) templ.Com
 }
 
 // taskSeries is the charts' data: the sampled series in uPlot's layout.
-func (s *Server) taskSeries(c echo.Context) error {
+func (h *taskPages) taskSeries(c echo.Context) error {
 	name := c.Param("name")
-	if _, err := s.svc.Task(c.Request().Context(), name); err != nil {
-		return s.WriteError(c, err)
+	if _, err := h.s.svc.Task(c.Request().Context(), name); err != nil {
+		return err
 	}
 	noStore(c)
-	return c.JSON(http.StatusOK, s.series(name).Columns())
+	return c.JSON(http.StatusOK, h.s.series(name).Columns())
 }
 
 // taskExport downloads the task as the API's JSON, password masked.
-func (s *Server) taskExport(c echo.Context) error {
-	info, err := s.svc.Task(c.Request().Context(), c.Param("name"))
+func (h *taskPages) taskExport(c echo.Context) error {
+	info, err := h.s.svc.Task(c.Request().Context(), c.Param("name"))
 	if err != nil {
 		return err
 	}
 	noStore(c)
 	c.Response().Header().Set(echo.HeaderContentDisposition, `attachment; filename="`+info.Name+`.json"`)
-	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, []byte(views.ExportJSON(info)+"\n"))
+	return c.Blob(http.StatusOK, echo.MIMEApplicationJSON, []byte(views.ExportJSON(taskModel(info))+"\n"))
 }
 
 // taskAction pauses, resumes, restarts or deletes a task for the signed-in
 // user, then returns to the task page (the dashboard after a delete) with a
 // banner saying what happened.
-func (s *Server) taskAction(c echo.Context) error {
+func (h *taskPages) taskAction(c echo.Context) error {
 	name, action := c.Param("name"), c.Param("action")
-	done, ok, err := s.runTaskAction(c, name, action)
+	done, ok, err := h.s.runTaskAction(c, name, action)
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
 	if err == nil && action == views.ActionDelete {
-		s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
+		h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
 		return Redirect(c, "/dashboard")
 	}
 	if err != nil {
@@ -150,9 +147,9 @@ func (s *Server) taskAction(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound || e.Code == service.CodeForbidden {
 			return err
 		}
-		s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
+		h.s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
 		return Redirect(c, views.TaskPath(name, ""))
 	}
-	s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: done})
 	return Redirect(c, views.TaskPath(name, ""))
 }

@@ -271,7 +271,16 @@ func TestTaskSeriesEndpointReturnsSamples(t *testing.T) {
 		t.Errorf("rate in the flows table %q", got)
 	}
 
-	if resp, err := e.client.Get(e.srv.URL + "/tasks/nope/series.json"); err != nil || resp.StatusCode != http.StatusNotFound {
-		t.Errorf("unknown task: %v %v", err, resp.StatusCode)
+	// The charts' script reads errors as the API's JSON, not a page.
+	resp, err = e.client.Get(e.srv.URL + "/tasks/nope/series.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusNotFound || body.Error.Code != "not_found" {
+		t.Errorf("unknown task: %v %v %+v", err, resp.StatusCode, body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
 )
 
 // contentSecurityPolicy allows only our own scripts and styles: htmx is
@@ -51,7 +52,9 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(keyUser, p.Name)
 		c.Set(keyRole, p.Role)
 		r := c.Request()
-		c.SetRequest(r.WithContext(service.WithActor(r.Context(), service.Actor{Name: p.Name, Role: p.Role, Address: c.RealIP()})))
+		ctx := service.WithActor(r.Context(), service.Actor{Name: p.Name, Role: p.Role, Address: c.RealIP()})
+		ctx = views.WithAccess(ctx, views.Access{Operate: service.Allows(p.Role, service.RoleOperator), Administer: service.Allows(p.Role, service.RoleAdmin)})
+		c.SetRequest(r.WithContext(ctx))
 		return next(c)
 	}
 }

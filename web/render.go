@@ -1,9 +1,9 @@
 package web
 
 import (
-	"errors"
+	"bytes"
+	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
@@ -13,11 +13,16 @@ import (
 )
 
 // Render writes a templ component as the response with the given status.
+// The component renders into a buffer first: a failed render returns its
+// error before anything is written, so the error handler can still answer
+// with an error page (and log it) instead of a half page under a 200.
 func Render(c echo.Context, status int, comp templ.Component) error {
-	c.Response().Header().Set(echo.HeaderContentType, echo.MIMETextHTMLCharsetUTF8)
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return fmt.Errorf("render %s: %w", c.Request().URL.Path, err)
+	}
 	noStore(c)
-	c.Response().WriteHeader(status)
-	return comp.Render(c.Request().Context(), c.Response().Writer)
+	return c.HTMLBlob(status, buf.Bytes())
 }
 
 // noStore keeps a page out of every cache, the browser's back-forward and
@@ -102,96 +107,4 @@ func instanceNav(c echo.Context, name, section string) []views.NavItem {
 		items[i].Active = items[i].Href == views.InstancePath(name, section)
 	}
 	return items
-}
-
-// apiErrorBody is the JSON shape of every API error (/api/v1/openapi.json).
-type apiErrorBody struct {
-	Error apiError `json:"error"`
-}
-
-type apiError struct {
-	Code     service.Code      `json:"code"`
-	Message  string            `json:"message"`
-	Problems []service.Problem `json:"problems"`
-}
-
-// WriteError answers an API request with err in the API's error shape. A
-// *service.Error keeps its code and problems; anything else is logged and
-// reported as internal without details.
-func (s *Server) WriteError(c echo.Context, err error) error {
-	return s.writeError(c, err, 0)
-}
-
-// writeError is WriteError with the status forced when status > 0 (echo's
-// own errors, such as 405 or 413, keep theirs).
-func (s *Server) writeError(c echo.Context, err error, status int) error {
-	e := service.AsError(err)
-	if status == 0 {
-		status = e.Code.HTTPStatus()
-	}
-	if e.Code == service.CodeInternal {
-		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
-	}
-	if e.RetryAfter > 0 {
-		c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
-	}
-	problems := e.Problems
-	if problems == nil {
-		problems = service.Problems{}
-	}
-	return c.JSON(status, apiErrorBody{Error: apiError{Code: e.Code, Message: e.Message, Problems: problems}})
-}
-
-// handleError is echo's last stop for errors handlers return: routing
-// errors (404, 405), CSRF rejections, body limits, and errors from the
-// service. API paths get JSON, the console a page.
-func (s *Server) handleError(err error, c echo.Context) {
-	if c.Response().Committed {
-		return
-	}
-	var he *echo.HTTPError
-	status := 0
-	if errors.As(err, &he) {
-		err, status = fromHTTPError(he), he.Code
-	}
-	if strings.HasPrefix(c.Request().URL.Path, "/api/") {
-		if werr := s.writeError(c, err, status); werr != nil {
-			s.log.Warn("could not write error response", "err", werr)
-		}
-		return
-	}
-	e := service.AsError(err)
-	if e.Code == service.CodeInternal {
-		s.log.Error("request failed", "request_id", RequestID(c), "method", c.Request().Method, "path", c.Request().URL.Path, "err", err)
-	}
-	if status == 0 {
-		status = e.Code.HTTPStatus()
-	}
-	if c.Request().Method == http.MethodHead {
-		_ = c.NoContent(status)
-		return
-	}
-	p := s.PageData(c, http.StatusText(status), "")
-	if err := Render(c, status, views.ErrorPage(p, http.StatusText(status), e.Message, RequestID(c))); err != nil {
-		s.log.Warn("could not render error page", "err", err)
-	}
-}
-
-// fromHTTPError turns echo's routing and middleware errors into the
-// catalogue's codes, keeping the status.
-func fromHTTPError(he *echo.HTTPError) error {
-	msg, _ := he.Message.(string)
-	if msg == "" {
-		msg = http.StatusText(he.Code)
-	}
-	switch {
-	case he.Code == http.StatusNotFound:
-		return &service.Error{Code: service.CodeNotFound, Message: "no such page or endpoint"}
-	case he.Code == http.StatusUnauthorized:
-		return &service.Error{Code: service.CodeUnauthorized, Message: msg}
-	case he.Code >= 400 && he.Code < 500:
-		return &service.Error{Code: service.CodeInvalidRequest, Message: msg}
-	default:
-		return he
-	}
 }

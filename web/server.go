@@ -2,8 +2,11 @@
 // views, htmx, session sign-in, CSRF-protected forms) and the JSON API, both
 // thin layers over internal/service.
 //
-// Route groups are exposed (Console, API) so pages and endpoints for tasks
-// can be added by other files or packages without touching the wiring here.
+// Each area of the console and of the API is a struct with its handlers
+// and a routes method (see area); New lists them. Handlers return errors,
+// which handleError answers: the API's JSON error body on /api/ paths, an
+// error page in the console. Views render view models built here
+// (viewmodels.go), never the service's types.
 //
 // Invariants: every console route except sign-in, health and static assets
 // requires a signed-in session (timed and revocable on the server); every API
@@ -94,9 +97,14 @@ type Server struct {
 	now          func() time.Time
 	crossOrigin  *http.CrossOriginProtection
 
-	e       *echo.Echo
-	console *echo.Group
-	api     *echo.Group
+	e *echo.Echo
+}
+
+// area is one part of the console or the API (instances, Smart Connect,
+// tasks, access, ...): a struct holding what its handlers need, whose
+// routes method adds them to the group it is given.
+type area interface {
+	routes(g *echo.Group)
 }
 
 // New builds the server and its routes.
@@ -158,32 +166,34 @@ func New(d Deps) (*Server, error) {
 	// Browsers ask for it on every page; an empty answer keeps 404s out of
 	// their consoles and our logs.
 	e.GET("/favicon.ico", func(c echo.Context) error { return c.NoContent(http.StatusNoContent) })
-	e.GET("/signin", s.signInPage)
-	e.POST("/signin", s.signIn)
 	e.GET("/lang", s.setLanguage)
 
-	s.console = e.Group("", s.requireUser)
-	s.console.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/instances") })
-	s.console.POST("/signout", s.signOut)
-	s.console.POST("/signout/everywhere", s.signOutEverywhere)
-	s.console.GET("/instances", s.instancesPage)
-	s.console.POST("/instances", s.addInstance)
-	s.console.POST("/instances/:name/delete", s.removeInstance)
-	s.registerTaskPages()
-	s.registerInstancePages()
-	s.registerSmartConnect()
-	s.registerConnectClusterPages()
-	s.registerMM2Pages()
-	s.registerAccessPages()
-
-	s.api = e.Group("/api/v1", s.requireToken)
-	s.api.GET("/clusters", s.apiListClusters)
-	s.api.POST("/clusters", s.apiAddCluster)
-	s.api.GET("/clusters/:name", s.apiGetCluster)
-	s.api.DELETE("/clusters/:name", s.apiRemoveCluster)
-	s.registerTaskAPI()
-	s.registerAccessAPI()
-	s.registerConnectAPI()
+	// Each area of the console and the API is a struct with what its
+	// handlers need and the routes it answers (routes); handlers return
+	// their errors to handleError, which answers them.
+	(&sessionPages{s: s}).routes(e.Group(""))
+	console := e.Group("", s.requireUser)
+	console.GET("/", func(c echo.Context) error { return c.Redirect(http.StatusSeeOther, "/instances") })
+	for _, a := range []area{
+		&instancePages{s: s},
+		newSmartConnectPages(s),
+		&connectClusterPages{s: s},
+		&mm2Pages{s: s},
+		&dashboardPages{s: s},
+		&taskPages{s: s},
+		&accessPages{s: s},
+	} {
+		a.routes(console)
+	}
+	api := e.Group("/api/v1", s.requireToken)
+	for _, a := range []area{
+		&clustersAPI{s: s},
+		&connectAPI{s: s},
+		&tasksAPI{s: s},
+		&accessAPI{s: s},
+	} {
+		a.routes(api)
+	}
 	// Public like /healthz: it describes the API, holds no data, and tools
 	// fetch it before they have a token.
 	e.GET("/api/v1/openapi.json", s.openAPI)

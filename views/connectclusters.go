@@ -1,0 +1,57 @@
+package views
+
+import (
+	"context"
+
+	"github.com/kmirror/kmirror/internal/i18n"
+)
+
+// ConnectClustersView is the Kafka Connect clusters page: the registered
+// ones, the Kafka instances their workers may write to, and the add form.
+type ConnectClustersView struct {
+	Clusters []ConnectClusterInfo
+	// Instances are the registered Kafka clusters, for the form's select.
+	Instances []string
+	Form      ConnectClusterForm
+}
+
+// ConnectClusterForm is the add form's state: what the user typed (never
+// the password, which must be typed again) and the service's messages by
+// field.
+type ConnectClusterForm struct {
+	Name string
+	// URLs is the text as typed: one per line or comma-separated.
+	URLs         string
+	KafkaCluster string
+	Username     string
+	CAPEM        string
+	// ConfigProvider names a config provider the workers define, so Kafka
+	// passwords go into connector configs as references; optional.
+	ConfigProvider string
+	Errors         FieldErrors
+	// Message is shown above the form when the request failed as a whole.
+	Message string
+}
+
+// ConnectClusterPath is a registered Connect cluster's address in the
+// console.
+func ConnectClusterPath(name string) string { return "/connect-clusters/" + name }
+
+func boolAttr(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+// connectAuth says how kmirror authenticates to a Connect cluster's REST
+// API: never the password, only whether one is set.
+func connectAuth(ctx context.Context, c ConnectClusterInfo) string {
+	if c.Username == "" {
+		return i18n.T(ctx, "connect.auth_none")
+	}
+	if c.PasswordSet {
+		return i18n.T(ctx, "connect.auth_basic_password", "User", c.Username)
+	}
+	return i18n.T(ctx, "connect.auth_basic", "User", c.Username)
+}

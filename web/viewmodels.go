@@ -1,0 +1,165 @@
+package web
+
+import (
+	"github.com/kmirror/kmirror/internal/history"
+	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/views"
+)
+
+// The view models views render, built here from the service's answers so
+// views never import the data plane (service, engines, the sampler).
+
+// taskModel is a task as console pages show it.
+func taskModel(info service.TaskInfo) views.TaskInfo {
+	t := views.TaskInfo{
+		Name: info.Name, Type: info.Type, Current: info.Current,
+		Peer:  views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet},
+		Rules: info.Rules, Engine: info.Engine, DesiredState: info.DesiredState,
+		Status:         views.TaskStatus{State: info.Status.State, Reason: info.Status.Reason},
+		LastAction:     views.LastAction{Action: info.LastAction.Action, By: info.LastAction.By, At: info.LastAction.At},
+		InternalTopics: info.InternalTopics, CreatedAt: info.CreatedAt,
+	}
+	t.Peer.Password = "" // never rendered; the service leaves it out already
+	for _, f := range info.Status.Flows {
+		fv := views.FlowStatus{
+			Flow: f.Flow, State: f.State, Reason: f.Reason, Records: f.Records,
+			LagRecords: f.LagRecords, LagSeconds: f.LagSeconds, Restarts: f.Restarts,
+			ExpiredOnSource: f.ExpiredOnSource, LostOnTarget: f.LostOnTarget,
+		}
+		for _, p := range f.Partitions {
+			fv.Partitions = append(fv.Partitions, views.PartitionStatus{
+				Topic: p.Topic, Target: p.Target, Partition: p.Partition, NextOffset: p.NextOffset,
+				EndOffset: p.EndOffset, Lag: p.Lag, Records: p.Records, Failed: p.Failed, Reason: p.Reason,
+			})
+		}
+		if cp := f.Checkpoints; cp != nil {
+			fv.Checkpoints = &views.CheckpointStatus{LastRun: cp.LastRun, Groups: cp.Groups,
+				Committed: cp.Committed, Skipped: cp.Skipped, LastError: cp.LastError}
+		}
+		t.Status.Flows = append(t.Status.Flows, fv)
+	}
+	return t
+}
+
+// taskPageModel is the task page's view: the task and what the sampler
+// recorded of it (chart data, current rates, recent errors).
+func taskPageModel(info service.TaskInfo, h history.TaskSeries) views.TaskView {
+	v := views.TaskView{Task: taskModel(info), Chart: h.Columns(), Rates: map[string]float64{}}
+	for _, f := range h.Flows {
+		if r, ok := f.Rate(); ok {
+			v.Rates[f.Flow] = r
+		}
+	}
+	for _, e := range h.Errors {
+		v.Errors = append(v.Errors, views.RecentError{At: e.At, Flow: e.Flow, Message: e.Message})
+	}
+	return v
+}
+
+// problemsView are the service's problems for a page.
+func problemsView(ps service.Problems) []views.Problem {
+	if ps == nil {
+		return nil
+	}
+	out := make([]views.Problem, len(ps))
+	for i, p := range ps {
+		out[i] = views.Problem{Field: p.Field, Message: p.Message}
+	}
+	return out
+}
+
+// fieldErrors are the service's problems by field, for a form.
+func fieldErrors(ps service.Problems) views.FieldErrors {
+	return views.FieldErrorsFrom(problemsView(ps))
+}
+
+// previewView is the dry run's topic preview for the task form; nil stays
+// nil (no dry run yet).
+func previewView(flows []service.FlowPreview) []views.FlowPreview {
+	if flows == nil {
+		return nil
+	}
+	out := make([]views.FlowPreview, len(flows))
+	for i, f := range flows {
+		fv := views.FlowPreview{Flow: f.Flow, Source: f.Source, Target: f.Target, Conflicts: f.Conflicts, Error: f.Error}
+		for _, t := range f.Topics {
+			fv.Topics = append(fv.Topics, views.PreviewTopic{Source: t.Source, Target: t.Target, NewTarget: t.NewTarget,
+				SourceMaxMessageBytes: t.SourceMaxMessageBytes, TargetMaxMessageBytes: t.TargetMaxMessageBytes, TargetTooSmall: t.TargetTooSmall})
+		}
+		out[i] = fv
+	}
+	return out
+}
+
+// connectivityView is the connectivity check's answer for the task form.
+func connectivityView(r service.ConnectivityResult) *views.ConnectivityResult {
+	out := &views.ConnectivityResult{OK: r.OK}
+	for _, c := range r.Clusters {
+		cv := views.ClusterCheck{Role: c.Role, Cluster: c.Cluster, OK: c.OK}
+		for _, s := range c.Steps {
+			cv.Steps = append(cv.Steps, views.CheckStep{Name: s.Name, OK: s.OK, Skipped: s.Skipped, Message: s.Message})
+		}
+		out.Clusters = append(out.Clusters, cv)
+	}
+	return out
+}
+
+func clusterView(c service.ClusterInfo) views.ClusterInfo {
+	return views.ClusterInfo{Name: c.Name, BootstrapServers: c.BootstrapServers, SecurityProtocol: c.SecurityProtocol,
+		SASLMechanism: c.SASLMechanism, Username: c.Username, PasswordSet: c.PasswordSet, CAPEM: c.CAPEM,
+		CreatedAt: c.CreatedAt, TasksUsed: c.TasksUsed, TasksLimit: c.TasksLimit,
+		SmartConnect: views.SmartConnect{Enabled: c.SmartConnect.Enabled, Engine: c.SmartConnect.Engine}}
+}
+
+func clusterViews(cs []service.ClusterInfo) []views.ClusterInfo {
+	out := make([]views.ClusterInfo, len(cs))
+	for i, c := range cs {
+		out[i] = clusterView(c)
+	}
+	return out
+}
+
+func healthView(h service.ClusterHealth) views.ClusterHealth {
+	return views.ClusterHealth{Reachable: h.Reachable, Brokers: h.Brokers, Topics: h.Topics, Error: h.Error}
+}
+
+func connectClusterViews(cs []service.ConnectClusterInfo) []views.ConnectClusterInfo {
+	out := make([]views.ConnectClusterInfo, len(cs))
+	for i, c := range cs {
+		out[i] = views.ConnectClusterInfo{Name: c.Name, URLs: c.URLs, KafkaCluster: c.KafkaCluster, Username: c.Username,
+			PasswordSet: c.PasswordSet, CAPEM: c.CAPEM, ConfigProvider: c.ConfigProvider, CreatedAt: c.CreatedAt}
+	}
+	return out
+}
+
+// roles are the roles a form offers, least first.
+var roles = []string{service.RoleViewer, service.RoleOperator, service.RoleAdmin}
+
+func userViews(us []service.UserInfo) []views.UserInfo {
+	out := make([]views.UserInfo, len(us))
+	for i, u := range us {
+		out[i] = views.UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}
+	}
+	return out
+}
+
+func tokenView(t service.TokenInfo) views.TokenInfo {
+	return views.TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt}
+}
+
+func tokenViews(ts []service.TokenInfo) []views.TokenInfo {
+	out := make([]views.TokenInfo, len(ts))
+	for i, t := range ts {
+		out[i] = tokenView(t)
+	}
+	return out
+}
+
+func auditViews(es []service.AuditEntry) []views.AuditEntry {
+	out := make([]views.AuditEntry, len(es))
+	for i, e := range es {
+		out[i] = views.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Role: e.Role, Address: e.Address,
+			Action: e.Action, Object: e.Object, Outcome: e.Outcome}
+	}
+	return out
+}
