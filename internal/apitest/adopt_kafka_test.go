@@ -39,23 +39,8 @@ func TestAdoptMM2Connector(t *testing.T) {
 			suffix := strings.ToLower(topic[len(topic)-8:])
 			mm2, name := "mm2-"+suffix, "adopted-"+suffix
 			// Deployed as MM2 users do, straight on Connect.
-			if _, err := client.Create(ctx, mm2, map[string]string{
-				"connector.class":                       connect.MirrorSourceConnector,
-				"tasks.max":                             "2",
-				"source.cluster.alias":                  tc.srcAlias,
-				"target.cluster.alias":                  tc.dstAlias,
-				"source.cluster.bootstrap.servers":      east.Bootstrap(cluster.Plaintext),
-				"target.cluster.bootstrap.servers":      west.Bootstrap(cluster.Plaintext),
-				"topics":                                strings.ReplaceAll(topic, ".", `\.`),
-				"replication.factor":                    "1",
-				"offset-syncs.topic.replication.factor": "1",
-				"sync.topic.acls.enabled":               "false",
-				"refresh.topics.interval.seconds":       "5",
-				"key.converter":                         "org.apache.kafka.connect.converters.ByteArrayConverter",
-				"value.converter":                       "org.apache.kafka.connect.converters.ByteArrayConverter",
-				"header.converter":                      "org.apache.kafka.connect.converters.ByteArrayConverter",
-				"source.consumer.isolation.level":       "read_committed",
-			}, connect.StateRunning); err != nil {
+			if _, err := client.Create(ctx, mm2, kafkatest.HandMM2Source(east.Bootstrap(cluster.Plaintext), west.Bootstrap(cluster.Plaintext),
+				tc.srcAlias, tc.dstAlias, strings.ReplaceAll(topic, ".", `\.`), 2), connect.StateRunning); err != nil {
 				t.Fatalf("deploy the MM2 connector: %v", err)
 			}
 			t.Cleanup(func() { _ = client.Delete(context.Background(), mm2) })
@@ -174,23 +159,7 @@ func TestAdoptMM2PairAsBidirectionalTask(t *testing.T) {
 	suffix := strings.ToLower(topic[len(topic)-8:])
 	ab, ba, name := "mm2-ab-"+suffix, "mm2-ba-"+suffix, "pair-"+suffix
 	mm2 := func(src, dst, srcAlias, dstAlias string, extra map[string]string) map[string]string {
-		c := map[string]string{
-			"connector.class":                       connect.MirrorSourceConnector,
-			"tasks.max":                             "2",
-			"source.cluster.alias":                  srcAlias,
-			"target.cluster.alias":                  dstAlias,
-			"source.cluster.bootstrap.servers":      src,
-			"target.cluster.bootstrap.servers":      dst,
-			"topics":                                strings.ReplaceAll(topic, ".", `\.`),
-			"replication.factor":                    "1",
-			"offset-syncs.topic.replication.factor": "1",
-			"sync.topic.acls.enabled":               "false",
-			"refresh.topics.interval.seconds":       "5",
-			"key.converter":                         "org.apache.kafka.connect.converters.ByteArrayConverter",
-			"value.converter":                       "org.apache.kafka.connect.converters.ByteArrayConverter",
-			"header.converter":                      "org.apache.kafka.connect.converters.ByteArrayConverter",
-			"source.consumer.isolation.level":       "read_committed",
-		}
+		c := kafkatest.HandMM2Source(src, dst, srcAlias, dstAlias, strings.ReplaceAll(topic, ".", `\.`), 2)
 		for k, v := range extra {
 			c[k] = v
 		}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -166,70 +165,16 @@ func newAdmin(t *testing.T, s cluster.Settings) sarama.ClusterAdmin {
 }
 
 // consumeGroup reads want records as a member of group, commits and
-// leaves; it returns the keys in the order read.
+// leaves (e2e.ConsumeGroup); it returns the keys in the order read.
 func consumeGroup(t *testing.T, s cluster.Settings, group, topic string, want int) []string {
 	t.Helper()
-	cfg, err := s.Config("app")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cg, err := sarama.NewConsumerGroup(s.BootstrapServers, group, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cg.Close()
-	h := &collect{want: want, done: make(chan struct{})}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	go func() {
-		for ctx.Err() == nil {
-			if err := cg.Consume(ctx, []string{topic}, h); err != nil && ctx.Err() == nil {
-				t.Log(err)
-			}
-		}
-	}()
-	select {
-	case <-h.done:
-	case <-ctx.Done():
-		t.Fatalf("read %d of %d records of %s", len(h.keys), want, topic)
+	keys, err := e2e.ConsumeGroup(ctx, s, group, topic, want)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cancel()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]string(nil), h.keys...)
-}
-
-// collect reads records until it has want, marking and committing each.
-type collect struct {
-	mu   sync.Mutex
-	keys []string
-	want int
-	done chan struct{}
-	once sync.Once
-}
-
-func (*collect) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (*collect) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (h *collect) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerGroupClaim) error {
-	for m := range c.Messages() {
-		h.mu.Lock()
-		if len(h.keys) >= h.want {
-			h.mu.Unlock()
-			return nil // stop before this record: it stays for the next reader
-		}
-		h.keys = append(h.keys, string(m.Key))
-		full := len(h.keys) >= h.want
-		h.mu.Unlock()
-		s.MarkMessage(m, "")
-		if full {
-			s.Commit()
-			h.once.Do(func() { close(h.done) })
-			return nil
-		}
-	}
-	return nil
+	return keys
 }
 
 // A Connect worker killed (SIGKILL) while a task created through the API

@@ -37,23 +37,8 @@ func TestMM2AdoptAndImportWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.Create(ctx, mm2, map[string]string{
-		"connector.class":                       connect.MirrorSourceConnector,
-		"tasks.max":                             "1",
-		"source.cluster.alias":                  srcAlias,
-		"target.cluster.alias":                  dstAlias,
-		"source.cluster.bootstrap.servers":      east.Bootstrap("PLAINTEXT"),
-		"target.cluster.bootstrap.servers":      west.Bootstrap("PLAINTEXT"),
-		"topics":                                strings.ReplaceAll(topic, ".", `\.`),
-		"replication.factor":                    "1",
-		"offset-syncs.topic.replication.factor": "1",
-		"sync.topic.acls.enabled":               "false",
-		"refresh.topics.interval.seconds":       "5",
-		"key.converter":                         "org.apache.kafka.connect.converters.ByteArrayConverter",
-		"value.converter":                       "org.apache.kafka.connect.converters.ByteArrayConverter",
-		"header.converter":                      "org.apache.kafka.connect.converters.ByteArrayConverter",
-		"source.consumer.isolation.level":       "read_committed",
-	}, connect.StateRunning); err != nil {
+	if _, err := client.Create(ctx, mm2, kafkatest.HandMM2Source(east.Bootstrap("PLAINTEXT"), west.Bootstrap("PLAINTEXT"),
+		srcAlias, dstAlias, strings.ReplaceAll(topic, ".", `\.`), 1), connect.StateRunning); err != nil {
 		t.Fatalf("deploy the MM2 connector: %v", err)
 	}
 	t.Cleanup(func() { _ = client.Delete(context.Background(), mm2) })

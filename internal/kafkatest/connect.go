@@ -573,3 +573,29 @@ logger.reflections.level = ERROR
 logger.appinfo.name = org.apache.kafka.common.utils.AppInfoParser
 logger.appinfo.level = WARN
 `
+
+// HandMM2Source is a MirrorSourceConnector's configuration as MirrorMaker 2
+// users deploy one by hand on Connect (not through kmirror), copying the
+// topics topicsRegex names from the cluster at srcBootstrap (alias
+// srcAlias) to the one at dstBootstrap (dstAlias), byte for byte and
+// committed records only: what adoption tests find on a Connect cluster.
+func HandMM2Source(srcBootstrap, dstBootstrap, srcAlias, dstAlias, topicsRegex string, tasks int) map[string]string {
+	const bytes = "org.apache.kafka.connect.converters.ByteArrayConverter"
+	return map[string]string{
+		"connector.class":                       "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+		"tasks.max":                             strconv.Itoa(tasks),
+		"source.cluster.alias":                  srcAlias,
+		"target.cluster.alias":                  dstAlias,
+		"source.cluster.bootstrap.servers":      srcBootstrap,
+		"target.cluster.bootstrap.servers":      dstBootstrap,
+		"topics":                                topicsRegex,
+		"replication.factor":                    "1",
+		"offset-syncs.topic.replication.factor": "1",
+		"sync.topic.acls.enabled":               "false",
+		"refresh.topics.interval.seconds":       "5",
+		"key.converter":                         bytes,
+		"value.converter":                       bytes,
+		"header.converter":                      bytes,
+		"source.consumer.isolation.level":       "read_committed",
+	}
+}
