@@ -190,6 +190,9 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	idle := time.NewTicker(tailCheckInterval)
 	defer idle.Stop()
 	quiet := true // no record arrived since the last tick
+	// deniedSince is when the source refused to let us read, until a record
+	// arrives or no refusal came for deniedClears; lastDenied the latest.
+	var deniedSince, lastDenied time.Time
 	msgs := pc.Messages()
 	for {
 		// Take what the consumer already holds before handing off, so a
@@ -212,15 +215,35 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				if !open {
 					return nil
 				}
-				c.w.state.setError(fmt.Sprintf("consume %s-%d: %v", ps.Source, ps.Partition.Partition, cerr.Err))
+				msg := fmt.Sprintf("consume %s-%d: %v", ps.Source, ps.Partition.Partition, cerr.Err)
 				if errors.Is(cerr.Err, sarama.ErrOffsetOutOfRange) {
+					c.w.state.setError(msg)
 					return fmt.Errorf("consume %s-%d: %w", ps.Source, ps.Partition.Partition, cerr.Err)
 				}
+				if authDenied(cerr.Err) {
+					lastDenied = time.Now()
+				}
+				if authDenied(cerr.Err) && deniedSince.IsZero() {
+					// The consumer fetches again on its own: this partition
+					// waits for the right, the flow's others go on, and
+					// the status says so instead of a silent stall.
+					deniedSince = time.Now()
+					msg = fmt.Sprintf("consume %s-%d: %v: grant this task's user READ on topic %s on the source; the partition goes on once allowed (the flow's other partitions go on)",
+						ps.Source, ps.Partition.Partition, cerr.Err, ps.Source)
+					ps.stall(msg, deniedSince)
+					c.w.log.Warn(msg)
+				}
+				c.w.state.setError(msg)
 				continue
 			case out <- cur:
 				handedOff()
 				continue
 			case <-idle.C:
+				if !deniedSince.IsZero() && time.Since(lastDenied) > deniedClears {
+					// Fetches succeed again on an idle partition.
+					deniedSince = time.Time{}
+					ps.unstall()
+				}
 				hwm := pc.HighWaterMarkOffset()
 				ps.hwm.Store(hwm)
 				// Only after a whole quiet interval (the check's fetch
@@ -242,6 +265,11 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			return fmt.Errorf("consumer of %s-%d stopped", ps.Source, ps.Partition.Partition)
 		}
 		quiet = false
+		if !deniedSince.IsZero() { // reading is allowed again
+			deniedSince = time.Time{}
+			ps.unstall()
+			c.w.log.Info("partition readable again; copying", "topic", ps.Source, "partition", ps.Partition.Partition)
+		}
 		if c.loopsBack(m) {
 			ps.skipped.Add(1)
 			cur.next = m.Offset + 1
@@ -270,6 +298,11 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 
 // tailCheckInterval is how often an idle partition's end is looked at.
 const tailCheckInterval = 2 * time.Second
+
+// deniedClears is how long a partition whose reads were refused must go
+// without a refusal (the consumer fetches again every couple of seconds)
+// to count as readable when no record comes to prove it.
+const deniedClears = 10 * time.Second
 
 // errPartitionStopped ends send after the partition failed for good.
 var errPartitionStopped = errors.New("partition stopped")
