@@ -214,15 +214,24 @@ func (w *worker) run(ctx context.Context) error {
 	defer tick.Stop()
 	retry := time.NewTicker(partitionRetry)
 	defer retry.Stop()
+	lastCommitErr := ""
 loop:
 	for {
 		select {
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
-			if err := prog.commit(states, false); err != nil {
+			err := prog.commit(states, false)
+			if err != nil {
 				w.state.setError(err.Error())
-				w.log.Warn("progress commit failed; will retry", "error", err)
+				// Once per cause, not every interval (a partition whose
+				// topic is denied fails each commit until it is allowed).
+				if err.Error() != lastCommitErr {
+					w.log.Warn("progress commit failed; will retry", "error", err)
+				}
+				lastCommitErr = err.Error()
+			} else {
+				lastCommitErr = ""
 			}
 		case <-retry.C:
 			still := waiting[:0]
