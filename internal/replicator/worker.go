@@ -29,6 +29,11 @@ type worker struct {
 	// unstoredFrom is where a partition without stored progress starts:
 	// the task\'s start offset in the flow\'s first round, else earliest.
 	unstoredFrom string
+	// tailCheck is held by the one partition whose idle-tail check
+	// (tail.go) runs: each check fetches up to tailFetchBytes on the
+	// consumer's source connection, and a thousand idle partitions
+	// checking at once starve the consumer, so more of them go quiet.
+	tailCheck sync.Mutex
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
