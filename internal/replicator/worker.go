@@ -34,6 +34,8 @@ type worker struct {
 	// consumer's source connection, and a thousand idle partitions
 	// checking at once starve the consumer, so more of them go quiet.
 	tailCheck sync.Mutex
+	// sizes are the worker's buffers, from its partitions' budget share.
+	sizes bufferSizes
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
@@ -55,10 +57,15 @@ func (w *worker) sourceConfig() (*sarama.Config, error) {
 	}
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Return.Errors = true
-	c.Consumer.Fetch.Default = 1 << 20
+	// What the consumer buffers follows the partition's budget share, so
+	// a thousand partitions fetch no more than six (budget.go). A batch
+	// larger than the fetch size still comes whole (Kafka returns the
+	// first batch of a partition however large).
+	c.Consumer.Fetch.Default = w.sizes.fetch
 	c.Consumer.Fetch.Max = 0
+	c.Consumer.Fetch.MaxBytes = int32(min(int64(w.sizes.fetch)*int64(max(len(w.asg.Partitions), 1)), 50<<20))
 	c.Consumer.MaxWaitTime = 250 * time.Millisecond
-	c.ChannelBufferSize = 1024
+	c.ChannelBufferSize = w.sizes.queue
 	return c, nil
 }
 
@@ -91,6 +98,11 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 // run copies until ctx ends (returns nil after a clean stop with progress
 // committed) or a non-partition error occurs.
 func (w *worker) run(ctx context.Context) error {
+	budget := w.opts.Budget
+	if budget == nil {
+		budget = processBudget
+	}
+	w.sizes = sizesFor(budget.share())
 	srcCfg, err := w.sourceConfig()
 	if err != nil {
 		return err
