@@ -25,7 +25,6 @@ import (
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/metrics"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/store"
@@ -57,6 +56,7 @@ type serveConfig struct {
 	TrustedProxies    string // comma-separated CIDRs
 	TrustedOrigins    string // comma-separated origins
 	MetricsTokenFile  string
+	BufferMemory      bufferMemory
 	// DemoClusters starts embedded clusters for --demo, with data flowing
 	// into them, until its Close.
 	DemoClusters func(ctx context.Context, log *slog.Logger) (*demo.Background, error)
@@ -70,6 +70,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cfg.DataDir, "data-dir", "./kmirror-data", "directory for the database, keys and token")
 	fs.BoolVar(&cfg.Demo, "demo", false, "start embedded Kafka clusters and register them as instances")
 	cfg.Log.add(fs, slog.LevelInfo)
+	cfg.BufferMemory.add(fs)
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (TLS 1.2 or newer) with --tls-key")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.BoolVar(&cfg.AllowInsecureHTTP, "allow-insecure-http", false,
@@ -134,7 +135,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	// The engine runs every task of this process; closing it stops them
 	// gracefully, progress committed.
-	eng := engine.New(replicator.Options{}, log)
+	eng := engine.New(cfg.BufferMemory.options(), log)
 	defer eng.Close()
 	// Tasks on Kafka Connect: it asks the service for the Connect clusters
 	// it deploys to. Closing it only ends its polls; the connectors run on.
