@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -338,6 +339,9 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	if err := spec.StartAll(func(task.Task) (service.Runner, error) { return eng, nil }); err != nil {
 		return err
 	}
+	if *memProfile != "" {
+		go peakHeapProfile(ctx, strings.TrimSuffix(*memProfile, ".allocs.pprof")+".peak-heap.pprof")
+	}
 	<-ctx.Done()
 	if *memProfile != "" {
 		if mf, err := os.Create(*memProfile); err == nil {
@@ -347,4 +351,30 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	}
 	eng.Close()
 	return nil
+}
+
+// peakHeapProfile writes the heap profile (in use, as of the last
+// collection) to path whenever the heap in use is the largest yet, checked
+// every second: what the peak RSS is made of.
+func peakHeapProfile(ctx context.Context, path string) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var peak uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse <= peak+peak/10 {
+			continue
+		}
+		peak = ms.HeapInuse
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 }
