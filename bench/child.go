@@ -335,6 +335,7 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	engine.TuneGC() // as kmirror itself runs
+	engine.LimitMemory(replicator.DefaultBufferBytes)
 	eng := engine.New(replicator.Options{}, log)
 	if err := spec.StartAll(func(task.Task) (service.Runner, error) { return eng, nil }); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
 )
 
@@ -31,3 +32,6 @@ func (b *bufferMemory) Set(s string) error {
 func (b bufferMemory) options() replicator.Options {
 	return replicator.Options{Budget: replicator.NewBudget(int64(b))}
 }
+
+// limitMemory bounds the process's heap by the budget (engine.LimitMemory).
+func (b bufferMemory) limitMemory() { engine.LimitMemory(int64(b)) }

@@ -135,6 +135,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	// The engine runs every task of this process; closing it stops them
 	// gracefully, progress committed.
+	cfg.BufferMemory.limitMemory()
 	eng := engine.New(cfg.BufferMemory.options(), log)
 	defer eng.Close()
 	// Tasks on Kafka Connect: it asks the service for the Connect clusters
