@@ -113,6 +113,7 @@ func (p *planner) run() (plan, error) {
 	// All in one request: the broker answers once they are all created,
 	// where one request a topic waited for each in turn (50 topics, 10 s).
 	createErrs := p.createAll(missing)
+	p.awaitLeaders(missing, createErrs)
 	ready := pairs[:0:0]
 	for _, pair := range pairs {
 		if !existing[pair.Target] {
@@ -283,6 +284,39 @@ func (p *planner) createAll(todo []newTopic) map[string]error {
 	}
 	return errs
 }
+
+// awaitLeaders waits, up to leaderWait, until every partition of the
+// topics just created has a leader in the target client's metadata: a
+// partition copied before that has its first produce refused and backs
+// off, and a thousand partitions each refreshing metadata for their topic
+// spread the start of the copy over tens of seconds.
+func (p *planner) awaitLeaders(created []newTopic, errs map[string]error) {
+	var topics []string
+	want := map[string]int{}
+	for _, t := range created {
+		if errs[t.pair.Target] == nil {
+			topics = append(topics, t.pair.Target)
+			want[t.pair.Target] = int(t.partitions)
+		}
+	}
+	deadline := time.Now().Add(leaderWait)
+	for len(topics) > 0 && time.Now().Before(deadline) {
+		_ = p.dst.RefreshMetadata(topics...)
+		waiting := topics[:0]
+		for _, t := range topics {
+			if parts, err := p.dst.WritablePartitions(t); err != nil || len(parts) < want[t] {
+				waiting = append(waiting, t)
+			}
+		}
+		if topics = waiting; len(topics) > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// leaderWait bounds awaitLeaders: past it, partitions without a leader
+// wait in their produce retries as after a leader election.
+const leaderWait = 10 * time.Second
 
 // createTimeout is how long the target's controller may take to create a
 // round's topics.
