@@ -311,6 +311,7 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	specPath := fs.String("f", "", "spec file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
 	memProfile := fs.String("memprofile", "", "write an allocation profile here at exit")
+	bufferMemory := fs.String("buffer-memory", "", "as kmirror's --buffer-memory (default its default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -335,8 +336,14 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	engine.TuneGC() // as kmirror itself runs
-	engine.LimitMemory(replicator.DefaultBufferBytes)
-	eng := engine.New(replicator.Options{}, log)
+	budget := int64(replicator.DefaultBufferBytes)
+	if *bufferMemory != "" {
+		if budget, err = replicator.ParseBytes(*bufferMemory); err != nil {
+			return err
+		}
+	}
+	engine.LimitMemory(budget)
+	eng := engine.New(replicator.Options{Budget: replicator.NewBudget(budget)}, log)
 	if err := spec.StartAll(func(task.Task) (service.Runner, error) { return eng, nil }); err != nil {
 		return err
 	}
