@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -310,6 +311,7 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	specPath := fs.String("f", "", "spec file")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here")
 	memProfile := fs.String("memprofile", "", "write an allocation profile here at exit")
+	bufferMemory := fs.String("buffer-memory", "", "as kmirror's --buffer-memory (default its default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -334,9 +336,19 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	engine.TuneGC() // as kmirror itself runs
-	eng := engine.New(replicator.Options{}, log)
+	budget := int64(replicator.DefaultBufferBytes)
+	if *bufferMemory != "" {
+		if budget, err = replicator.ParseBytes(*bufferMemory); err != nil {
+			return err
+		}
+	}
+	engine.LimitMemory(budget)
+	eng := engine.New(replicator.Options{Budget: replicator.NewBudget(budget)}, log)
 	if err := spec.StartAll(func(task.Task) (service.Runner, error) { return eng, nil }); err != nil {
 		return err
+	}
+	if *memProfile != "" {
+		go peakHeapProfile(ctx, strings.TrimSuffix(*memProfile, ".allocs.pprof")+".peak-heap.pprof")
 	}
 	<-ctx.Done()
 	if *memProfile != "" {
@@ -347,4 +359,30 @@ func kmirrorChild(ctx context.Context, args []string) error {
 	}
 	eng.Close()
 	return nil
+}
+
+// peakHeapProfile writes the heap profile (in use, as of the last
+// collection) to path whenever the heap in use is the largest yet, checked
+// every second: what the peak RSS is made of.
+func peakHeapProfile(ctx context.Context, path string) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	var peak uint64
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		if ms.HeapInuse <= peak+peak/10 {
+			continue
+		}
+		peak = ms.HeapInuse
+		if f, err := os.Create(path); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 }

@@ -118,6 +118,9 @@ func startKmirror(typical bool) func(*harness, scenario, []string, string) (*pro
 			return nil, err
 		}
 		argv := []string{h.self, "-f", specPath}
+		if h.cfg.bufferMemory != "" {
+			argv = append(argv, "-buffer-memory", h.cfg.bufferMemory)
+		}
 		if h.cfg.profile {
 			argv = append(argv,
 				"-cpuprofile", filepath.Join(h.cfg.out, name+"-"+phase+".cpu.pprof"),

@@ -42,6 +42,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/replicator"
 )
 
 func main() {
@@ -81,6 +83,7 @@ type config struct {
 	scenarios      map[string]bool // scenario keys to run
 	profile        bool
 	keep           bool
+	bufferMemory   string // kmirror's --buffer-memory; empty: its default
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -103,6 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	scenarios := fs.String("scenarios", "1k,100b,1000p", "comma-separated scenarios to run: 1k (1 KiB records), 100b (100 B records), 1000p (kmirror alone on 1,000 partitions over 50 topics, compared with 1k)")
 	only := fs.String("only", "", "comma-separated copiers to run (default all): "+strings.Join(copierKeys(), ","))
 	fs.BoolVar(&c.profile, "profile", false, "write CPU and allocation profiles of the kmirror children to -out")
+	fs.StringVar(&c.bufferMemory, "buffer-memory", "", "kmirror's --buffer-memory for its children (default: kmirror's default, 256MiB)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (child logs, MM2 config) after the run")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -146,6 +150,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.partitions < 1 || c.wideTopics < 1 || c.widePartitions < 1 {
 		errs = append(errs, errors.New("-partitions, -wide-topics and -wide-partitions must be at least 1"))
+	}
+	if c.bufferMemory != "" {
+		if _, err := replicator.ParseBytes(c.bufferMemory); err != nil {
+			errs = append(errs, fmt.Errorf("-buffer-memory: %w", err))
+		}
 	}
 	if c.recordsWide < c.wideTopics*c.widePartitions {
 		errs = append(errs, errors.New("-records-1000p must give every partition a record (at least -wide-topics x -wide-partitions)"))

@@ -13,7 +13,6 @@ import (
 	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -28,6 +27,8 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	statusEvery := fs.Duration("status-interval", 10*time.Second, "how often to log each task's status (0: never)")
 	var lf logFlags
 	lf.add(fs, slog.LevelInfo)
+	var buffer bufferMemory
+	buffer.add(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,7 +51,8 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	log := lf.logger(stderr)
-	eng := engine.New(replicator.Options{}, log)
+	buffer.limitMemory()
+	eng := engine.New(buffer.options(), log)
 	// Tasks on Kafka Connect are deployed there and watched from here;
 	// stopping kmirror leaves them running on Connect.
 	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {

@@ -23,7 +23,6 @@ import (
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/metrics"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/store"
@@ -55,6 +54,7 @@ type serveConfig struct {
 	TrustedProxies    string // comma-separated CIDRs
 	TrustedOrigins    string // comma-separated origins
 	MetricsTokenFile  string
+	BufferMemory      bufferMemory
 	// DemoClusters starts embedded clusters for --demo, with data flowing
 	// into them, until its Close.
 	DemoClusters func(ctx context.Context, log *slog.Logger) (*demo.Background, error)
@@ -68,6 +68,7 @@ func parseServe(args []string, getenv func(string) string, stderr io.Writer) (se
 	fs.StringVar(&cfg.DataDir, "data-dir", "./kmirror-data", "directory for the database, keys and token")
 	fs.BoolVar(&cfg.Demo, "demo", false, "start embedded Kafka clusters and register them as instances")
 	cfg.Log.add(fs, slog.LevelInfo)
+	cfg.BufferMemory.add(fs)
 	fs.StringVar(&cfg.TLSCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS (TLS 1.2 or newer) with --tls-key")
 	fs.StringVar(&cfg.TLSKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.BoolVar(&cfg.AllowInsecureHTTP, "allow-insecure-http", false,
@@ -132,7 +133,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	// The engine runs every task of this process; closing it stops them
 	// gracefully, progress committed.
-	eng := engine.New(replicator.Options{}, log)
+	cfg.BufferMemory.limitMemory()
+	eng := engine.New(cfg.BufferMemory.options(), log)
 	defer eng.Close()
 	// Tasks on Kafka Connect: closing that engine only ends its polls; the
 	// connectors run on.

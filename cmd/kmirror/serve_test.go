@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/replicator"
 )
 
 func TestPlainHTTPBeyondLoopbackNeedsTheFlag(t *testing.T) {
@@ -189,5 +191,28 @@ func TestRefusedStartLeavesNothingBehind(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("a refused start created %s: %v", dir, err)
+	}
+}
+
+func TestBufferMemoryFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64
+		ok   bool
+	}{
+		{nil, replicator.DefaultBufferBytes, true},
+		{[]string{"--buffer-memory", "1GiB"}, 1 << 30, true},
+		{[]string{"--buffer-memory", "64MiB"}, 64 << 20, true},
+		{[]string{"--buffer-memory", "lots"}, 0, false},
+		{[]string{"--buffer-memory", "0"}, 0, false},
+	} {
+		cfg, err := parseServe(tc.args, func(string) string { return "" }, &bytes.Buffer{})
+		if (err == nil) != tc.ok {
+			t.Errorf("%v: err = %v, want ok %v", tc.args, err, tc.ok)
+			continue
+		}
+		if err == nil && cfg.BufferMemory.options().Budget.Total() != tc.want {
+			t.Errorf("%v: budget %d, want %d", tc.args, cfg.BufferMemory.options().Budget.Total(), tc.want)
+		}
 	}
 }

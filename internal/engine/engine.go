@@ -186,6 +186,23 @@ func TuneGC() {
 	}
 }
 
+// MemoryOverhead is what LimitMemory allows besides the buffer budget:
+// clients, partition state, the console, and the collector's own slack.
+const MemoryOverhead = 256 << 20
+
+// LimitMemory sets the Go runtime's soft memory limit to the buffer budget
+// (replicator.Budget) plus MemoryOverhead, when the operator did not set
+// GOMEMLIMIT: with GCPercent the heap may grow to three times what is live
+// before a collection, and at a thousand partitions that headroom, not the
+// records, made most of the peak RSS (bench/results/2026-12-02-1000-partitions.md).
+// Past the limit the collector runs more often (at most half the CPU, the
+// runtime's cap); it never refuses memory.
+func LimitMemory(bufferBytes int64) {
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(bufferBytes + MemoryOverhead)
+	}
+}
+
 // Halt stops a task for a move to another engine: gracefully, its
 // progress committed.
 func (e *Engine) Halt(t task.Task) error {

@@ -41,10 +41,36 @@ type batch struct {
 	// next is the source progress once the batch is acknowledged: after
 	// its last record, or later when loop records were skipped after it.
 	next int64
+	// buf and hdrs hold the records' bytes and headers, copied out of
+	// the fetch responses: a record kept from a response keeps the whole
+	// response (every partition's part of it) in memory, so without the
+	// copy a thousand partitions' batches pin up to a response each.
+	buf  []byte
+	hdrs []sarama.RecordHeader
 }
 
 func (b *batch) reset(next int64) {
 	b.recs, b.ups, b.sizes, b.size, b.next = b.recs[:0], b.ups[:0], b.sizes[:0], 0, next
+	if cap(b.buf) > 2*maxBatchBytes {
+		b.buf = nil // grown for one large record: not kept for the small ones
+	}
+	b.buf, b.hdrs = b.buf[:0], b.hdrs[:0]
+}
+
+// own copies p into the batch's buffer; nil stays nil and empty stays
+// empty (Kafka tells a null key or value from an empty one).
+func (b *batch) own(p []byte) []byte {
+	switch {
+	case p == nil:
+		return nil
+	case len(p) == 0:
+		return []byte{}
+	}
+	n := len(b.buf)
+	b.buf = append(b.buf, p...)
+	// A grown buffer leaves the earlier records on the old one, which
+	// stays valid: they are not moved.
+	return b.buf[n:len(b.buf):len(b.buf)]
 }
 
 // add appends a source record; extra is the kmirror.source header or nil.
@@ -63,8 +89,15 @@ func (b *batch) add(m *sarama.ConsumerMessage, extra *sarama.RecordHeader, size 
 		b.recs = append(b.recs, sarama.Record{})
 	}
 	r := &b.recs[n]
-	r.Key, r.Value = m.Key, m.Value
-	r.Headers = append(r.Headers[:0], m.Headers...)
+	r.Key, r.Value = b.own(m.Key), b.own(m.Value)
+	r.Headers = r.Headers[:0]
+	for _, h := range m.Headers {
+		b.hdrs = append(b.hdrs, sarama.RecordHeader{Key: b.own(h.Key), Value: b.own(h.Value)})
+	}
+	// Pointers are taken after the appends (which may move hdrs).
+	for i := len(b.hdrs) - len(m.Headers); i < len(b.hdrs); i++ {
+		r.Headers = append(r.Headers, &b.hdrs[i])
+	}
 	if extra != nil {
 		r.Headers = append(r.Headers, extra)
 	}
@@ -132,8 +165,12 @@ type partitionCopy struct {
 }
 
 func newPartitionCopy(w *worker, ps *partState, maxBytes int) *partitionCopy {
+	share := w.sizes.batch // the partition's part of the memory budget
+	if share <= 0 {
+		share = maxBatchBytes
+	}
 	c := &partitionCopy{w: w, ps: ps, maxBytes: maxBytes,
-		limit: min(maxBytes-batchOverhead, maxBatchBytes),
+		limit: min(maxBytes-batchOverhead, maxBatchBytes, share),
 		ready: make(chan *batch), free: make(chan *batch, 1), done: make(chan struct{})}
 	if w.flow.AddSourceHeader {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
@@ -252,8 +289,12 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				// acknowledged and nothing is being built.
 				wasQuiet := quiet
 				quiet = true
-				if wasQuiet && len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed {
-					if end, ok, err := settledTail(c.w.src, ps.Source, ps.Partition.Partition, handed); err == nil && ok {
+				// One check at a time per worker; a partition that finds
+				// another checking tries again at its next tick.
+				if wasQuiet && len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed && c.w.tailCheck.TryLock() {
+					end, ok, err := settledTail(c.w.src, ps.Source, ps.Partition.Partition, handed)
+					c.w.tailCheck.Unlock()
+					if err == nil && ok {
 						cur.next = end
 					}
 				}

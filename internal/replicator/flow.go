@@ -183,6 +183,10 @@ type Options struct {
 	// the heartbeats topic on its target (MM2's
 	// emit.heartbeats.interval.seconds). Default 1s; negative writes none.
 	HeartbeatInterval time.Duration
+	// Budget is the process-wide memory for buffered records, shared by
+	// every flow given the same one (budget.go). Default: one budget of
+	// DefaultBufferBytes for the whole process.
+	Budget *Budget
 }
 
 func (o Options) withDefaults() Options {
@@ -209,6 +213,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = time.Second
+	}
+	if o.Budget == nil {
+		o.Budget = processBudget
 	}
 	return o
 }

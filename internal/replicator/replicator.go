@@ -253,6 +253,9 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			current = p.Partitions
 			wctx, cancel := context.WithCancel(ctx)
 			ws.cancel = cancel
+			// Counted before any worker starts, so each sizes its
+			// buffers from the flow's whole partition count.
+			ws.leave = r.opts.Budget.join(len(current))
 			for _, a := range Assign(current, r.flow.Workers) {
 				w := &worker{flow: r.flow, asg: a, opts: r.opts, state: r.state, syncs: syncs, unstoredFrom: unstoredFrom,
 					log: r.log.With("assignment", a.ID), header: []byte(r.flow.Source.Alias)}
@@ -293,6 +296,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 type workerSet struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	leave  func() // gives the round's partitions' budget share back
 }
 
 // stop cancels the workers and waits until each committed its progress.
@@ -301,6 +305,10 @@ func (s *workerSet) stop() {
 		s.cancel()
 	}
 	s.wg.Wait()
+	if s.leave != nil {
+		s.leave()
+		s.leave = nil
+	}
 }
 
 func samePartitions(a, b []Partition) bool {

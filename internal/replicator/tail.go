@@ -15,6 +15,9 @@ func SettledTail(src sarama.Client, topic string, part int32, from int64) (end i
 	return settledTail(src, topic, part, from)
 }
 
+// tailFetchBytes bounds a tail check's fetch.
+const tailFetchBytes = 1 << 20
+
 // settledTail reports how far a partition's progress may move past offset
 // from without copying anything: when every batch from there up to the
 // last stable offset is a transaction marker or belongs to an aborted
@@ -27,9 +30,9 @@ func settledTail(src sarama.Client, topic string, part int32, from int64) (end i
 	if err != nil {
 		return 0, false, err
 	}
-	req := &sarama.FetchRequest{Version: fetchVersion(src.Config().Version), MaxBytes: 1 << 20,
+	req := &sarama.FetchRequest{Version: fetchVersion(src.Config().Version), MaxBytes: tailFetchBytes,
 		Isolation: sarama.ReadCommitted, SessionEpoch: -1}
-	req.AddBlock(topic, part, from, 1<<20, -1)
+	req.AddBlock(topic, part, from, tailFetchBytes, -1)
 	resp, err := leader.Fetch(req)
 	if err != nil {
 		return 0, false, err

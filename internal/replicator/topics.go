@@ -3,9 +3,11 @@ package replicator
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -97,15 +99,25 @@ func (p *planner) run() (plan, error) {
 	// A target topic that cannot be created (no rights, a policy of the
 	// target, a name it refuses) stops only its own copy: it is tried again
 	// every round, with its reason in the status, while the rest go on.
-	ready := pairs[:0:0]
+	var missing []newTopic
 	for _, pair := range pairs {
+		if existing[pair.Target] {
+			continue
+		}
 		parts, err := p.src.Partitions(pair.Source)
 		if err != nil {
 			return plan{}, fmt.Errorf("partitions of source topic %s: %w", pair.Source, err)
 		}
-		n := int32(len(parts))
+		missing = append(missing, newTopic{pair, int32(len(parts)), srcConfigs[pair.Source]})
+	}
+	// All in one request: the broker answers once they are all created,
+	// where one request a topic waited for each in turn (50 topics, 10 s).
+	createErrs := p.createAll(missing)
+	p.awaitLeaders(missing, createErrs)
+	ready := pairs[:0:0]
+	for _, pair := range pairs {
 		if !existing[pair.Target] {
-			if err := p.create(pair, n, srcConfigs[pair.Source]); err != nil {
+			if err := createErrs[pair.Target]; err != nil {
 				out.Unavailable = append(out.Unavailable, fmt.Sprintf("%s: %v (tried again at every topic refresh; the flow's other topics go on)", pair.Source, err))
 				p.log.Warn("target topic not created; its copy waits", "topic", pair.Target, "error", err)
 				continue
@@ -114,6 +126,11 @@ func (p *planner) run() (plan, error) {
 			continue
 		}
 		ready = append(ready, pair)
+		parts, err := p.src.Partitions(pair.Source)
+		if err != nil {
+			return plan{}, fmt.Errorf("partitions of source topic %s: %w", pair.Source, err)
+		}
+		n := int32(len(parts))
 		tparts, err := p.dst.Partitions(pair.Target)
 		if err != nil {
 			return plan{}, fmt.Errorf("partitions of target topic %s: %w", pair.Target, err)
@@ -193,10 +210,21 @@ func onlyTopicTrouble(err error) bool {
 	return len(errs) > 0
 }
 
-func (p *planner) create(pair policy.Pair, partitions int32, configs map[string]string) error {
-	entries := make(map[string]*string, len(configs))
-	for k, v := range configs {
-		entries[k] = &v
+// newTopic is a target topic to create: its pair, the source's partition
+// count and its source topic-level configs.
+type newTopic struct {
+	pair       policy.Pair
+	partitions int32
+	configs    map[string]string
+}
+
+// createAll creates the target topics in one CreateTopics request (sarama's
+// admin sends one a topic) and returns each topic's error, nil when it was
+// created or exists. A topic refused (rights, a policy, a name) fails alone.
+func (p *planner) createAll(todo []newTopic) map[string]error {
+	errs := make(map[string]error, len(todo))
+	if len(todo) == 0 {
+		return errs
 	}
 	// A task without a replication factor leaves it to the target's
 	// default.replication.factor: -1 asks the broker to apply it.
@@ -204,20 +232,103 @@ func (p *planner) create(pair policy.Pair, partitions int32, configs map[string]
 	if rf < 1 {
 		rf = -1
 	}
-	p.log.Info("creating target topic", "topic", pair.Target, "partitions", partitions, "replication_factor", rf)
-	err := p.dstAdmin.CreateTopic(pair.Target, &sarama.TopicDetail{
-		NumPartitions:     partitions,
-		ReplicationFactor: rf,
-		ConfigEntries:     entries,
-	}, false)
-	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
-		return fmt.Errorf("create target topic %s (%d partitions, replication factor %d): %w", pair.Target, partitions, rf, err)
+	details := make(map[string]*sarama.TopicDetail, len(todo))
+	for _, t := range todo {
+		entries := make(map[string]*string, len(t.configs))
+		for k, v := range t.configs {
+			entries[k] = &v
+		}
+		details[t.pair.Target] = &sarama.TopicDetail{NumPartitions: t.partitions, ReplicationFactor: rf, ConfigEntries: entries}
+		p.log.Info("creating target topic", "topic", t.pair.Target, "partitions", t.partitions, "replication_factor", rf)
+	}
+	cfg := p.dst.Config()
+	// The broker answers when every topic is created, or after the
+	// timeout: several topics may take longer than the admin default (3 s),
+	// and well less than the connection's read timeout.
+	timeout := max(cfg.Admin.Timeout, min(createTimeout, cfg.Net.ReadTimeout-5*time.Second))
+	// A controller that moved answers NotController: asked again, at most
+	// twice more, for the topics it did not create.
+	for attempt := 0; len(details) > 0; attempt++ {
+		resp, err := createTopics(p.dst, sarama.NewCreateTopicsRequest(cfg.Version, details, timeout, false))
+		retry := attempt < 2
+		for topic := range details {
+			terr := err
+			if err == nil {
+				if te, ok := resp.TopicErrors[topic]; !ok {
+					terr = sarama.ErrIncompleteResponse
+				} else if !errors.Is(te.Err, sarama.ErrNoError) && !errors.Is(te.Err, sarama.ErrTopicAlreadyExists) {
+					terr = te
+				}
+			}
+			if terr != nil && retry && (errors.Is(terr, sarama.ErrNotController) || errors.Is(terr, io.EOF)) {
+				continue
+			}
+			if terr != nil {
+				d := details[topic]
+				terr = fmt.Errorf("create target topic %s (%d partitions, replication factor %d): %w", topic, d.NumPartitions, rf, terr)
+			}
+			errs[topic] = terr
+			delete(details, topic)
+		}
+		if len(details) > 0 {
+			_, _ = p.dst.RefreshController()
+		}
 	}
 	if p.applied == nil {
 		p.applied = map[string]map[string]string{}
 	}
-	p.applied[pair.Target] = configs
-	return nil
+	for _, t := range todo {
+		if errs[t.pair.Target] == nil {
+			p.applied[t.pair.Target] = t.configs
+		}
+	}
+	return errs
+}
+
+// awaitLeaders waits, up to leaderWait, until every partition of the
+// topics just created has a leader in the target client's metadata: a
+// partition copied before that has its first produce refused and backs
+// off, and a thousand partitions each refreshing metadata for their topic
+// spread the start of the copy over tens of seconds.
+func (p *planner) awaitLeaders(created []newTopic, errs map[string]error) {
+	var topics []string
+	want := map[string]int{}
+	for _, t := range created {
+		if errs[t.pair.Target] == nil {
+			topics = append(topics, t.pair.Target)
+			want[t.pair.Target] = int(t.partitions)
+		}
+	}
+	deadline := time.Now().Add(leaderWait)
+	for len(topics) > 0 && time.Now().Before(deadline) {
+		_ = p.dst.RefreshMetadata(topics...)
+		waiting := topics[:0]
+		for _, t := range topics {
+			if parts, err := p.dst.WritablePartitions(t); err != nil || len(parts) < want[t] {
+				waiting = append(waiting, t)
+			}
+		}
+		if topics = waiting; len(topics) > 0 {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// leaderWait bounds awaitLeaders: past it, partitions without a leader
+// wait in their produce retries as after a leader election.
+const leaderWait = 10 * time.Second
+
+// createTimeout is how long the target's controller may take to create a
+// round's topics.
+const createTimeout = 20 * time.Second
+
+// createTopics sends req to the target's controller.
+func createTopics(client sarama.Client, req *sarama.CreateTopicsRequest) (*sarama.CreateTopicsResponse, error) {
+	b, err := client.Controller()
+	if err != nil {
+		return nil, err
+	}
+	return b.CreateTopics(req)
 }
 
 // syncConfigs applies source topic-level configs that changed since they were

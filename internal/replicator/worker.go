@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,13 @@ type worker struct {
 	// unstoredFrom is where a partition without stored progress starts:
 	// the task\'s start offset in the flow\'s first round, else earliest.
 	unstoredFrom string
+	// tailCheck is held by the one partition whose idle-tail check
+	// (tail.go) runs: each check fetches up to tailFetchBytes on the
+	// consumer's source connection, and a thousand idle partitions
+	// checking at once starve the consumer, so more of them go quiet.
+	tailCheck sync.Mutex
+	// sizes are the worker's buffers, from its partitions' budget share.
+	sizes bufferSizes
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
@@ -50,10 +58,15 @@ func (w *worker) sourceConfig() (*sarama.Config, error) {
 	}
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Return.Errors = true
-	c.Consumer.Fetch.Default = 1 << 20
+	// What the consumer buffers follows the partition's budget share, so
+	// a thousand partitions fetch no more than six (budget.go). A batch
+	// larger than the fetch size still comes whole (Kafka returns the
+	// first batch of a partition however large).
+	c.Consumer.Fetch.Default = w.sizes.fetch
 	c.Consumer.Fetch.Max = 0
+	c.Consumer.Fetch.MaxBytes = int32(min(int64(w.sizes.fetch)*int64(max(len(w.asg.Partitions), 1)), 50<<20))
 	c.Consumer.MaxWaitTime = 250 * time.Millisecond
-	c.ChannelBufferSize = 1024
+	c.ChannelBufferSize = w.sizes.queue
 	return c, nil
 }
 
@@ -86,6 +99,11 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 // run copies until ctx ends (returns nil after a clean stop with progress
 // committed) or a non-partition error occurs.
 func (w *worker) run(ctx context.Context) error {
+	budget := w.opts.Budget
+	if budget == nil {
+		budget = processBudget
+	}
+	w.sizes = sizesFor(budget.share())
 	srcCfg, err := w.sourceConfig()
 	if err != nil {
 		return err
@@ -158,7 +176,19 @@ func (w *worker) run(ctx context.Context) error {
 	// denied, a topic being created): each waits alone, tried again every
 	// partitionRetry, while the others copy.
 	var waiting []Partition
-	for _, p := range w.asg.Partitions {
+	var storedMu sync.Mutex
+	// Partitions start startParallel at a time: a start is a few offset
+	// lookups on the source and the target, and a thousand partitions
+	// started one after another spent most of their start-up waiting.
+	type attempt struct {
+		ps  *partState
+		pc  sarama.PartitionConsumer
+		err error
+	}
+	attempts := make([]attempt, len(w.asg.Partitions))
+	var starting sync.WaitGroup
+	slots := make(chan struct{}, startParallel)
+	for i, p := range w.asg.Partitions {
 		ps := w.state.partition(p)
 		if failed, _ := ps.failure(); failed {
 			continue // stays stopped until the task is restarted
@@ -169,19 +199,33 @@ func (w *worker) run(ctx context.Context) error {
 		ps.syncPending = nil
 		ps.stalled = "" // a stall belongs to the run whose writes were retried
 		ps.mu.Unlock()
-		pc, err := w.startPartition(src, dst, consumer, p, ps, stored)
-		if partitionLocal(err) {
-			w.wait(ps, err)
+		attempts[i].ps = ps
+		slots <- struct{}{}
+		starting.Go(func() {
+			defer func() { <-slots }()
+			attempts[i].pc, attempts[i].err = w.startPartition(src, dst, consumer, p, ps, stored, &storedMu)
+		})
+	}
+	starting.Wait()
+	var startErr error
+	for i, p := range w.asg.Partitions {
+		a := attempts[i]
+		switch {
+		case a.ps == nil: // failed for good before
+		case partitionLocal(a.err):
+			w.wait(a.ps, a.err)
 			waiting = append(waiting, p)
-			continue
+		case a.err != nil:
+			startErr = cmp.Or(startErr, a.err)
+		default:
+			pcs = append(pcs, a.pc)
+			states = append(states, a.ps)
+			runs = append(runs, started{p: p, ps: a.ps, pc: a.pc})
 		}
-		if err != nil {
-			cleanup()
-			return err
-		}
-		pcs = append(pcs, pc)
-		states = append(states, ps)
-		runs = append(runs, started{p: p, ps: ps, pc: pc})
+	}
+	if startErr != nil {
+		cleanup()
+		return startErr
 	}
 	// The resolved start positions are stored at once, so a restart before
 	// the first record does not move "latest" past records produced since.
@@ -237,7 +281,7 @@ loop:
 			still := waiting[:0]
 			for _, p := range waiting {
 				ps := w.state.partition(p)
-				pc, err := w.startPartition(src, dst, consumer, p, ps, stored)
+				pc, err := w.startPartition(src, dst, consumer, p, ps, stored, &storedMu)
 				if partitionLocal(err) {
 					w.wait(ps, err)
 					still = append(still, p)
@@ -267,6 +311,9 @@ loop:
 	}
 	return nil
 }
+
+// startParallel is how many partitions of a worker start at once.
+const startParallel = 16
 
 // partitionRetry is how often a partition the source cannot serve yet is
 // tried again.
@@ -301,14 +348,23 @@ func (w *worker) wait(ps *partState, err error) {
 // startPartition resolves where p starts (stored progress, the task's start
 // offset, or the source's oldest when progress expired) and starts its
 // consumer there, setting ps for the copy.
-func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer, p Partition, ps *partState, stored map[Partition]storedProgress) (sarama.PartitionConsumer, error) {
-	if st := stored[p]; st.offset >= 0 && st.topicID != "" && p.TopicID != "" && st.topicID != p.TopicID {
+// st is p's stored progress; stored[p] is set to what it becomes (none,
+// when the source topic was created again). Partitions start in parallel:
+// stored is guarded by mu.
+func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer, p Partition, ps *partState, stored map[Partition]storedProgress, mu *sync.Mutex) (sarama.PartitionConsumer, error) {
+	mu.Lock()
+	st := stored[p]
+	mu.Unlock()
+	if st.offset >= 0 && st.topicID != "" && p.TopicID != "" && st.topicID != p.TopicID {
 		msg := fmt.Sprintf("%s-%d: source topic %s was deleted and created again (topic id %s, progress stored for %s): copying it from its first record", p.Source, p.Partition, p.Source, p.TopicID, st.topicID)
 		w.log.Warn(msg)
 		w.state.setError(msg)
+		st = noProgress
+		mu.Lock()
 		stored[p] = noProgress
+		mu.Unlock()
 	}
-	offset, err := w.startOffset(src, p, stored[p].offset)
+	offset, err := w.startOffset(src, p, st.offset)
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +388,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	if err != nil {
 		return nil, fmt.Errorf("consume %s-%d from offset %d: %w", p.Source, p.Partition, offset, err)
 	}
-	if st := stored[p]; st.offset >= 0 && st.down >= 0 && st.offset == offset {
+	if st.offset >= 0 && st.down >= 0 && st.offset == offset {
 		w.reportRecopy(dst, ps, offset, st.down)
 	}
 	// The end offset is known before the first record arrives, so
@@ -344,7 +400,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	// progress, or the target partition's end for a fresh start (where
 	// the first copied record lands when nothing else writes there).
 	down := int64(-1)
-	if st := stored[p]; st.offset == offset {
+	if st.offset == offset {
 		down = st.down
 	} else if end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest); err == nil {
 		down = end
@@ -352,7 +408,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	ps.mu.Lock()
 	ps.next.Store(offset)
 	ps.progDown = down
-	ps.resumed = stored[p].offset == offset && down >= 0
+	ps.resumed = st.offset == offset && down >= 0
 	ps.topicID = p.TopicID
 	ps.mu.Unlock()
 	return pc, nil

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/replicator"
+)
+
+// bufferMemory is --buffer-memory of serve and run: the one budget every
+// task of the process buffers records in (replicator.Budget).
+type bufferMemory int64
+
+func (b *bufferMemory) add(fs *flag.FlagSet) {
+	*b = replicator.DefaultBufferBytes
+	fs.Var(b, "buffer-memory", "memory for records on their way, shared by every task of this process and split over their partitions (KiB, MiB, GiB)")
+}
+
+func (b *bufferMemory) String() string { return fmt.Sprintf("%dMiB", int64(*b)>>20) }
+
+func (b *bufferMemory) Set(s string) error {
+	n, err := replicator.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	*b = bufferMemory(n)
+	return nil
+}
+
+// options are the replicators' options with this budget.
+func (b bufferMemory) options() replicator.Options {
+	return replicator.Options{Budget: replicator.NewBudget(int64(b))}
+}
+
+// limitMemory bounds the process's heap by the budget (engine.LimitMemory).
+func (b bufferMemory) limitMemory() { engine.LimitMemory(int64(b)) }

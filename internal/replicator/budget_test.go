@@ -1,0 +1,93 @@
+package replicator
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+func TestBatchCopiesRecordsOutOfTheResponse(t *testing.T) {
+	cases := []struct {
+		name       string
+		key, value []byte
+		header     *sarama.RecordHeader
+	}{
+		{"bytes", []byte("key"), []byte("value"), &sarama.RecordHeader{Key: []byte("h"), Value: []byte("v")}},
+		{"null key and value", nil, nil, &sarama.RecordHeader{Key: []byte("h"), Value: nil}},
+		{"empty key and value", []byte{}, []byte{}, &sarama.RecordHeader{Key: []byte("h"), Value: []byte{}}},
+	}
+	var b batch
+	b.reset(0)
+	for i, c := range cases {
+		m := &sarama.ConsumerMessage{Offset: int64(i), Timestamp: time.UnixMilli(1), Key: c.key, Value: c.value, Headers: []*sarama.RecordHeader{c.header}}
+		b.add(m, nil, 100)
+	}
+	for i, c := range cases {
+		r := b.recs[i]
+		same := func(got, want []byte) bool { return (got == nil) == (want == nil) && bytes.Equal(got, want) }
+		if !same(r.Key, c.key) || !same(r.Value, c.value) || len(r.Headers) != 1 ||
+			!same(r.Headers[0].Key, c.header.Key) || !same(r.Headers[0].Value, c.header.Value) {
+			t.Fatalf("%s: record %q=%q headers %v", c.name, r.Key, r.Value, r.Headers)
+		}
+		if r.Headers[0] == c.header {
+			t.Fatalf("%s: header not copied", c.name)
+		}
+	}
+	// The response's bytes may change (or be freed) once the batch has them.
+	cases[0].key[0], cases[0].value[0], cases[0].header.Value[0] = 'X', 'X', 'X'
+	if r := b.recs[0]; string(r.Key) != "key" || string(r.Value) != "value" || string(r.Headers[0].Value) != "v" {
+		t.Fatalf("record shares the response's bytes: %q=%q %q", r.Key, r.Value, r.Headers[0].Value)
+	}
+}
+
+func TestBufferSizesFollowTheShare(t *testing.T) {
+	cases := []struct {
+		name       string
+		total      int64
+		partitions int
+		want       bufferSizes
+	}{
+		{"few partitions: the most", DefaultBufferBytes, 6, bufferSizes{fetch: 1 << 20, queue: 1024, batch: 1 << 20}},
+		{"a thousand partitions", DefaultBufferBytes, 1000, bufferSizes{fetch: 67108, queue: 65, batch: 67108}},
+		{"past the floor", 16 << 20, 10000, bufferSizes{fetch: 16 << 10, queue: 16, batch: 16 << 10}},
+	}
+	for _, c := range cases {
+		b := NewBudget(c.total)
+		leave := b.join(c.partitions)
+		if got := sizesFor(b.share()); got != c.want {
+			t.Errorf("%s: %+v, want %+v", c.name, got, c.want)
+		}
+		leave()
+		leave() // twice gives back once
+		if n := b.parts.Load(); n != 0 {
+			t.Errorf("%s: %d partitions left after leave", c.name, n)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	cases := []struct {
+		in   string
+		want int64
+		ok   bool
+	}{
+		{"256MiB", 256 << 20, true},
+		{"1GiB", 1 << 30, true},
+		{"512KiB", 512 << 10, true},
+		{"64M", 64 << 20, true},
+		{"1000", 1000, true},
+		{"0", 0, false},
+		{"-5MiB", 0, false},
+		{"MiB", 0, false},
+		{"1.5GiB", 0, false},
+		{"12 MiB", 0, false},
+	}
+	for _, c := range cases {
+		got, err := ParseBytes(c.in)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d (ok %v)", c.in, got, err, c.want, c.ok)
+		}
+	}
+}
