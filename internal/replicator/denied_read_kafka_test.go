@@ -45,7 +45,7 @@ func TestSourceReadDeniedOnRealKafkaWaitsAlone(t *testing.T) {
 	}
 	res := sarama.Resource{ResourceType: sarama.AclResourceTopic, ResourceName: denied, ResourcePatternType: sarama.AclPatternLiteral}
 	deny := sarama.Acl{Principal: "User:" + kafkatest.Alice.Name, Host: "*", Operation: sarama.AclOperationRead, PermissionType: sarama.AclPermissionDeny}
-	if err := a.CreateACL(res, deny); err != nil {
+	if err := a.CreateACLs([]*sarama.ResourceAcls{{Resource: res, Acls: []*sarama.Acl{&deny}}}); err != nil {
 		t.Fatal(err)
 	}
 	produceN(t, admin, denied, 1, more, 50)
