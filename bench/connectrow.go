@@ -94,11 +94,19 @@ func startConnectTask(h *harness, sc scenario, topics []string, phase string) (c
 // connectRun is a task running on the Connect workers: its CPU and RSS are
 // the workers' (summed), its failure a FAILED state or a worker gone.
 type connectRun struct {
-	h       *harness
-	row     *connectRow
-	t       task.Task
-	stopped bool
+	h            *harness
+	row          *connectRow
+	t            task.Task
+	stopped      bool
+	failingSince time.Time // when the engine first showed FAILED, in a row
 }
+
+// failedFor is how long the engine must show the task FAILED before the
+// row fails. Right after deploying, a worker that has not read the new
+// connector configs yet answers GET /connectors without one of them, and
+// the engine shows FAILED ("not on Kafka Connect cluster ... deleted
+// outside kmirror?") until the next poll: seen under load on 2 workers.
+const failedFor = 20 * time.Second
 
 func (r *connectRun) pids() []int {
 	var out []int
@@ -113,7 +121,15 @@ func (r *connectRun) done() bool {
 		return true
 	}
 	st, ok := r.row.eng.Status(r.t.Name)
-	return ok && st.State == task.StateFailed
+	if !ok || st.State != task.StateFailed {
+		r.failingSince = time.Time{}
+		return false
+	}
+	if r.failingSince.IsZero() {
+		r.failingSince = time.Now()
+		r.h.logf("    %s shows FAILED (%s); the row fails if it still does in %s", r.t.Name, st.Reason, failedFor)
+	}
+	return time.Since(r.failingSince) >= failedFor
 }
 
 func (r *connectRun) failure() error {
