@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"os/exec"
@@ -14,7 +15,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -280,7 +280,7 @@ func chart(rs []result, scenarios []string, path string) error {
 				return err
 			}
 			bars.LineStyle.Width = 0
-			bars.Color = plotutil.Color(j + colorBase(pn.copiers))
+			bars.Color = palette[(j+colorBase(pn.copiers))%len(palette)]
 			bars.Offset = vg.Points(barWidth * (float64(j) - float64(len(pn.copiers)-1)/2))
 			p.Add(bars)
 			p.Legend.Add(c, bars)
@@ -307,6 +307,14 @@ func chart(rs []result, scenarios []string, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// palette has a colour per row: plotutil's seven repeat from the eighth.
+var palette = []color.Color{
+	color.RGBA{0xe4, 0x1a, 0x1c, 0xff}, color.RGBA{0x4d, 0xaf, 0x4a, 0xff}, color.RGBA{0x37, 0x7e, 0xb8, 0xff},
+	color.RGBA{0xff, 0x7f, 0x00, 0xff}, color.RGBA{0x98, 0x4e, 0xa3, 0xff}, color.RGBA{0xa6, 0x56, 0x28, 0xff},
+	color.RGBA{0xf7, 0x81, 0xbf, 0xff}, color.RGBA{0x99, 0x99, 0x99, 0xff}, color.RGBA{0x1b, 0x9e, 0x77, 0xff},
+	color.RGBA{0xe6, 0xab, 0x02, 0xff}, color.RGBA{0x00, 0x00, 0x00, 0xff},
 }
 
 // colorBase keeps a copier's colour the same in every panel.
