@@ -20,10 +20,10 @@ func TestMain(m *testing.M) {
 }
 
 // TestQuickRun runs the whole harness on tiny data — real brokers, every
-// copier including MirrorMaker 2 — so it cannot rot. It checks that a
+// copier including MirrorMaker 2 (dedicated, and on Kafka Connect) — so it cannot rot. It checks that a
 // report with every row comes out, never the numbers.
 func TestQuickRun(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	out := t.TempDir()
 	var stdout, stderr bytes.Buffer
@@ -116,5 +116,53 @@ func TestEveryRowDescribed(t *testing.T) {
 		if describe[k] == "" {
 			t.Errorf("no description for row %s", k)
 		}
+	}
+}
+
+func TestParseMM2Variant(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		name    string
+		n       int
+		wantErr bool
+	}{
+		{in: "a:producer.linger.ms=5", name: "a", n: 1},
+		{in: "big-1:producer.batch.size=1048576, consumer.max.poll.records=4000,tasks.max=6", name: "big-1", n: 3},
+		{in: "a:", name: "a", n: 0},
+		{in: "producer.linger.ms=5", wantErr: true},
+		{in: "A b:x=1", wantErr: true},
+		{in: "a:linger", wantErr: true},
+		{in: "a:=5", wantErr: true},
+	} {
+		v, err := parseMM2Variant(c.in)
+		if (err != nil) != c.wantErr {
+			t.Errorf("%q: error %v, want error %v", c.in, err, c.wantErr)
+			continue
+		}
+		if err == nil && (v.name != c.name || len(v.settings) != c.n) {
+			t.Errorf("%q: got %q with %d settings %q", c.in, v.name, len(v.settings), v.settings)
+		}
+	}
+}
+
+// Each MM2 row resumes from the offsets of its source alias: two rows
+// sharing one would copy nothing the second time.
+func TestMM2AliasesDiffer(t *testing.T) {
+	h := &harness{cfg: config{mm2Try: []mm2Variant{{name: "a"}, {name: "b"}}}}
+	seen := map[string]string{}
+	for _, sc := range []scenario{{key: "1k"}, {key: "100b"}} {
+		for _, k := range h.rowKeys() {
+			if k != keyMM2 && k != keyMM2Tuned && !strings.HasPrefix(k, "mm2-try-") {
+				continue
+			}
+			a := mm2Alias(k, sc)
+			if o, dup := seen[a]; dup {
+				t.Errorf("rows %s and %s/%s share the alias %s", o, k, sc.key, a)
+			}
+			seen[a] = k + "/" + sc.key
+		}
+	}
+	if len(seen) != 8 {
+		t.Errorf("%d aliases, want 8: %v", len(seen), seen)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -22,12 +23,14 @@ const (
 	keyKmirrorTypical  = "kmirror-typical"
 	keyKmirrorDefaults = "kmirror-defaults"
 	keyMM2             = "mm2"
+	keyMM2Tuned        = "mm2-tuned"
+	keyMM2Connect      = "mm2-connect"
 )
 
 // copierKeys lists every row; -only picks among them (the load,
 // producer-perf, always runs).
 func copierKeys() []string {
-	return []string{keyProducerPerf, keyConsumerPerf, keyBareSarama, keyBareFranz, keyKmirrorTypical, keyKmirrorDefaults, keyMM2}
+	return []string{keyProducerPerf, keyConsumerPerf, keyBareSarama, keyBareFranz, keyKmirrorTypical, keyKmirrorDefaults, keyMM2, keyMM2Tuned, keyMM2Connect}
 }
 
 // describe says what each row is, for the report.
@@ -39,6 +42,76 @@ var describe = map[string]string{
 	keyKmirrorTypical:  "kmirror engine, typical task: rename, source header, consumer offset sync, tasks 2",
 	keyKmirrorDefaults: "kmirror engine, the original product's defaults: identity names, tasks 2, no header, no offset sync",
 	keyMM2:             "MirrorMaker 2 dedicated mode, the typical task's settings: default (rename) policy, tasks.max 2, acks=all, sync.group.offsets on, checkpoints on",
+	keyMM2Tuned:        "as `mm2`, with the best client settings of the sweep (bench/results/2026-12-02-mm2.md): " + strings.Join(mm2Tuning, ", "),
+	keyMM2Connect:      "MirrorMaker 2 connectors on a distributed Kafka Connect cluster (" + strconv.Itoa(connectWorkers) + " workers, " + strconv.Itoa(connectHeapMB) + " MiB heaps, writing to the target), deployed by kmirror's Connect engine (connectplan) from the typical task without the source header (refused on Connect): rename, consumer offset sync, tasks 2; the workers' default clients; CPU and RSS are the workers' summed",
+}
+
+// mm2Tuning is the mm2-tuned row's client settings, the best of a sweep
+// on the 1 KiB scenario (-mm2-try; every setting tried and its figures are
+// in bench/results/2026-12-02-mm2.md). "producer." settings go to the
+// producer writing to the target, "consumer." ones to the consumer reading
+// the source, the rest to the top level of mm2.properties.
+//
+// Connect's worker producer sends one request at a time per broker
+// (max.in.flight.requests.per.connection=1) of at most batch.size (16 KiB
+// by default) per partition: larger batches are what lifts MM2 most.
+// Larger ones still, bigger consumer polls and fetches, idempotence with 5
+// requests in flight, or tasks.max 6 did no better (more CPU and RSS).
+var mm2Tuning = []string{
+	"producer.batch.size=262144",
+	"producer.linger.ms=5",
+}
+
+// mm2Variant is a row of MM2 with other client settings (-mm2-try), for
+// sweeping them side by side in one run.
+type mm2Variant struct {
+	name     string
+	settings []string
+}
+
+func (v mm2Variant) key() string { return "mm2-try-" + v.name }
+
+// parseMM2Variant reads "name:key=value,key=value".
+func parseMM2Variant(s string) (mm2Variant, error) {
+	name, list, ok := strings.Cut(s, ":")
+	if !ok || !regexp.MustCompile(`^[a-z0-9-]+$`).MatchString(name) {
+		return mm2Variant{}, fmt.Errorf("-mm2-try %q: want name:key=value,key=value with a name of a-z, 0-9 and -", s)
+	}
+	v := mm2Variant{name: name}
+	for _, kv := range strings.Split(list, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		if k, _, ok := strings.Cut(kv, "="); !ok || strings.TrimSpace(k) == "" {
+			return mm2Variant{}, fmt.Errorf("-mm2-try %q: %q is not key=value", s, kv)
+		}
+		v.settings = append(v.settings, kv)
+	}
+	return v, nil
+}
+
+// rowKeys are copierKeys with the -mm2-try rows after mm2: the report's
+// order.
+func (h *harness) rowKeys() []string {
+	var keys []string
+	for _, k := range copierKeys() {
+		keys = append(keys, k)
+		if k == keyMM2 {
+			for _, v := range h.cfg.mm2Try {
+				keys = append(keys, v.key())
+			}
+		}
+	}
+	return keys
+}
+
+func (h *harness) describeRow(k string) string {
+	for _, v := range h.cfg.mm2Try {
+		if v.key() == k {
+			return "as `mm2`, with " + strings.Join(v.settings, ", ")
+		}
+	}
+	return describe[k]
 }
 
 // workers is every copier's parallelism: kmirror's tasks, MM2's tasks.max
@@ -51,7 +124,7 @@ type copier struct {
 	key       string
 	precreate bool // the harness creates the target topics (bare copiers)
 	target    func(sc scenario, source string) string
-	start     func(h *harness, sc scenario, topics []string, phase string) (*proc, error)
+	start     func(h *harness, sc scenario, topics []string, phase string) (copyRun, error)
 }
 
 // Source aliases: kmirror and MM2 name renamed target topics
@@ -59,35 +132,61 @@ type copier struct {
 const (
 	aliasKmirror = "km"
 	aliasTarget  = "tgt"
+	aliasConnect = "kc"
 )
 
-func mm2Alias(sc scenario) string { return "mm" + sc.key }
+// mm2Alias is a MirrorMaker 2 row's source alias. One per row and
+// scenario: dedicated MM2 keeps its progress in the target's
+// mm2-offsets.<alias>.internal, and a row sharing another's alias would
+// resume where that one stopped and copy nothing.
+func mm2Alias(key string, sc scenario) string {
+	switch {
+	case key == keyMM2:
+		return "mm" + sc.key
+	case key == keyMM2Tuned:
+		return "mt" + sc.key
+	default:
+		return "mx" + strings.TrimPrefix(key, "mm2-try-") + "-" + sc.key
+	}
+}
+
+func mm2Target(key string) func(scenario, string) string {
+	return func(sc scenario, t string) string { return mm2Alias(key, sc) + "." + t }
+}
 
 func (h *harness) copiers() []copier {
 	prefixed := func(prefix string) func(scenario, string) string {
 		return func(_ scenario, t string) string { return prefix + t }
 	}
-	bare := func(role, prefix string) func(*harness, scenario, []string, string) (*proc, error) {
-		return func(h *harness, sc scenario, topics []string, phase string) (*proc, error) {
+	bare := func(role, prefix string) func(*harness, scenario, []string, string) (copyRun, error) {
+		return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
 			argv := []string{h.self, "-src", h.srcBoot, "-dst", h.dstBoot, "-prefix", prefix, "-topics", strings.Join(topics, ","),
 				"-partitions", strconv.Itoa(h.cfg.partitions), "-workers", strconv.Itoa(workers)}
 			return h.children.start(role, filepath.Join(h.work, role+"-"+sc.key+"-"+phase+".log"), argv, []string{childEnv + "=" + role})
 		}
 	}
-	return []copier{
+	list := []copier{
 		{key: keyConsumerPerf},
 		{key: keyBareSarama, precreate: true, target: prefixed("sarama."), start: bare(roleSarama, "sarama.")},
 		{key: keyBareFranz, precreate: true, target: prefixed("franz."), start: bare(roleFranz, "franz.")},
 		{key: keyKmirrorTypical, target: prefixed(aliasKmirror + "."), start: startKmirror(true)},
-		{key: keyMM2, target: func(sc scenario, t string) string { return mm2Alias(sc) + "." + t }, start: startMM2},
+		{key: keyMM2, target: mm2Target(keyMM2), start: mm2With(keyMM2, nil)},
 		{key: keyKmirrorDefaults, target: prefixed(""), start: startKmirror(false)},
 	}
+	// -mm2-try rows run whatever -only says: they were asked for by name.
+	for _, v := range h.cfg.mm2Try {
+		list = append(list, copier{key: v.key(), target: mm2Target(v.key()), start: mm2With(v.key(), v.settings)})
+	}
+	return append(list,
+		copier{key: keyMM2Tuned, target: mm2Target(keyMM2Tuned), start: mm2With(keyMM2Tuned, h.cfg.mm2Tuned)},
+		copier{key: keyMM2Connect, target: prefixed(aliasConnect + "."), start: startConnectTask},
+	)
 }
 
 // startKmirror writes a spec with one push task and runs it on kmirror's
 // engine in a child process.
-func startKmirror(typical bool) func(*harness, scenario, []string, string) (*proc, error) {
-	return func(h *harness, sc scenario, topics []string, phase string) (*proc, error) {
+func startKmirror(typical bool) func(*harness, scenario, []string, string) (copyRun, error) {
+	return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
 		name := "bench-defaults-" + sc.key
 		rules := task.Rules{Direction: task.DirectionPush, Topics: topics, Tasks: workers,
 			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: 1}
@@ -130,11 +229,17 @@ func startKmirror(typical bool) func(*harness, scenario, []string, string) (*pro
 	}
 }
 
-// startMM2 runs MirrorMaker 2 in dedicated mode with the typical task's
-// settings. The JVM options are those of connect-mirror-maker.sh and
-// kafka-run-class.sh.
-func startMM2(h *harness, sc scenario, topics []string, phase string) (*proc, error) {
-	src, dst := mm2Alias(sc), "mm"+aliasTarget
+// mm2With runs MirrorMaker 2 in dedicated mode with the typical task's
+// settings and then tuning (see mm2Tuning). The JVM options are those of
+// connect-mirror-maker.sh and kafka-run-class.sh.
+func mm2With(key string, tuning []string) func(*harness, scenario, []string, string) (copyRun, error) {
+	return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
+		return startMM2(h, sc, topics, mm2Alias(key, sc), key+"-"+sc.key+"-"+phase, tuning)
+	}
+}
+
+func startMM2(h *harness, sc scenario, topics []string, src, run string, tuning []string) (copyRun, error) {
+	dst := "mm" + aliasTarget
 	quoted := make([]string, len(topics))
 	for i, t := range topics {
 		quoted[i] = regexp.QuoteMeta(t)
@@ -163,7 +268,19 @@ func startMM2(h *harness, sc scenario, topics []string, phase string) (*proc, er
 		dst + ".producer.acks = all",
 		dst + ".producer.compression.type = none",
 	}
-	conf := filepath.Join(h.work, "mm2-"+sc.key+"-"+phase+".properties")
+	// Later lines win in a properties file.
+	for _, kv := range tuning {
+		k, v, _ := strings.Cut(kv, "=")
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch {
+		case strings.HasPrefix(k, "producer."):
+			k = dst + "." + k
+		case strings.HasPrefix(k, "consumer."):
+			k = src + "." + k
+		}
+		props = append(props, k+" = "+v)
+	}
+	conf := filepath.Join(h.work, run+".properties")
 	if err := os.WriteFile(conf, []byte(strings.Join(props, "\n")+"\n"), 0o600); err != nil {
 		return nil, err
 	}
@@ -173,7 +290,7 @@ func startMM2(h *harness, sc scenario, topics []string, phase string) (*proc, er
 	}
 	argv := append([]string{h.java, "-Xms256M", "-Xmx2G"}, jvmFlags(log4j, h.jars.Classpath())...)
 	argv = append(argv, "org.apache.kafka.connect.mirror.MirrorMaker", conf)
-	return h.children.start("mm2", filepath.Join(h.work, "mm2-"+sc.key+"-"+phase+".log"), argv, nil)
+	return h.children.start("mm2", filepath.Join(h.work, run+".log"), argv, nil)
 }
 
 // jvmFlags are kafka-run-class.sh's performance options.

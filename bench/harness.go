@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -64,7 +65,7 @@ type result struct {
 	LatRecords int     // records the latency phase timed
 	LatMissing int     // of those, never seen on the target in time
 	StartAll   float64 // wide scenarios: kmirror start to a record on every target partition, s
-	Load       string  // load averages when the copier started (wide scenarios)
+	Load       string  // load averages (1, 5, 15 min) when the copier started
 	Note       string
 	Err        string
 }
@@ -96,7 +97,8 @@ type harness struct {
 	dstAdmin         sarama.ClusterAdmin
 
 	children procs
-	failed   bool // keep the work directory for reading the logs
+	connect  *connectRow // the mm2-connect row's workers, during its scenario
+	failed   bool        // keep the work directory for reading the logs
 }
 
 func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err error) {
@@ -172,6 +174,10 @@ func newClient(boot string) (sarama.Client, error) {
 // after a partial newHarness.
 func (h *harness) close() {
 	h.children.stopAll()
+	if h.connect != nil {
+		h.connect.close()
+		h.connect = nil
+	}
 	for _, c := range []sarama.Client{h.srcClient, h.dstClient} {
 		if c != nil {
 			_ = c.Close()
@@ -229,7 +235,9 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 	defer func() { _ = h.srcAdmin.DeleteTopic(sc.topic()) }()
 
 	// ProducerPerformance is the load as well as the produce limit.
+	avg := loadAvg()
 	load := h.producerPerf(ctx, sc)
+	load.Load = avg
 	results := []result{load}
 	if load.Err != "" {
 		return results, errors.New(load.Err)
@@ -238,19 +246,35 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 		return results, fmt.Errorf("source topic %s holds %d records after the load, want %d (%v)", sc.topic(), n, sc.records, err)
 	}
 	for _, c := range h.copiers() {
-		if h.cfg.only != nil && !h.cfg.only[c.key] {
+		if h.cfg.only != nil && !h.cfg.only[c.key] && !strings.HasPrefix(c.key, "mm2-try-") {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return results, err
 		}
+		if c.key == keyMM2Connect {
+			// Its workers run only while it is measured: they would load
+			// the machine during the other rows.
+			row, err := h.startConnect(ctx, sc)
+			if err != nil {
+				r := newResult(sc, c.key)
+				r.Err = err.Error()
+				h.failed = true
+				h.logf("  %-17s FAILED: %s", c.key, r.Err)
+				results = append(results, r)
+				continue
+			}
+			h.connect = row
+		}
 		h.settle()
+		load := loadAvg()
 		var r result
 		if c.key == keyConsumerPerf {
 			r = h.consumerPerf(ctx, sc)
 		} else {
 			r = h.measure(ctx, sc, c)
 		}
+		r.Load = load
 		if r.Err != "" {
 			h.failed = true
 			h.logf("  %-17s FAILED: %s", c.key, r.Err)
@@ -259,6 +283,10 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 				c.key, r.RecPerSec, r.MBPerSec, r.CPUPerGB, r.PeakRSSMB, r.P50, r.P99)
 		}
 		results = append(results, r)
+		if h.connect != nil {
+			h.connect.close()
+			h.connect = nil
+		}
 	}
 	return results, nil
 }
@@ -325,7 +353,7 @@ func (h *harness) measure(ctx context.Context, sc scenario, c copier) result {
 // throughput polls the target's end offsets until it holds every record,
 // timing and charging CPU from the first poll that saw records to the last;
 // capped says it stopped timing after -window with records still to copy.
-func (h *harness) throughput(ctx context.Context, p *proc, sc scenario, topic string, res *result) (capped bool, err error) {
+func (h *harness) throughput(ctx context.Context, p copyRun, sc scenario, topic string, res *result) (capped bool, err error) {
 	const every = 100 * time.Millisecond
 	want := int64(sc.records)
 	deadline := time.Now().Add(h.cfg.copyTimeout)
@@ -360,7 +388,7 @@ func (h *harness) throughput(ctx context.Context, p *proc, sc scenario, topic st
 		failingSince = time.Time{}
 		if !started && n > 0 {
 			started, t0, n0 = true, now, n
-			if cpu0, err = cpuSeconds(p.pid()); err != nil {
+			if cpu0, err = p.cpu(); err != nil {
 				return false, err
 			}
 		}
@@ -369,11 +397,11 @@ func (h *harness) throughput(ctx context.Context, p *proc, sc scenario, topic st
 		}
 		capped := started && now.Sub(t0) >= h.cfg.window && n > n0 && n < want
 		if n >= want || capped {
-			cpu1, err := cpuSeconds(p.pid())
+			cpu1, err := p.cpu()
 			if err != nil {
 				return false, err
 			}
-			rss, err := peakRSS(p.pid())
+			rss, err := p.rss()
 			if err != nil {
 				return false, err
 			}

@@ -18,7 +18,7 @@ import (
 // waits until records arrive at all (the copier has started), then lets a
 // warm-up pass untimed; a timed record not seen within 15 s of the end
 // counts as missing.
-func (h *harness) latency(ctx context.Context, p *proc, sc scenario, srcTopic, dstTopic string, res *result) error {
+func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic, dstTopic string, res *result) error {
 	cons, err := kgo.NewClient(
 		kgo.SeedBrokers(h.dstBoot),
 		kgo.ConsumeTopics(dstTopic),

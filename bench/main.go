@@ -10,7 +10,12 @@
 //     without any feature, one on sarama and one on franz-go;
 //   - kmirror's engine with a typical task (rename, source header, consumer
 //     offset sync) and with the original product's defaults (identity, 2 tasks);
-//   - MirrorMaker 2 in dedicated mode with the typical task's settings.
+//   - MirrorMaker 2 in dedicated mode with the typical task's settings, at
+//     its defaults and tuned (producer batches, consumer fetches: the best
+//     of a sweep, -mm2-try; see mm2Tuning);
+//   - MirrorMaker 2 on a distributed Kafka Connect cluster, deployed there
+//     by kmirror's Connect engine as the product deploys a task
+//     (connectrow.go).
 //
 // A third scenario, 1000p, runs kmirror alone (defaults task) over 50
 // topics x 20 partitions of 1 KiB records: peak RSS, the time from its
@@ -27,7 +32,7 @@
 // Numbers are noisy on a shared 2-core machine: read the ratios, which are
 // measured side by side in one run, rather than the absolute values.
 //
-//	go run ./bench                 (full run, about 12 minutes)
+//	go run ./bench                 (full run, about 15 minutes)
 //	go run ./bench -quick          (smoke run on tiny data)
 package main
 
@@ -84,6 +89,8 @@ type config struct {
 	profile        bool
 	keep           bool
 	bufferMemory   string // kmirror's --buffer-memory; empty: its default
+	mm2Tuned       []string     // the mm2-tuned row's client settings
+	mm2Try         []mm2Variant // extra MM2 rows (-mm2-try), for a sweep
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -108,6 +115,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.profile, "profile", false, "write CPU and allocation profiles of the kmirror children to -out")
 	fs.StringVar(&c.bufferMemory, "buffer-memory", "", "kmirror's --buffer-memory for its children (default: kmirror's default, 256MiB)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the work directory (child logs, MM2 config) after the run")
+	c.mm2Tuned = mm2Tuning
+	fs.Func("mm2-tuned", "comma-separated key=value client settings of the mm2-tuned row instead of the sweep's best (producer.* to the producer, consumer.* to the source consumer, the rest top level)", func(s string) error {
+		v, err := parseMM2Variant("tuned:" + s)
+		c.mm2Tuned = v.settings
+		return err
+	})
+	fs.Func("mm2-try", "an extra MirrorMaker 2 row name:key=value,... (repeatable; settings as -mm2-tuned), run whatever -only says: for sweeping MM2's settings side by side", func(s string) error {
+		v, err := parseMM2Variant(s)
+		for _, o := range c.mm2Try {
+			if o.name == v.name {
+				return fmt.Errorf("-mm2-try: %s given twice", v.name)
+			}
+		}
+		c.mm2Try = append(c.mm2Try, v)
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

@@ -71,6 +71,20 @@ func (ps *procs) stopAll() {
 
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
+// copyRun is a running copier as the harness times it: a child process,
+// or a task's connectors on the Kafka Connect workers (connectrow.go).
+type copyRun interface {
+	done() bool     // it has stopped by itself (failed)
+	failure() error // why, once done
+	cpu() (float64, error)
+	rss() (int64, error)
+	stop(grace time.Duration)
+}
+
+func (p *proc) cpu() (float64, error) { return cpuSeconds(p.pid()) }
+
+func (p *proc) rss() (int64, error) { return peakRSS(p.pid()) }
+
 // done reports whether the process has exited.
 func (p *proc) done() bool {
 	select {

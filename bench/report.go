@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"image/color"
 	"math"
 	"os"
 	"os/exec"
@@ -14,7 +15,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
@@ -71,22 +71,23 @@ func num(v float64, prec int) string {
 // resultsTable is the main table in Markdown (also printed).
 func resultsTable(rs []result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | copier | records timed | seconds | records/s | MB/s | CPU s/GB | peak RSS MiB | p50 ms | p99 ms | notes |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| scenario | copier | records timed | seconds | records/s | MB/s | CPU s/GB | peak RSS MiB | p50 ms | p99 ms | load at start | notes |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
 	for _, r := range rs {
 		note := r.Note
 		if r.Err != "" {
 			note = "FAILED: " + strings.ReplaceAll(firstLine(r.Err), "|", "/")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 			r.Scenario, r.Copier, r.Records, num(r.Seconds, 1), num(r.RecPerSec, 0), num(r.MBPerSec, 1),
-			num(r.CPUPerGB, 1), num(r.PeakRSSMB, 0), num(r.P50, 1), num(r.P99, 1), note)
+			num(r.CPUPerGB, 1), num(r.PeakRSSMB, 0), num(r.P50, 1), num(r.P99, 1), r.Load, note)
 	}
 	return b.String()
 }
 
-// ratiosTable compares each kmirror row with MM2 and the best bare copy.
-func ratiosTable(rs []result, scenarios []string) (string, int, int) {
+// ratiosTable compares each kmirror row with an MM2 row (mm2Key) and the
+// best bare copy.
+func ratiosTable(rs []result, scenarios []string, mm2Key string) (string, int, int) {
 	var b strings.Builder
 	b.WriteString("| scenario | kmirror row |")
 	for _, t := range targets {
@@ -94,13 +95,13 @@ func ratiosTable(rs []result, scenarios []string) (string, int, int) {
 		if t.atMost {
 			op = "<="
 		}
-		fmt.Fprintf(&b, " %s (%s %.2g) |", t.name, op, t.want)
+		fmt.Fprintf(&b, " %s (%s %.2g) |", strings.Replace(t.name, "MM2", "`"+mm2Key+"`", 1), op, t.want)
 	}
 	b.WriteString(" CPU / best bare | p99 / best bare |\n|---|---|")
 	b.WriteString(strings.Repeat("--:|", len(targets)+2) + "\n")
 	met, total := 0, 0
 	for _, sc := range scenarios {
-		mm2, mok := find(rs, sc, keyMM2)
+		mm2, mok := find(rs, sc, mm2Key)
 		bare, bok := bestBare(rs, sc)
 		for _, k := range []string{keyKmirrorTypical, keyKmirrorDefaults} {
 			r, ok := find(rs, sc, k)
@@ -162,7 +163,7 @@ func (h *harness) report(rs []result) error {
 		}
 	}
 	order := map[string]int{}
-	for i, k := range copierKeys() {
+	for i, k := range h.rowKeys() {
 		order[k] = i
 	}
 	scIndex := map[string]int{}
@@ -177,14 +178,24 @@ func (h *harness) report(rs []result) error {
 		return cmp.Compare(order[a.Copier], order[b.Copier])
 	})
 	table := resultsTable(rs)
-	ratios, met, total := ratiosTable(rs, scenarios)
+	ratios, met, total := ratiosTable(rs, scenarios, keyMM2)
+	// The same targets against MM2 tuned and MM2 on Connect, where measured:
+	// kmirror against MM2 at its best, not only at its defaults.
+	var also strings.Builder
+	for _, k := range []string{keyMM2Tuned, keyMM2Connect} {
+		if !slices.ContainsFunc(rs, func(r result) bool { return r.Copier == k && r.Err == "" }) {
+			continue
+		}
+		t, m, n := ratiosTable(rs, scenarios, k)
+		fmt.Fprintf(&also, "## kmirror against `%s` (%d of %d met)\n\n%s\n", k, m, n, t)
+	}
 	var wide strings.Builder
 	for _, w := range wides {
 		t, m, n := wideTable(rs, w, "1 KiB")
 		wide.WriteString(t)
 		met, total = met+m, total+n
 	}
-	fmt.Fprintf(h.out, "\n%s\n%s\n%s\ntargets met: %d of %d\n", table, ratios, wide.String(), met, total)
+	fmt.Fprintf(h.out, "\n%s\n%s\n%s\n%s\ntargets met: %d of %d\n", table, ratios, also.String(), wide.String(), met, total)
 
 	if err := os.MkdirAll(h.cfg.out, 0o755); err != nil {
 		return err
@@ -207,6 +218,7 @@ func (h *harness) report(rs []result) error {
 		"The machine is shared with other test suites: compare ratios from one run, not absolute numbers across runs.\n\n", h.cfg.window)
 	b.WriteString("## Results\n\n" + table + "\n")
 	fmt.Fprintf(&b, "## kmirror against the targets (%d of %d met)\n\n%s\n", met, total, ratios)
+	b.WriteString(also.String())
 	if len(wides) > 0 {
 		fmt.Fprintf(&b, "## Many partitions, kmirror alone\n\n%d topics x %d partitions, 1 KiB records spread evenly, loaded by franz-go before kmirror starts. "+
 			"\"Every partition started\" is from starting the kmirror process until the target's end offsets (polled every 250 ms) show a record on every partition. "+
@@ -214,8 +226,8 @@ func (h *harness) report(rs []result) error {
 			h.cfg.wideTopics, h.cfg.widePartitions, wide.String())
 	}
 	b.WriteString("## Rows\n\n")
-	for _, k := range copierKeys() {
-		fmt.Fprintf(&b, "- `%s`: %s\n", k, describe[k])
+	for _, k := range h.rowKeys() {
+		fmt.Fprintf(&b, "- `%s`: %s\n", k, h.describeRow(k))
 	}
 	fmt.Fprintf(&b, "\n![throughput, CPU and latency](%s)\n", filepath.Base(png))
 	if err := os.WriteFile(md, []byte(b.String()), 0o644); err != nil {
@@ -268,7 +280,7 @@ func chart(rs []result, scenarios []string, path string) error {
 				return err
 			}
 			bars.LineStyle.Width = 0
-			bars.Color = plotutil.Color(j + colorBase(pn.copiers))
+			bars.Color = palette[(j+colorBase(pn.copiers))%len(palette)]
 			bars.Offset = vg.Points(barWidth * (float64(j) - float64(len(pn.copiers)-1)/2))
 			p.Add(bars)
 			p.Legend.Add(c, bars)
@@ -295,6 +307,14 @@ func chart(rs []result, scenarios []string, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// palette has a colour per row: plotutil's seven repeat from the eighth.
+var palette = []color.Color{
+	color.RGBA{0xe4, 0x1a, 0x1c, 0xff}, color.RGBA{0x4d, 0xaf, 0x4a, 0xff}, color.RGBA{0x37, 0x7e, 0xb8, 0xff},
+	color.RGBA{0xff, 0x7f, 0x00, 0xff}, color.RGBA{0x98, 0x4e, 0xa3, 0xff}, color.RGBA{0xa6, 0x56, 0x28, 0xff},
+	color.RGBA{0xf7, 0x81, 0xbf, 0xff}, color.RGBA{0x99, 0x99, 0x99, 0xff}, color.RGBA{0x1b, 0x9e, 0x77, 0xff},
+	color.RGBA{0xe6, 0xab, 0x02, 0xff}, color.RGBA{0x00, 0x00, 0x00, 0xff},
 }
 
 // colorBase keeps a copier's colour the same in every panel.

@@ -158,7 +158,7 @@ func (h *harness) measureWide(ctx context.Context, sc scenario, c copier, topics
 		}
 		if t0.IsZero() && n > 0 {
 			t0, n0 = now, n
-			if cpu0, err = cpuSeconds(p.pid()); err != nil {
+			if cpu0, err = p.cpu(); err != nil {
 				return fail(err)
 			}
 		}
@@ -175,11 +175,11 @@ func (h *harness) measureWide(ctx context.Context, sc scenario, c copier, topics
 		}
 		capped := !t0.IsZero() && now.Sub(t0) >= h.cfg.window && n > n0 && n < want && !tAll.IsZero()
 		if n >= want || capped {
-			cpu1, err := cpuSeconds(p.pid())
+			cpu1, err := p.cpu()
 			if err != nil {
 				return fail(err)
 			}
-			rss, err := peakRSS(p.pid())
+			rss, err := p.rss()
 			if err != nil {
 				return fail(err)
 			}

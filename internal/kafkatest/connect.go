@@ -155,6 +155,21 @@ func (cc *ConnectCluster) WorkerIndex(id string) int {
 	return -1
 }
 
+// WorkerPID is the process id of worker i's JVM, or 0 while it is down:
+// for reading its CPU time and memory (the bench charges them to MM2).
+func (cc *ConnectCluster) WorkerPID(i int) int {
+	w := cc.worker(i)
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if w.proc == nil {
+		return 0
+	}
+	return w.proc.cmd.Process.Pid
+}
+
+// Workers is the number of workers, down ones included.
+func (cc *ConnectCluster) Workers() int { return len(cc.workers) }
+
 // LogPath is worker i's log file.
 func (cc *ConnectCluster) LogPath(i int) string { return cc.worker(i).logPath() }
 
