@@ -88,7 +88,7 @@ type config struct {
 	scenarios      map[string]bool // scenario keys to run
 	profile        bool
 	keep           bool
-	bufferMemory   string // kmirror's --buffer-memory; empty: its default
+	bufferMemory   string       // kmirror's --buffer-memory; empty: its default
 	mm2Tuned       []string     // the mm2-tuned row's client settings
 	mm2Try         []mm2Variant // extra MM2 rows (-mm2-try), for a sweep
 }
