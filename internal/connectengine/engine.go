@@ -87,6 +87,7 @@ type deployment struct {
 	cluster    string
 	connectors []Connector
 	progress   *progress
+	at         time.Time // when it was deployed
 	// task and its clusters as deployed, for failovers (failover.go).
 	task          task.Task
 	current, peer cluster.Settings
@@ -103,6 +104,11 @@ func New(d Deps) *Engine {
 	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, waiting: map[string]*pending{},
 		pausing: map[string]*pending{}, pollers: map[string]*poller{}}
 }
+
+// deployGrace is how long after deploying a connector not listed by
+// Connect counts as still being deployed (workers catch up with the config
+// topic within a poll or two) rather than deleted.
+const deployGrace = 30 * time.Second
 
 // requestTimeout bounds one action on Connect (deploying a task's
 // connectors, pausing them).
@@ -264,6 +270,7 @@ func (e *Engine) deployed(name string, dep *deployment, cc Cluster) (*deployment
 		delete(e.waiting, name)
 	}
 	dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
+	dep.at = time.Now()
 	e.tasks[name] = dep
 	p, ok := e.pollers[dep.cluster]
 	if !ok {
@@ -513,7 +520,7 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	// The task is as its worst flow, as the in-process engine reports it.
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
-		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, o)
+		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, o, o.at.Before(dep.at.Add(deployGrace)))
 		flow := replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}}
 		if fp, ok := dep.progress.of(f); ok {
 			flow.Partitions, flow.LagRecords, flow.Records = fp.partitions, fp.lag, fp.records

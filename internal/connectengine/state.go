@@ -37,7 +37,11 @@ var severity = map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, t
 // kmirror's: the worst wins, with a reason an operator can act on.
 // FAILED > PAUSED (not asked for) > DEGRADED > STARTING > RUNNING. copier
 // is the connector whose tasks copy the records (the source connector).
-func verdict(connectors []string, copier, clusterName string, o observed) (state task.State, reason string) {
+//
+// young says the connectors were deployed moments before the poll: a
+// worker answers from its own view of Connect's config topic, which may
+// not hold them yet, so one not listed is still being deployed, not gone.
+func verdict(connectors []string, copier, clusterName string, o observed, young bool) (state task.State, reason string) {
 	if o.err != nil {
 		// The connectors may well still copy; kmirror cannot tell.
 		return task.StateDegraded, fmt.Sprintf("Kafka Connect cluster %s does not answer: %v (its connectors may still be copying; check the workers)", clusterName, o.err)
@@ -52,6 +56,10 @@ func verdict(connectors []string, copier, clusterName string, o observed) (state
 	}
 	for _, name := range connectors {
 		v, ok := o.views[name]
+		if !ok && young {
+			worse(task.StateStarting, fmt.Sprintf("connector %s is being deployed on Kafka Connect cluster %s", name, clusterName))
+			continue
+		}
 		if !ok {
 			worse(task.StateFailed, fmt.Sprintf("connector %s is not on Kafka Connect cluster %s (deleted outside kmirror?): restart the task to deploy it again", name, clusterName))
 			continue

@@ -62,11 +62,17 @@ func TestVerdict(t *testing.T) {
 			deadWorkers: map[string]time.Time{"w2:8083": since}}, task.StateFailed, "src task 1 failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, reason := verdict(names, "src", "c1", c.o)
+			got, reason := verdict(names, "src", "c1", c.o, false)
 			if got != c.want || !strings.Contains(reason, c.reason) {
 				t.Errorf("verdict = %s (%q); want %s with %q", got, reason, c.want, c.reason)
 			}
 		})
+	}
+	// Just deployed: the worker that answered has not read the connector
+	// from Connect's config topic yet (seen at every deploy on 2 workers).
+	got, reason := verdict(names, "src", "c1", observed{views: map[string]connect.ConnectorView{"src": running["src"]}}, true)
+	if got != task.StateStarting || !strings.Contains(reason, "connector ckpt is being deployed") {
+		t.Errorf("just deployed, not listed yet: %s (%q), want STARTING", got, reason)
 	}
 }
 
