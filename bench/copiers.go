@@ -140,10 +140,10 @@ const (
 // mm2-offsets.<alias>.internal, and a row sharing another's alias would
 // resume where that one stopped and copy nothing.
 func mm2Alias(key string, sc scenario) string {
-	switch {
-	case key == keyMM2:
+	switch key {
+	case keyMM2:
 		return "mm" + sc.key
-	case key == keyMM2Tuned:
+	case keyMM2Tuned:
 		return "mt" + sc.key
 	default:
 		return "mx" + strings.TrimPrefix(key, "mm2-try-") + "-" + sc.key
