@@ -354,6 +354,9 @@ var keptOwn = map[string]bool{
 	"source.consumer.isolation.level": true, "consumer.override.isolation.level": true,
 	"producer.override.bootstrap.servers": true, "config.action.reload": true,
 	"errors.log.enable": true, "errors.log.include.messages": true, "offset.lag.max": true,
+	// kmirror's own producer tuning (ProducerTuning) takes their place:
+	// batching changes the speed, not what is copied.
+	"producer.override.batch.size": true, "producer.override.linger.ms": true,
 }
 
 // keptOwnPrefixes: client security and connection settings (kmirror uses

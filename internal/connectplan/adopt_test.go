@@ -110,7 +110,7 @@ func TestAdoptNamesWhatDoesNotMap(t *testing.T) {
 		{"transforms", map[string]string{"transforms": "r", "transforms.r.type": "x"}, "east", "transforms", "transforms change records"},
 		{"exclude", map[string]string{"topics.exclude": "secret.*"}, "east", "topics.exclude", "leaves out other topics"},
 		{"string converter", map[string]string{"value.converter": "org.apache.kafka.connect.storage.StringConverter"}, "east", "value.converter", "byte for byte"},
-		{"unknown setting", map[string]string{"producer.override.linger.ms": "5"}, "east", "producer.override.linger.ms", "no kmirror equivalent"},
+		{"unknown setting", map[string]string{"producer.override.acks": "1"}, "east", "producer.override.acks", "no kmirror equivalent"},
 		{"Java-only regex", map[string]string{"topics": `(?=a).*`}, "east", "topics", "does not read"},
 		{"POSIX class", map[string]string{"topics": `[[:alpha:]]+`}, "east", "topics", "POSIX"},
 		{"current neither side", nil, "south", "current", "neither side"},

@@ -120,6 +120,9 @@ func TestBuildPullWithOverrides(t *testing.T) {
 		"replication.policy.class":            identityPolicy,
 		"producer.override.bootstrap.servers": "e1:9092,e2:9092",
 		"producer.override.compression.type":  "zstd",
+		// The measured tuning, asked for where overrides are allowed.
+		"producer.override.batch.size": "262144",
+		"producer.override.linger.ms":  "5",
 	} {
 		if src[k] != want {
 			t.Errorf("source %s = %q, want %q", k, src[k], want)
