@@ -43,7 +43,7 @@ var describe = map[string]string{
 	keyKmirrorDefaults: "kmirror engine, the original product's defaults: identity names, tasks 2, no header, no offset sync",
 	keyMM2:             "MirrorMaker 2 dedicated mode, the typical task's settings: default (rename) policy, tasks.max 2, acks=all, sync.group.offsets on, checkpoints on",
 	keyMM2Tuned:        "as `mm2`, with the best client settings of the sweep (bench/results/2026-12-02-mm2.md): " + strings.Join(mm2Tuning, ", "),
-	keyMM2Connect:      "MirrorMaker 2 connectors on a distributed Kafka Connect cluster (" + strconv.Itoa(connectWorkers) + " workers, " + strconv.Itoa(connectHeapMB) + " MiB heaps, writing to the target), deployed by kmirror's Connect engine (connectplan) from the typical task without the source header (refused on Connect): rename, consumer offset sync, tasks 2; the workers' default clients; CPU and RSS are the workers' summed",
+	keyMM2Connect:      "MirrorMaker 2 connectors on a distributed Kafka Connect cluster (" + strconv.Itoa(connectWorkers) + " workers, " + strconv.Itoa(connectHeapMB) + " MiB heaps, writing to the target), deployed by kmirror's Connect engine (connectplan) from the typical task without the source header (refused on Connect): rename, consumer offset sync, tasks 2; producer tuned per connector (connectplan.ProducerTuning, the workers allow overrides); CPU and RSS are the workers' summed",
 }
 
 // mm2Tuning is the mm2-tuned row's client settings, the best of a sweep
