@@ -140,7 +140,7 @@ type pending struct {
 	mu     sync.Mutex
 	reason error
 	quit   chan struct{}
-	done   chan struct{} // closed when a pause retry has returned
+	done   chan struct{} // closed when its retry has returned
 }
 
 func (p *pending) why() error {
@@ -152,18 +152,26 @@ func (p *pending) why() error {
 // pend watches t as not deployed yet, trying start again until it works,
 // the task is stopped or started anew, or the engine closes.
 func (e *Engine) pend(t task.Task, current, peer cluster.Settings, why error) {
-	p := &pending{reason: why, quit: make(chan struct{})}
+	// On success deployed() ends the wait.
+	e.retry(e.waiting, t.Name, why, func() error { return e.start(t, current, peer) },
+		"task deployed on Kafka Connect after waiting for it")
+}
+
+// retry keeps try going every poll interval, as name's entry in m (which
+// says why meanwhile), until it works, the entry is replaced or removed
+// (unretry), or the engine closes.
+func (e *Engine) retry(m map[string]*pending, name string, why error, try func() error, done string) {
+	p := &pending{reason: why, quit: make(chan struct{}), done: make(chan struct{})}
+	e.unretry(m, name)
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return
 	}
-	if old, ok := e.waiting[t.Name]; ok {
-		close(old.quit)
-	}
-	e.waiting[t.Name] = p
+	m[name] = p
 	e.mu.Unlock()
 	go func() {
+		defer close(p.done)
 		tick := time.NewTicker(e.d.PollInterval)
 		defer tick.Stop()
 		for {
@@ -172,14 +180,17 @@ func (e *Engine) pend(t task.Task, current, peer cluster.Settings, why error) {
 				return
 			case <-tick.C:
 			}
-			err := e.start(t, current, peer) // on success deployed() ends the wait
+			err := try()
+			e.mu.Lock()
+			mine := m[name] == p
+			if mine && err == nil {
+				delete(m, name)
+			}
+			e.mu.Unlock()
 			if err == nil {
-				e.log.Info("task deployed on Kafka Connect after waiting for it", "task", t.Name)
+				e.log.Info(done, "task", name)
 				return
 			}
-			e.mu.Lock()
-			mine := e.waiting[t.Name] == p
-			e.mu.Unlock()
 			if !mine {
 				return
 			}
@@ -190,30 +201,30 @@ func (e *Engine) pend(t task.Task, current, peer cluster.Settings, why error) {
 	}()
 }
 
+// unretry ends name's retry in m, if any, and returns it (its done closes
+// once an attempt in flight has returned).
+func (e *Engine) unretry(m map[string]*pending, name string) *pending {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	p, ok := m[name]
+	if !ok {
+		return nil
+	}
+	close(p.quit)
+	delete(m, name)
+	return p
+}
+
 // stopPausing ends a pause retry and waits for it, so a pause in flight
 // cannot land after the task is started again.
 func (e *Engine) stopPausing(name string) {
-	e.mu.Lock()
-	p, ok := e.pausing[name]
-	if ok {
-		close(p.quit)
-		delete(e.pausing, name)
-	}
-	e.mu.Unlock()
-	if ok {
+	if p := e.unretry(e.pausing, name); p != nil {
 		<-p.done
 	}
 }
 
 // unpend stops waiting to deploy a task.
-func (e *Engine) unpend(name string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if p, ok := e.waiting[name]; ok {
-		close(p.quit)
-		delete(e.waiting, name)
-	}
-}
+func (e *Engine) unpend(name string) { e.unretry(e.waiting, name) }
 
 func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
@@ -377,7 +388,7 @@ func (e *Engine) Stop(name string) {
 	if err := pause(); err != nil {
 		e.log.Error("connectors not paused; they go on copying on Kafka Connect until it takes the pause, tried again every poll",
 			"task", name, "connect_cluster", dep.cluster, "error", err)
-		e.retryPause(name, err, pause)
+		e.retry(e.pausing, name, err, pause, "task paused on Kafka Connect after waiting for it")
 		return
 	}
 	e.log.Info("task paused on Kafka Connect", "task", name, "connect_cluster", dep.cluster)
@@ -399,49 +410,6 @@ func pauseConnectors(cfg connect.Config, conns []Connector) error {
 		}
 	}
 	return err
-}
-
-// retryPause tries pause every poll interval until it works, the task is
-// started again (unpend) or the engine closes.
-func (e *Engine) retryPause(name string, why error, pause func() error) {
-	p := &pending{reason: why, quit: make(chan struct{}), done: make(chan struct{})}
-	e.stopPausing(name)
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return
-	}
-	e.pausing[name] = p
-	e.mu.Unlock()
-	go func() {
-		defer close(p.done)
-		tick := time.NewTicker(e.d.PollInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-p.quit:
-				return
-			case <-tick.C:
-			}
-			err := pause()
-			e.mu.Lock()
-			mine := e.pausing[name] == p
-			if mine && err == nil {
-				delete(e.pausing, name)
-			}
-			e.mu.Unlock()
-			if !mine {
-				return
-			}
-			if err == nil {
-				e.log.Info("task paused on Kafka Connect after waiting for it", "task", name)
-				return
-			}
-			p.mu.Lock()
-			p.reason = err
-			p.mu.Unlock()
-		}
-	}()
 }
 
 // Remove deletes the task's connectors from its Connect cluster. Their
