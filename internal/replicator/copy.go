@@ -292,7 +292,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				// One check at a time per worker; a partition that finds
 				// another checking tries again at its next tick.
 				if wasQuiet && len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed && c.w.tailCheck.TryLock() {
-					end, ok, err := settledTail(c.w.src, ps.Source, ps.Partition.Partition, handed)
+					end, ok, err := SettledTail(c.w.src, ps.Source, ps.Partition.Partition, handed)
 					c.w.tailCheck.Unlock()
 					if err == nil && ok {
 						cur.next = end

@@ -9,23 +9,19 @@ import (
 	"github.com/IBM/sarama"
 )
 
-// SettledTail is settledTail for an engine whose copy kmirror only watches
-// (MM2 on Kafka Connect): the same rule tells its lag.
-func SettledTail(src sarama.Client, topic string, part int32, from int64) (end int64, ok bool, err error) {
-	return settledTail(src, topic, part, from)
-}
-
 // tailFetchBytes bounds a tail check's fetch.
 const tailFetchBytes = 1 << 20
 
-// settledTail reports how far a partition's progress may move past offset
+// SettledTail reports how far a partition's progress may move past offset
 // from without copying anything: when every batch from there up to the
 // last stable offset is a transaction marker or belongs to an aborted
 // transaction, the read_committed consumer never delivers a record for
 // those offsets, so progress (and lag) would otherwise stay short of the
 // end for ever — a committed transaction always leaves its marker last.
 // ok is false when a record may still be delivered there, or on doubt.
-func settledTail(src sarama.Client, topic string, part int32, from int64) (end int64, ok bool, err error) {
+// The Connect engine's lag asks it too: MM2's offsets stop at the last
+// copied record as well.
+func SettledTail(src sarama.Client, topic string, part int32, from int64) (end int64, ok bool, err error) {
 	leader, err := src.Leader(topic, part)
 	if err != nil {
 		return 0, false, err
