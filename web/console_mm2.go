@@ -151,17 +151,15 @@ func (h *mm2Pages) importMM2(c echo.Context) error {
 
 // mm2Candidates are the page's rows for the service's candidates.
 func mm2Candidates(cs []service.AdoptCandidate) []views.MM2Candidate {
-	out := make([]views.MM2Candidate, 0, len(cs))
-	for _, c := range cs {
+	return viewsOf(cs, func(c service.AdoptCandidate) views.MM2Candidate {
 		topics := strings.Join(c.Task.Rules.Topics, ", ")
 		if c.Task.Rules.TopicsRegex != "" {
 			topics = c.Task.Rules.TopicsRegex
 		}
-		out = append(out, views.MM2Candidate{SourceConnector: c.Source, Flow: c.Flow,
+		return views.MM2Candidate{SourceConnector: c.Source, Flow: c.Flow,
 			Connectors: strings.Join(c.Connectors, ", "), State: c.State, Direction: c.Task.Rules.Direction,
-			Topics: topics, Problems: problemsView(c.Problems), Reverse: c.Reverse})
-	}
-	return out
+			Topics: topics, Problems: problemsView(c.Problems), Reverse: c.Reverse}
+	})
 }
 
 // withoutSecretProperties is a pasted mm2.properties to show again, each

@@ -61,9 +61,14 @@ func problemsView(ps service.Problems) []views.Problem {
 	if ps == nil {
 		return nil
 	}
-	out := make([]views.Problem, len(ps))
-	for i, p := range ps {
-		out[i] = views.Problem{Field: p.Field, Message: p.Message}
+	return viewsOf(ps, func(p service.Problem) views.Problem { return views.Problem{Field: p.Field, Message: p.Message} })
+}
+
+// viewsOf is the view model of each of the service's answers, in order.
+func viewsOf[T, V any](in []T, view func(T) V) []V {
+	out := make([]V, len(in))
+	for i, v := range in {
+		out[i] = view(v)
 	}
 	return out
 }
@@ -112,11 +117,7 @@ func clusterView(c service.ClusterInfo) views.ClusterInfo {
 }
 
 func clusterViews(cs []service.ClusterInfo) []views.ClusterInfo {
-	out := make([]views.ClusterInfo, len(cs))
-	for i, c := range cs {
-		out[i] = clusterView(c)
-	}
-	return out
+	return viewsOf(cs, clusterView)
 }
 
 func healthView(h service.ClusterHealth) views.ClusterHealth {
@@ -124,23 +125,19 @@ func healthView(h service.ClusterHealth) views.ClusterHealth {
 }
 
 func connectClusterViews(cs []service.ConnectClusterInfo) []views.ConnectClusterInfo {
-	out := make([]views.ConnectClusterInfo, len(cs))
-	for i, c := range cs {
-		out[i] = views.ConnectClusterInfo{Name: c.Name, URLs: c.URLs, KafkaCluster: c.KafkaCluster, Username: c.Username,
+	return viewsOf(cs, func(c service.ConnectClusterInfo) views.ConnectClusterInfo {
+		return views.ConnectClusterInfo{Name: c.Name, URLs: c.URLs, KafkaCluster: c.KafkaCluster, Username: c.Username,
 			PasswordSet: c.PasswordSet, CAPEM: c.CAPEM, ConfigProvider: c.ConfigProvider, CreatedAt: c.CreatedAt}
-	}
-	return out
+	})
 }
 
 // roles are the roles a form offers, least first.
 var roles = []string{service.RoleViewer, service.RoleOperator, service.RoleAdmin}
 
 func userViews(us []service.UserInfo) []views.UserInfo {
-	out := make([]views.UserInfo, len(us))
-	for i, u := range us {
-		out[i] = views.UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}
-	}
-	return out
+	return viewsOf(us, func(u service.UserInfo) views.UserInfo {
+		return views.UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}
+	})
 }
 
 func tokenView(t service.TokenInfo) views.TokenInfo {
@@ -148,18 +145,12 @@ func tokenView(t service.TokenInfo) views.TokenInfo {
 }
 
 func tokenViews(ts []service.TokenInfo) []views.TokenInfo {
-	out := make([]views.TokenInfo, len(ts))
-	for i, t := range ts {
-		out[i] = tokenView(t)
-	}
-	return out
+	return viewsOf(ts, tokenView)
 }
 
 func auditViews(es []service.AuditEntry) []views.AuditEntry {
-	out := make([]views.AuditEntry, len(es))
-	for i, e := range es {
-		out[i] = views.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Role: e.Role, Address: e.Address,
+	return viewsOf(es, func(e service.AuditEntry) views.AuditEntry {
+		return views.AuditEntry{ID: e.ID, At: e.At, Actor: e.Actor, Role: e.Role, Address: e.Address,
 			Action: e.Action, Object: e.Object, Outcome: e.Outcome}
-	}
-	return out
+	})
 }
