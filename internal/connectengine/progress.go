@@ -39,13 +39,24 @@ type progress struct {
 	// first is each partition's next offset when first seen, so Records
 	// counts what was copied while kmirror watched.
 	first map[partitionKey]int64
-	// last is each partition's next offset at the previous sample: one
-	// that did not move may have only transaction markers left.
-	last map[partitionKey]int64
+	// tails are each partition's position at the previous sample, and what
+	// a look past it found: one that did not move may have only
+	// transaction markers left.
+	tails map[partitionKey]tail
 }
 
+// tail is a partition's next and end offsets at a sample, and the
+// settled-tail check's answer for them: the offset markers and aborted
+// records reach, or notLooked, or unsettled (a record is still to copy).
+type tail struct{ next, end, settled int64 }
+
+const (
+	notLooked = -1
+	unsettled = -2
+)
+
 // tailChecks bounds the settled-tail fetches of one sample: each reads up
-// to 1 MiB from the source.
+// to 1 MiB from the source (an answer is kept while the partition stays).
 const tailChecks = 8
 
 type partitionKey struct {
@@ -61,7 +72,7 @@ type flowProgress struct {
 
 func newProgress(cfg connect.Config, conns []Connector, every time.Duration, log *slog.Logger) *progress {
 	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
-		last: map[partitionKey]int64{}}
+		tails: map[partitionKey]tail{}}
 	var copies []Connector
 	for _, c := range conns {
 		if c.Copy != nil {
@@ -72,14 +83,29 @@ func newProgress(cfg connect.Config, conns []Connector, every time.Duration, log
 	return p
 }
 
-// unmoved says whether a partition's next offset is the one it had at the
-// previous sample, and remembers this one.
-func (p *progress) unmoved(key partitionKey, next int64) bool {
+// settledEnd is how far a partition's markers and aborted records reach
+// past next (ok false: not known, or a record is still to copy). It looks
+// (look) only once the partition stopped moving since the previous sample,
+// and once per position: an answer holds while next and end stay.
+func (p *progress) settledEnd(key partitionKey, next, end int64, look func() (int64, bool)) (int64, bool) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	prev, ok := p.last[key]
-	p.last[key] = next
-	return ok && prev == next
+	prev, seen := p.tails[key]
+	p.mu.Unlock()
+	cur := tail{next: next, end: end, settled: notLooked}
+	switch {
+	case seen && prev.next == next && prev.end == end && prev.settled != notLooked:
+		cur.settled = prev.settled
+	case seen && prev.next == next:
+		if s, ok := look(); ok {
+			cur.settled = s
+		} else if s == unsettled {
+			cur.settled = unsettled
+		}
+	}
+	p.mu.Lock()
+	p.tails[key] = cur
+	p.mu.Unlock()
+	return cur.settled, cur.settled >= 0
 }
 
 func (p *progress) stop() {
@@ -159,9 +185,22 @@ func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]
 		// partition's commit marker (and an aborted transaction) after it
 		// is never copied, and would show as lag for ever. As the embedded
 		// engine does, what is left is looked at once progress stops.
-		if ps.Lag > 0 && ps.LastCopied >= 0 && checks < tailChecks && p.unmoved(key, ps.NextOffset) {
-			checks++
-			if settled, ok, err := replicator.SettledTail(src, ps.Topic, ps.Partition, ps.NextOffset); err == nil && ok {
+		if ps.Lag > 0 && ps.LastCopied >= 0 {
+			look := func() (int64, bool) {
+				if checks >= tailChecks {
+					return notLooked, false
+				}
+				checks++
+				end, ok, err := replicator.SettledTail(src, ps.Topic, ps.Partition, ps.NextOffset)
+				switch {
+				case err != nil:
+					return notLooked, false
+				case !ok:
+					return unsettled, false
+				}
+				return end, true
+			}
+			if settled, ok := p.settledEnd(key, ps.NextOffset, ps.EndOffset, look); ok {
 				ps.Lag = max(ps.EndOffset-settled, 0)
 			}
 		}
