@@ -259,16 +259,16 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				}
 				if authDenied(cerr.Err) {
 					lastDenied = time.Now()
-				}
-				if authDenied(cerr.Err) && deniedSince.IsZero() {
 					// The consumer fetches again on its own: this partition
 					// waits for the right, the flow's others go on, and
 					// the status says so instead of a silent stall.
-					deniedSince = time.Now()
 					msg = fmt.Sprintf("consume %s-%d: %v: grant this task's user READ on topic %s on the source; the partition goes on once allowed (the flow's other partitions go on)",
 						ps.Source, ps.Partition.Partition, cerr.Err, ps.Source)
-					ps.stall(msg, deniedSince)
-					c.w.log.Warn(msg)
+					if deniedSince.IsZero() {
+						deniedSince = lastDenied
+						ps.stall(msg, deniedSince)
+						c.w.log.Warn(msg)
+					}
 				}
 				c.w.state.setError(msg)
 				continue
