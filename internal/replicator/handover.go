@@ -1,7 +1,6 @@
 package replicator
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -45,12 +44,8 @@ func ReadProgress(taskName string, f task.FlowSpec, source, target cluster.Setti
 	}
 	defer dstAdmin.Close()
 	err = readTopic(dst, f.ProgressTopic, func(m *sarama.ConsumerMessage) {
-		var k progressKey
-		if json.Unmarshal(m.Key, &k) != nil || k.Task != taskName || k.Flow != f.Name() || k.Partition < 0 {
-			return
-		}
-		var v progressValue
-		if m.Value == nil || json.Unmarshal(m.Value, &v) != nil {
+		k, v, ok := decodeProgress(m)
+		if !ok || v == nil || k.Task != taskName || k.Flow != f.Name() || k.Partition < 0 {
 			return
 		}
 		pt := Partition{Source: k.Topic, Partition: k.Partition}
@@ -107,9 +102,7 @@ func WriteProgress(taskName string, f task.FlowSpec, source, target cluster.Sett
 	defer prod.Close()
 	msgs := make([]*sarama.ProducerMessage, 0, len(ps))
 	for _, p := range ps {
-		k, _ := json.Marshal(progressKey{taskName, f.Name(), p.Topic, p.Partition})
-		v, _ := json.Marshal(progressValue{Next: p.Next, Down: -1})
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: f.ProgressTopic, Partition: 0, Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)})
+		msgs = append(msgs, progressRecord(f.ProgressTopic, progressKey{taskName, f.Name(), p.Topic, p.Partition}, progressValue{Next: p.Next, Down: -1}))
 	}
 	if err := prod.SendMessages(msgs); err != nil {
 		return fmt.Errorf("write progress to %s on the target: %w", f.ProgressTopic, err)

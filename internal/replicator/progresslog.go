@@ -55,6 +55,26 @@ type progressValue struct {
 	Started int64 `json:"started,omitempty"`
 }
 
+// progressRecord is the progress-log record of k with v.
+func progressRecord(topic string, k progressKey, v progressValue) *sarama.ProducerMessage {
+	kb, _ := json.Marshal(k) // plain strings and numbers: cannot fail
+	vb, _ := json.Marshal(v)
+	return &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.ByteEncoder(kb), Value: sarama.ByteEncoder(vb)}
+}
+
+// decodeProgress reads a progress-log record: ok is false when its key is
+// not one; v is nil for a tombstone or a value that cannot be read.
+func decodeProgress(m *sarama.ConsumerMessage) (k progressKey, v *progressValue, ok bool) {
+	if json.Unmarshal(m.Key, &k) != nil {
+		return k, nil, false
+	}
+	var val progressValue
+	if m.Value == nil || json.Unmarshal(m.Value, &val) != nil {
+		return k, nil, true
+	}
+	return k, &val, true
+}
+
 // startKey is the key of the flow's start record.
 func (l *progressLog) startKey() progressKey { return progressKey{l.task, l.flow, "", -1} }
 
@@ -81,20 +101,15 @@ func (l *progressLog) read(parts []Partition) (map[Partition]storedProgress, err
 		want[progressKey{l.task, l.flow, p.Source, p.Partition}] = p
 	}
 	err := readTopic(l.client, l.topic, func(m *sarama.ConsumerMessage) {
-		var k progressKey
-		if json.Unmarshal(m.Key, &k) != nil {
-			return
-		}
-		p, ok := want[k]
-		if !ok {
-			return
-		}
-		var v progressValue
-		if m.Value == nil || json.Unmarshal(m.Value, &v) != nil {
+		k, v, ok := decodeProgress(m)
+		p, wanted := want[k]
+		switch {
+		case !ok || !wanted:
+		case v == nil:
 			out[p] = noProgress // a tombstone or a record we cannot read
-			return
+		default:
+			out[p] = storedProgress{v.Next, v.Down, v.TopicID}
 		}
-		out[p] = storedProgress{v.Next, v.Down, v.TopicID}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read progress from %s on the target: %w", l.topic, err)
@@ -116,10 +131,8 @@ func (l *progressLog) write(states []*partState, final bool) error {
 		if last, ok := l.last[ps]; sp.offset < 0 || (ok && last == sp) {
 			continue
 		}
-		k, _ := json.Marshal(progressKey{l.task, l.flow, ps.Source, ps.Partition.Partition})
-		v, _ := json.Marshal(progressValue{Next: sp.offset, Down: sp.down, TopicID: sp.topicID})
-		msgs = append(msgs, &sarama.ProducerMessage{Topic: l.topic, Partition: 0,
-			Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)})
+		msgs = append(msgs, progressRecord(l.topic, progressKey{l.task, l.flow, ps.Source, ps.Partition.Partition},
+			progressValue{Next: sp.offset, Down: sp.down, TopicID: sp.topicID}))
 		wrote[ps] = sp
 	}
 	l.lastAt = now
@@ -144,8 +157,7 @@ func (l *progressLog) started() (bool, error) {
 	key := l.startKey()
 	found := false
 	err := readTopic(l.client, l.topic, func(m *sarama.ConsumerMessage) {
-		var k progressKey
-		if json.Unmarshal(m.Key, &k) == nil && k == key {
+		if k, _, ok := decodeProgress(m); ok && k == key {
 			found = m.Value != nil
 		}
 	})
@@ -155,10 +167,7 @@ func (l *progressLog) started() (bool, error) {
 	if found {
 		return true, nil
 	}
-	k, _ := json.Marshal(key)
-	v, _ := json.Marshal(progressValue{Next: -1, Down: -1, Started: time.Now().UnixMilli()})
-	if _, _, err := l.prod.SendMessage(&sarama.ProducerMessage{Topic: l.topic, Partition: 0,
-		Key: sarama.ByteEncoder(k), Value: sarama.ByteEncoder(v)}); err != nil {
+	if _, _, err := l.prod.SendMessage(progressRecord(l.topic, key, progressValue{Next: -1, Down: -1, Started: time.Now().UnixMilli()})); err != nil {
 		return false, fmt.Errorf("write the flow's start to %s on the target: %w", l.topic, err)
 	}
 	return false, nil
