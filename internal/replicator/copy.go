@@ -410,7 +410,7 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 		return fmt.Errorf("produce to %s-%d failed at source offset %d: %w", ps.Target, ps.Partition.Partition, b.ups[lo], err)
 	}
 	c.seq = nextSequence(c.seq, hi-lo)
-	c.acknowledge(b, lo, hi, base)
+	c.acknowledge(ctx, b, lo, hi, base)
 	return nil
 }
 
@@ -625,7 +625,7 @@ func produceVersion(v sarama.KafkaVersion) int16 {
 // into progress and offset syncs: one on the partition's first record,
 // wherever the upstream/downstream distance changes, and at least every
 // SyncInterval (see shouldSync).
-func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
+func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, base int64) {
 	ps, now := c.ps, time.Now()
 	c.syncs = c.syncs[:0]
 	ps.mu.Lock()
@@ -649,10 +649,10 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 	ps.next.Store(last + 1)
 	ps.progDown = base + int64(hi-lo)
 	ps.mu.Unlock()
-	// Queued outside the lock: emit blocks while the sync producer is
+	// Queued outside the lock: emit may wait while the sync producer is
 	// backed up, and its acknowledgements need the lock (syncDurable).
 	for _, s := range c.syncs {
-		c.w.syncs.emit(ps, s.sync, s.change)
+		c.w.syncs.emit(ctx, ps, s.sync, s.change)
 	}
 	var bytes int64
 	for _, n := range b.sizes[lo:hi] {
