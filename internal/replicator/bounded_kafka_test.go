@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,9 @@ func runStoppable(t *testing.T, tk task.Task, opts Options, src, dst cluster.Set
 		select {
 		case <-done:
 		case <-time.After(2 * time.Minute):
-			t.Fatalf("flow %s did not stop within 2 minutes; state %+v", r.Flow().Name(), r.Status())
+			var stacks strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+			t.Fatalf("flow %s did not stop within 2 minutes; state %+v; goroutines:\n%s", r.Flow().Name(), r.Status(), stacks.String())
 		}
 		took = time.Since(began)
 		return took
@@ -233,4 +236,67 @@ func produceSteadily(t *testing.T, s cluster.Settings, topic string, partitions 
 	}
 	t.Cleanup(func() { stop() })
 	return stop
+}
+
+// Behaviour: a target that stops answering. The target broker is frozen
+// (SIGSTOP: its connections stay open, nothing is answered) while records
+// keep coming. Within a bounded time the flow shows DEGRADED naming the
+// target partition whose writes wait, not RUNNING; a stop ends within
+// seconds while it is frozen. Thawed, a new start copies every record;
+// the records a request lost in the freeze may have written are copied
+// again, and exactly those are counted as recopied.
+func TestFrozenTargetDegradesAndStopStaysPrompt(t *testing.T) {
+	k := kafkatest.Shared(t, 0)
+	src := k.Settings(cluster.Plaintext, "")
+	// A cluster of this test's own: no other test may see it frozen.
+	frozen := kafkatest.Lazy(t, "frozen-target")
+	dst := frozen.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 3, nil)
+	tk := newTask("frozen", task.DirectionPush, []string{topic})
+	tk.Current.Alias, tk.Peer.Alias = "FA", "FB"
+	t.Cleanup(func() {
+		if a, err := frozen.Admin(); err == nil {
+			_ = a.DeleteTopic(topic)
+		}
+	})
+	opts := testOpts
+	opts.DegradedAfter = 10 * time.Second // the default 30 s, shortened for the test
+	produceN(t, src, topic, 3, 300, 100)
+	r, stop := runStoppable(t, tk, opts, src, dst)
+	verifyCopy(t, src, topic, dst, topic, 300, e2e.VerifyOptions{})
+
+	steady := produceSteadily(t, src, topic, 3, 25*time.Millisecond)
+	time.Sleep(2 * time.Second) // some copied before the freeze
+	if err := frozen.FreezeBroker(1); err != nil {
+		t.Fatal(err)
+	}
+	froze := time.Now()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := frozen.ThawBroker(1); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(thaw)
+	st, _ := waitState(t, r, 2*time.Minute, func(st FlowStatus) error {
+		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "produce to "+topic+"-") {
+			return fmt.Errorf("want DEGRADED naming a target partition of %s", topic)
+		}
+		return nil
+	})
+	t.Logf("DEGRADED %s after the freeze: %s", time.Since(froze).Round(time.Millisecond), st.Reason)
+	t.Logf("stopped in %s with the target frozen", stop().Round(time.Millisecond))
+	sent := steady()
+
+	thaw()
+	r, _ = runStoppable(t, tk, opts, src, dst)
+	rep := verifyCopy(t, src, topic, dst, topic, int64(300+sent), e2e.VerifyOptions{AllowDuplicates: true})
+	st = dataOnly(r.Status())
+	t.Logf("after the thaw: %s; recopied %d", rep.String(), st.Recopied)
+	if int64(rep.Duplicated) != st.Recopied {
+		t.Fatalf("the target holds %d duplicates; the flow counted %d as recopied", rep.Duplicated, st.Recopied)
+	}
 }
