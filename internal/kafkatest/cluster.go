@@ -885,6 +885,38 @@ func (c *Cluster) RestartBroker(ctx context.Context, id int32) error {
 	return nil
 }
 
+// FreezeBroker suspends broker id's JVM (SIGSTOP to its process group), as
+// a hung host, a stuck disk or a stop-the-world pause would: unlike
+// KillBroker, its connections stay open and the kernel still accepts new
+// ones on its ports, but nothing is answered, so clients wait for their
+// read timeouts instead of failing at once. On a single-node cluster the
+// controller freezes with it; on a multi-broker one the controller fences
+// the frozen broker after broker.session.timeout.ms (9 s by default).
+// ThawBroker resumes it; Stop, Kill and the restarts work on a frozen
+// broker too.
+func (c *Cluster) FreezeBroker(id int32) error {
+	return c.signalBroker(id, syscall.SIGSTOP, "freeze")
+}
+
+// ThawBroker resumes a broker FreezeBroker suspended (SIGCONT); it serves
+// again at once, from where it stopped.
+func (c *Cluster) ThawBroker(id int32) error {
+	return c.signalBroker(id, syscall.SIGCONT, "thaw")
+}
+
+func (c *Cluster) signalBroker(id int32, sig syscall.Signal, what string) error {
+	n := c.broker(id)
+	c.procMu.Lock()
+	defer c.procMu.Unlock()
+	if n.proc == nil {
+		return fmt.Errorf("%s broker %d of %s: it is not running (%s): restart it first", what, id, c.name, n.howDown())
+	}
+	if err := syscall.Kill(-n.proc.cmd.Process.Pid, sig); err != nil {
+		return fmt.Errorf("%s broker %d of %s: %w", what, id, c.name, err)
+	}
+	return nil
+}
+
 // waitWhole waits until the brokers ids are registered and every partition
 // has a leader.
 func (c *Cluster) waitWhole(ctx context.Context, ids []int32) error {
@@ -917,6 +949,9 @@ func (c *Cluster) terminate(n *node, sig syscall.Signal) error {
 func (p *process) signal(sig syscall.Signal) bool {
 	pgid := p.cmd.Process.Pid
 	_ = syscall.Kill(-pgid, sig)
+	// A frozen JVM (FreezeBroker) acts on SIGTERM only once it runs again;
+	// to a running one SIGCONT is nothing.
+	_ = syscall.Kill(-pgid, syscall.SIGCONT)
 	select {
 	case <-p.exited:
 		return true

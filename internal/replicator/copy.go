@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"time"
 
@@ -410,7 +411,7 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 		return fmt.Errorf("produce to %s-%d failed at source offset %d: %w", ps.Target, ps.Partition.Partition, b.ups[lo], err)
 	}
 	c.seq = nextSequence(c.seq, hi-lo)
-	c.acknowledge(b, lo, hi, base)
+	c.acknowledge(ctx, b, lo, hi, base)
 	return nil
 }
 
@@ -463,7 +464,7 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 	topic, part := ps.Target, ps.Partition.Partition
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		base, err := produceOnce(dst, req, topic, part)
+		base, err := produceOnce(ctx, dst, req, topic, part)
 		if err == nil {
 			if !since.IsZero() {
 				ps.unstall()
@@ -511,7 +512,11 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 		} else if time.Since(since) > produceRetryFor && !denied {
 			return -1, fmt.Errorf("still failing after %s: %w", produceRetryFor, err)
 		}
-		_ = dst.RefreshMetadata(topic)
+		// Not waited for past a stop: a broker that does not answer holds
+		// a metadata refresh for as long as the client's retries last.
+		if !interruptible(ctx, func() { _ = dst.RefreshMetadata(topic) }) {
+			return -1, err
+		}
 		select {
 		case <-ctx.Done():
 			return -1, err
@@ -520,12 +525,23 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 	}
 }
 
-// produceOnce sends req to the partition's leader and waits for its answer.
+// answerWait bounds the wait for a produce answer. The client's read
+// timeout does not: sarama moves a connection's read deadline on at every
+// request written to it, so a broker that stops answering (a hung JVM, a
+// frozen host) held a partition's request for as long as the flow's other
+// requests kept coming, minutes without an error or a stall in the status.
+const answerWait = produceTimeout + 10*time.Second
+
+// produceOnce sends req to the partition's leader and waits for its answer,
+// at most answerWait, and not past ctx: a stop does not wait for a broker
+// that does not answer. A request left unanswered may still be written;
+// it was not acknowledged, so its records are sent again (deduplicated by
+// the broker under the same producer id, else copied again and counted).
 // AsyncProduce, not Produce: sarama's Produce holds the broker's lock for
 // the whole round trip, so partitions sharing a leader would take turns;
 // with AsyncProduce each partition's request is in flight at once on the
 // connection (up to Net.MaxOpenRequests).
-func produceOnce(dst sarama.Client, req *sarama.ProduceRequest, topic string, part int32) (int64, error) {
+func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequest, topic string, part int32) (int64, error) {
 	leader, err := dst.Leader(topic, part)
 	if err != nil {
 		return -1, err
@@ -540,7 +556,18 @@ func produceOnce(dst sarama.Client, req *sarama.ProduceRequest, topic string, pa
 		closeIfBroken(leader, err)
 		return -1, err
 	}
-	a := <-got // bounded by the client's read timeout
+	var a answer
+	select {
+	case a = <-got:
+	case <-ctx.Done():
+		return -1, ctx.Err()
+	case <-time.After(answerWait):
+		// The connection answers nothing: closed in the background (its
+		// lock may be held by another request waiting on it), so the retry
+		// opens a new one.
+		go func() { _ = leader.Close() }()
+		return -1, fmt.Errorf("broker %d gave no answer to a produce request in %s: %w", leader.ID(), answerWait, os.ErrDeadlineExceeded)
+	}
 	if a.err != nil {
 		closeIfBroken(leader, a.err)
 		return -1, a.err
@@ -567,10 +594,11 @@ func connBroken(err error) bool {
 
 // closeIfBroken closes a broker whose connection broke under an async
 // request (sarama closes it itself only for synchronous ones); the next
-// Leader call opens it again.
+// Leader call opens it again. In the background: Close waits for the
+// broker's lock, which a request to a broker that does not answer holds.
 func closeIfBroken(b *sarama.Broker, err error) {
 	if connBroken(err) && !errors.Is(err, sarama.ErrNotConnected) {
-		_ = b.Close()
+		go func() { _ = b.Close() }()
 	}
 }
 
@@ -625,7 +653,7 @@ func produceVersion(v sarama.KafkaVersion) int16 {
 // into progress and offset syncs: one on the partition's first record,
 // wherever the upstream/downstream distance changes, and at least every
 // SyncInterval (see shouldSync).
-func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
+func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, base int64) {
 	ps, now := c.ps, time.Now()
 	c.syncs = c.syncs[:0]
 	ps.mu.Lock()
@@ -649,10 +677,10 @@ func (c *partitionCopy) acknowledge(b *batch, lo, hi int, base int64) {
 	ps.next.Store(last + 1)
 	ps.progDown = base + int64(hi-lo)
 	ps.mu.Unlock()
-	// Queued outside the lock: emit blocks while the sync producer is
+	// Queued outside the lock: emit may wait while the sync producer is
 	// backed up, and its acknowledgements need the lock (syncDurable).
 	for _, s := range c.syncs {
-		c.w.syncs.emit(ps, s.sync, s.change)
+		c.w.syncs.emit(ctx, ps, s.sync, s.change)
 	}
 	var bytes int64
 	for _, n := range b.sizes[lo:hi] {

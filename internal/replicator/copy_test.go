@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -110,7 +111,7 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 	cfg.Producer.Return.Successes = true
 	prod := mocks.NewAsyncProducer(t, cfg)
 	ps := &partState{Partition: Partition{Source: "orders", Target: "A.orders", Partition: 3}, hist: checkpoint.NewHistory(0), progDown: -1}
-	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: &syncWriter{topic: "syncs", history: "history", prod: prod}, log: slog.Default()}
+	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: &syncWriter{topic: "syncs", history: "history", prod: prod, log: slog.Default()}, log: slog.Default()}
 	c := &partitionCopy{w: w, ps: ps}
 
 	var b batch
@@ -131,8 +132,8 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 	for range 2 * len(want) {
 		prod.ExpectInputAndSucceed()
 	}
-	c.acknowledge(&b, 0, 3, 50) // split in two ranges, as after a too-large answer
-	c.acknowledge(&b, 3, 6, 53)
+	c.acknowledge(context.Background(), &b, 0, 3, 50) // split in two ranges, as after a too-large answer
+	c.acknowledge(context.Background(), &b, 3, 6, 53)
 	prev := checkpoint.ChainStart
 	for i, w := range want {
 		m := <-prod.Successes()

@@ -1,7 +1,10 @@
 package replicator
 
 import (
+	"context"
+	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -50,7 +53,11 @@ type syncWriter struct {
 	topic, history string
 	prod           sarama.AsyncProducer
 	onErr          func(error)
+	log            *slog.Logger
 	done           chan struct{}
+	// backedUp is set while MM2 records are dropped (emit), so that is
+	// logged once per backlog.
+	backedUp atomic.Bool
 }
 
 // syncRef is what a sync's acknowledgement needs.
@@ -60,7 +67,7 @@ type syncRef struct {
 	tracked  bool
 }
 
-func newSyncWriter(s cluster.Settings, clientID, topic, history string, onErr func(error)) (*syncWriter, error) {
+func newSyncWriter(s cluster.Settings, clientID, topic, history string, log *slog.Logger, onErr func(error)) (*syncWriter, error) {
 	cfg, err := s.Config(clientID)
 	if err != nil {
 		return nil, err
@@ -83,12 +90,15 @@ func newSyncWriter(s cluster.Settings, clientID, topic, history string, onErr fu
 	if err != nil {
 		return nil, err
 	}
-	w := &syncWriter{topic: topic, history: history, prod: prod, onErr: onErr, done: make(chan struct{})}
+	w := &syncWriter{topic: topic, history: history, prod: prod, onErr: onErr, log: log, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		for m := range prod.Successes() {
+			if w.backedUp.CompareAndSwap(true, false) {
+				w.log.Info("offset syncs are written again", "topic", topic)
+			}
 			if ref := m.Metadata.(syncRef); ref.tracked {
 				ref.ps.syncDurable(ref.upstream)
 			}
@@ -107,19 +117,43 @@ func newSyncWriter(s cluster.Settings, clientID, topic, history string, onErr fu
 }
 
 // emit queues a sync; change is set for a distance change (see syncWriter).
-func (w *syncWriter) emit(ps *partState, s mm2.OffsetSync, change *checkpoint.SyncPoint) {
-	w.prod.Input() <- &sarama.ProducerMessage{
+//
+// The copy never waits for MM2's record: while the producer is backed up
+// (a sync partition without a leader holds its retries for minutes, and
+// its queue fills in seconds) the record is dropped. MM2's readers then
+// translate from older syncs, behind and never ahead, and a later sync
+// supersedes it. A history record holds progress back until written, so it
+// is waited for, but not past ctx: one not queued by a stop stays pending,
+// and the records from it on are copied and synced again at the next start.
+func (w *syncWriter) emit(ctx context.Context, ps *partState, s mm2.OffsetSync, change *checkpoint.SyncPoint) {
+	select {
+	case w.prod.Input() <- &sarama.ProducerMessage{
 		Topic: w.topic, Partition: 0,
 		Key:      sarama.ByteEncoder(s.Key()),
 		Value:    sarama.ByteEncoder(s.Value()),
 		Metadata: syncRef{},
+	}:
+	default:
+		if w.backedUp.CompareAndSwap(false, true) {
+			w.log.Warn("offset syncs are backed up; MM2's records are dropped until they are written again (MM2's readers translate from older syncs meanwhile; kmirror's sync history is kept)", "topic", w.topic)
+		}
 	}
 	if change != nil {
-		w.prod.Input() <- &sarama.ProducerMessage{
+		m := &sarama.ProducerMessage{
 			Topic: w.history, Partition: 0,
 			Key:      sarama.ByteEncoder(checkpoint.HistoryKey(s.Topic, s.Partition, *change)),
 			Value:    sarama.ByteEncoder(checkpoint.HistoryValue(*change)),
 			Metadata: syncRef{ps: ps, upstream: change.Upstream, tracked: true},
+		}
+		// Queued whenever there is room, a stop or not: a batch
+		// acknowledged as the flow stops still gets its sync written.
+		select {
+		case w.prod.Input() <- m:
+		default:
+			select {
+			case w.prod.Input() <- m:
+			case <-ctx.Done():
+			}
 		}
 	}
 }

@@ -36,7 +36,16 @@ type progressLog struct {
 	every      time.Duration
 	lastAt     time.Time
 	last       map[*partState]storedProgress // what was last written
+	// unanswered is a write the target has not answered within
+	// progressWriteWait, nil when none: no other is sent until it ends,
+	// and close does not wait for it.
+	unanswered chan error
 }
+
+// progressWriteWait bounds how long a commit (and so a stop) waits for the
+// target to answer a progress write: a target that stops answering must
+// not hold a pause or delete. The group on the source has the progress too.
+const progressWriteWait = 10 * time.Second
 
 type progressKey struct {
 	Task      string `json:"task"`
@@ -89,7 +98,40 @@ func newProgressLog(target sarama.Client, topic string, f Flow, every time.Durat
 		every: every, last: map[*partState]storedProgress{}}, nil
 }
 
-func (l *progressLog) close() { _ = l.prod.Close() }
+func (l *progressLog) close() {
+	if l.unanswered != nil {
+		go func() { _ = l.prod.Close() }() // ends once the target answers or the write times out
+		return
+	}
+	_ = l.prod.Close()
+}
+
+// send writes msgs, waiting at most progressWriteWait for the answer.
+func (l *progressLog) send(msgs []*sarama.ProducerMessage) error {
+	if l.unanswered != nil {
+		select {
+		case err := <-l.unanswered:
+			// Ended; what it held is written again below, so its outcome
+			// changes nothing.
+			_ = err
+			l.unanswered = nil
+		default:
+			return fmt.Errorf("write progress to %s on the target: an earlier write has had no answer for over %s", l.topic, progressWriteWait)
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.prod.SendMessages(msgs) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("write progress to %s on the target: %w", l.topic, err)
+		}
+		return nil
+	case <-time.After(progressWriteWait):
+		l.unanswered = done
+		return fmt.Errorf("write progress to %s on the target: no answer in %s", l.topic, progressWriteWait)
+	}
+}
 
 // read returns the newest record of each of parts, offset -1 where none. It
 // reads the topic from its start to the end it had when called.
@@ -139,8 +181,8 @@ func (l *progressLog) write(states []*partState, final bool) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	if err := l.prod.SendMessages(msgs); err != nil {
-		return fmt.Errorf("write progress to %s on the target: %w", l.topic, err)
+	if err := l.send(msgs); err != nil {
+		return err
 	}
 	for ps, sp := range wrote {
 		l.last[ps] = sp

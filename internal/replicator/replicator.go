@@ -173,7 +173,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	// do not sit in backoff.
 	waitLeader(ctx, syncClient, r.flow.OffsetSyncsTopic, 10*time.Second)
 	waitLeader(ctx, syncClient, r.flow.SyncHistoryTopic, 10*time.Second)
-	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, r.flow.SyncHistoryTopic, func(err error) {
+	syncs, err := newSyncWriter(r.flow.OffsetSyncs, id+"-offset-syncs", r.flow.OffsetSyncsTopic, r.flow.SyncHistoryTopic, r.log, func(err error) {
 		r.state.setSyncError("write offset sync (progress is held back until it is written again): " + err.Error())
 	})
 	if err != nil {
@@ -229,7 +229,13 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		}
 	}
 	for {
-		p, err := pl.run()
+		var (
+			p   plan
+			err error
+		)
+		if !interruptible(ctx, func() { p, err = pl.run() }) {
+			return nil
+		}
 		if err != nil && current == nil {
 			return err
 		}
@@ -270,25 +276,52 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
 			unstoredFrom = task.StartEarliest // later rounds find partitions written after the start
 		}
-		r.checkInternal(dst, dstAdmin, r.flow.ProgressTopic, progressTopicConfig,
-			"until the next progress write, the flow's progress is kept only in its consumer group on the source, which Kafka expires after offsets.retention.minutes")
-		r.checkInternal(syncClient, syncAdmin, r.flow.SyncHistoryTopic, syncHistoryConfig,
-			"distance changes written before are lost: after a restart of kmirror, group offsets older than now are translated with MM2's safe rule (behind) or not at all")
-		r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, nil,
-			"MM2's tools lose the offset syncs written before; kmirror's own translation keeps them in its sync history")
-		if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic, nil,
-			"checkpoints are written again at the next consumer offset sync") {
-			r.mu.Lock()
-			cp := r.ckpt
-			r.mu.Unlock()
-			if cp != nil {
-				cp.forget()
-			}
+		if !interruptible(ctx, func() { r.checkInternals(dst, dstAdmin, syncClient, syncAdmin) }) {
+			return nil
 		}
 		r.state.set(task.StateRunning, "")
 		if stop, err := nextRound(); stop {
 			return err
 		}
+	}
+}
+
+// checkInternals checks the flow's internal topics (checkInternal).
+func (r *Replicator) checkInternals(dst sarama.Client, dstAdmin sarama.ClusterAdmin, syncClient sarama.Client, syncAdmin sarama.ClusterAdmin) {
+	r.checkInternal(dst, dstAdmin, r.flow.ProgressTopic, progressTopicConfig,
+		"until the next progress write, the flow's progress is kept only in its consumer group on the source, which Kafka expires after offsets.retention.minutes",
+		"progress is kept only in the flow's consumer group on the source, which Kafka expires after offsets.retention.minutes, and a restart of the flow waits for the topic")
+	r.checkInternal(syncClient, syncAdmin, r.flow.SyncHistoryTopic, syncHistoryConfig,
+		"distance changes written before are lost: after a restart of kmirror, group offsets older than now are translated with MM2's safe rule (behind) or not at all",
+		"progress is held back at the first distance change (an upstream gap) until its sync is written")
+	r.checkInternal(syncClient, syncAdmin, r.flow.OffsetSyncsTopic, nil,
+		"MM2's tools lose the offset syncs written before; kmirror's own translation keeps them in its sync history",
+		"MM2's offset syncs are not written: MM2's tools translate consumer offsets from older syncs, further behind")
+	if r.flow.SyncGroupOffsets && r.checkInternal(dst, dstAdmin, r.flow.CheckpointsTopic, nil,
+		"checkpoints are written again at the next consumer offset sync",
+		"checkpoints are not written") {
+		r.mu.Lock()
+		cp := r.ckpt
+		r.mu.Unlock()
+		if cp != nil {
+			cp.forget()
+		}
+	}
+}
+
+// interruptible runs f and says whether it ended before ctx did. When ctx
+// ends first it returns at once: planning and the internal topics' checks
+// ask the clusters, and one that stops answering (a hung broker) must not
+// hold a pause or delete. f then ends in the background once its clients
+// fail or are closed; it touches only the planner and the flow's state.
+func interruptible(ctx context.Context, f func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -374,13 +407,19 @@ func ensureInternalTopic(client sarama.Client, admin sarama.ClusterAdmin, topic 
 	case errors.Is(err, sarama.ErrTopicAlreadyExists):
 		return false, nil
 	}
+	// The admin asks the controller the client cached, and sarama looks
+	// for another only after a NotController answer: with that broker dead
+	// every later create would be refused until some metadata refresh.
+	_, _ = client.RefreshController()
 	return false, fmt.Errorf("create internal topic %s: %w", topic, err)
 }
 
 // checkInternal recreates an internal topic deleted while the flow runs
 // and says so in the status: replication goes on, but syncs or checkpoints
-// written before are gone.
-func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic string, extra map[string]string, lost string) (created bool) {
+// written before are gone (lost says what). It also checks that the
+// topic's partition has a leader: held says what waits while it has none,
+// and the flow shows DEGRADED with it once that lasted DegradedAfter.
+func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdmin, topic string, extra map[string]string, lost, held string) (created bool) {
 	created, err := ensureInternalTopic(client, admin, topic, r.flow.ReplicationFactor, extra)
 	switch {
 	case err != nil:
@@ -391,6 +430,18 @@ func (r *Replicator) checkInternal(client sarama.Client, admin sarama.ClusterAdm
 		msg := fmt.Sprintf("internal topic %s was deleted; kmirror recreated it — %s", topic, lost)
 		r.log.Warn(msg)
 		r.state.setError(msg)
+	default:
+		err := client.RefreshMetadata(topic)
+		if err == nil {
+			_, err = client.Leader(topic, 0)
+		}
+		if r.state.internalLeader(topic, err, held, time.Now()) {
+			if err != nil {
+				r.log.Warn("internal topic partition has no leader; copying goes on", "topic", topic, "partition", 0, "error", err, "meanwhile", held)
+			} else {
+				r.log.Info("internal topic partition has a leader again", "topic", topic, "partition", 0)
+			}
+		}
 	}
 	return created
 }

@@ -230,6 +230,9 @@ type flowState struct {
 	unavailable []string
 	parts       map[string]*partState
 	ckpt        *CheckpointStatus
+	// leaderless are kmirror's internal topics whose partition had no
+	// leader at the last planning round (checkInternal), by topic.
+	leaderless map[string]leaderlessInternal
 	// heartbeatErr is why the flow's heartbeats fail, since when
 	// (heartbeat.go); "" while they are written.
 	heartbeatErr   string
@@ -255,6 +258,56 @@ func (s *flowState) heartbeatFailing() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.heartbeatErr != ""
+}
+
+// leaderlessInternal is an internal topic partition without a leader:
+// since when, why, and what waits meanwhile.
+type leaderlessInternal struct {
+	since time.Time
+	err   string
+	held  string
+}
+
+// internalLeader records whether an internal topic's partition has a
+// leader (err is nil) and says whether that changed.
+func (s *flowState) internalLeader(topic string, err error, held string, now time.Time) (changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l, was := s.leaderless[topic]
+	if err == nil {
+		delete(s.leaderless, topic)
+		return was
+	}
+	if !was {
+		l.since = now
+	}
+	l.err, l.held = err.Error(), held
+	if s.leaderless == nil {
+		s.leaderless = map[string]leaderlessInternal{}
+	}
+	s.leaderless[topic] = l
+	s.lastError = fmt.Sprintf("internal topic %s-0 has no leader: %s", topic, l.err)
+	return !was
+}
+
+// leaderlessReason is the degraded reason for the internal partition
+// longest without a leader, if that lasted after; "" when none did.
+func (s *flowState) leaderlessReason(now time.Time, after time.Duration) string {
+	topic, oldest := "", leaderlessInternal{}
+	for t, l := range s.leaderless {
+		if topic == "" || l.since.Before(oldest.since) || l.since.Equal(oldest.since) && t < topic {
+			topic, oldest = t, l
+		}
+	}
+	if topic == "" || now.Sub(oldest.since) < after {
+		return ""
+	}
+	reason := fmt.Sprintf("internal topic %s-0 has had no leader for %s (%s): %s; copying goes on",
+		topic, now.Sub(oldest.since).Round(time.Second), oldest.err, oldest.held)
+	if n := len(s.leaderless) - 1; n > 0 {
+		reason += fmt.Sprintf(" (and %d more internal topics without a leader)", n)
+	}
+	return reason
 }
 
 func newFlowState(name string) *flowState {
@@ -333,6 +386,11 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 		if n := len(s.unavailable) - 1; n > 0 {
 			st.Reason += fmt.Sprintf(" (and %d more topics)", n)
 		}
+	}
+	// Before the partitions' reasons: an internal partition without a
+	// leader is their common cause (a progress held at an offset sync).
+	if reason := s.leaderlessReason(now, s.degradedAfter); reason != "" && st.State == task.StateRunning {
+		st.State, st.Reason = task.StateDegraded, reason
 	}
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()
