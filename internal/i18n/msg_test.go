@@ -65,6 +65,8 @@ func TestMsg(t *testing.T) {
 		{"peer: PLAINTEXT does not authenticate: choose SASL_PLAINTEXT or SASL_SSL, or clear the password", "對端：PLAINTEXT不做認證：請選擇SASL_PLAINTEXT或SASL_SSL，或清空密碼"},
 		// Arguments in another order than in English.
 		{"replication factor 3 is more than the 1 broker(s) of west, where this task creates topics: use at most 1", "副本數3大於west的Broker數1（本任務在其上創建Topic）：最多使用1"},
+		{"your role (viewer) does not allow this; it needs operator: ask an admin", "您的角色（viewer）不允許此操作，需要operator：請聯繫管理員"},
+		{`"root" is the last admin: make another admin first`, `"root"是最後一個管理員：請先將另一位用戶設為管理員`},
 		{"something the catalogue does not have", "something the catalogue does not have"},
 	} {
 		if got := Msg(zh, c.in); got != c.want {
