@@ -532,9 +532,13 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 // requests kept coming, minutes without an error or a stall in the status.
 const answerWait = produceTimeout + 10*time.Second
 
+// stopAnswerWait is how long a stop waits for the answer to a produce
+// request in flight.
+const stopAnswerWait = 5 * time.Second
+
 // produceOnce sends req to the partition's leader and waits for its answer,
-// at most answerWait, and not past ctx: a stop does not wait for a broker
-// that does not answer. A request left unanswered may still be written;
+// at most answerWait, and at most stopAnswerWait past ctx: a stop does not
+// wait for a broker that does not answer. A request left unanswered may still be written;
 // it was not acknowledged, so its records are sent again (deduplicated by
 // the broker under the same producer id, else copied again and counted).
 // AsyncProduce, not Produce: sarama's Produce holds the broker's lock for
@@ -560,7 +564,14 @@ func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequ
 	select {
 	case a = <-got:
 	case <-ctx.Done():
-		return -1, ctx.Err()
+		// A stop still waits a little for the answer: a batch the target
+		// wrote is then acknowledged and committed, not copied again at the
+		// next start; a broker that does not answer holds the stop no more.
+		select {
+		case a = <-got:
+		case <-time.After(stopAnswerWait):
+			return -1, ctx.Err()
+		}
 	case <-time.After(answerWait):
 		// The connection answers nothing: closed in the background (its
 		// lock may be held by another request waiting on it), so the retry

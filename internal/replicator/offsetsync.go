@@ -116,27 +116,47 @@ func newSyncWriter(s cluster.Settings, clientID, topic, history string, log *slo
 	return w, nil
 }
 
+// syncQueueWait is how long emit waits to queue MM2's record before it
+// counts the sync producer as backed up.
+const syncQueueWait = time.Second
+
 // emit queues a sync; change is set for a distance change (see syncWriter).
 //
-// The copy never waits for MM2's record: while the producer is backed up
-// (a sync partition without a leader holds its retries for minutes, and
-// its queue fills in seconds) the record is dropped. MM2's readers then
-// translate from older syncs, behind and never ahead, and a later sync
-// supersedes it. A history record holds progress back until written, so it
-// is waited for, but not past ctx: one not queued by a stop stays pending,
+// The copy does not wait on MM2's record for long: once the producer was
+// backed up for syncQueueWait (a sync partition without a leader holds its
+// retries for minutes, and its queue fills in seconds) the records are
+// dropped until one is written again. MM2's readers then translate from
+// older syncs, behind and never ahead, and a later sync supersedes them. A
+// history record holds progress back until written, so it is waited for,
+// but at most syncQueueWait past ctx: one not queued by then stays pending,
 // and the records from it on are copied and synced again at the next start.
 func (w *syncWriter) emit(ctx context.Context, ps *partState, s mm2.OffsetSync, change *checkpoint.SyncPoint) {
-	select {
-	case w.prod.Input() <- &sarama.ProducerMessage{
+	sync := &sarama.ProducerMessage{
 		Topic: w.topic, Partition: 0,
 		Key:      sarama.ByteEncoder(s.Key()),
 		Value:    sarama.ByteEncoder(s.Value()),
 		Metadata: syncRef{},
-	}:
-	default:
-		if w.backedUp.CompareAndSwap(false, true) {
-			w.log.Warn("offset syncs are backed up; MM2's records are dropped until they are written again (MM2's readers translate from older syncs meanwhile; kmirror's sync history is kept)", "topic", w.topic)
+	}
+	// The producer's input is unbuffered: a send that does not wait at all
+	// fails whenever its dispatcher is busy for a moment. So a healthy
+	// producer is waited for up to syncQueueWait; once that ran out,
+	// records are dropped at once until one is written again.
+	if w.backedUp.Load() {
+		select {
+		case w.prod.Input() <- sync:
+		default:
 		}
+	} else {
+		t := time.NewTimer(syncQueueWait)
+		select {
+		case w.prod.Input() <- sync:
+		case <-t.C:
+			if w.backedUp.CompareAndSwap(false, true) {
+				w.log.Warn("offset syncs are backed up; MM2's records are dropped until they are written again (MM2's readers translate from older syncs meanwhile; kmirror's sync history is kept)", "topic", w.topic)
+			}
+		case <-ctx.Done():
+		}
+		t.Stop()
 	}
 	if change != nil {
 		m := &sarama.ProducerMessage{
@@ -145,15 +165,18 @@ func (w *syncWriter) emit(ctx context.Context, ps *partState, s mm2.OffsetSync, 
 			Value:    sarama.ByteEncoder(checkpoint.HistoryValue(*change)),
 			Metadata: syncRef{ps: ps, upstream: change.Upstream, tracked: true},
 		}
-		// Queued whenever there is room, a stop or not: a batch
-		// acknowledged as the flow stops still gets its sync written.
+		// Waited for; after a stop, up to syncQueueWait more, so a batch
+		// acknowledged as the flow stops still gets its sync written and
+		// its progress committed.
 		select {
 		case w.prod.Input() <- m:
-		default:
+		case <-ctx.Done():
+			t := time.NewTimer(syncQueueWait)
 			select {
 			case w.prod.Input() <- m:
-			case <-ctx.Done():
+			case <-t.C:
 			}
+			t.Stop()
 		}
 	}
 }
