@@ -560,24 +560,32 @@ func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequ
 		closeIfBroken(leader, err)
 		return -1, err
 	}
+	// One timer, stopped on the answer: this runs for every batch.
+	wait := time.NewTimer(answerWait)
+	defer wait.Stop()
+	stopping := ctx.Done()
 	var a answer
-	select {
-	case a = <-got:
-	case <-ctx.Done():
-		// A stop still waits a little for the answer: a batch the target
-		// wrote is then acknowledged and committed, not copied again at the
-		// next start; a broker that does not answer holds the stop no more.
+	for waiting := true; waiting; {
 		select {
 		case a = <-got:
-		case <-time.After(stopAnswerWait):
-			return -1, ctx.Err()
+			waiting = false
+		case <-stopping:
+			// A stop still waits a little for the answer: a batch the
+			// target wrote is then acknowledged and committed, not copied
+			// again at the next start; a broker that does not answer holds
+			// the stop no more.
+			stopping = nil
+			wait.Reset(stopAnswerWait)
+		case <-wait.C:
+			if stopping == nil {
+				return -1, ctx.Err()
+			}
+			// The connection answers nothing: closed (the retry opens a
+			// new one).
+			err := fmt.Errorf("broker %d gave no answer to a produce request in %s: %w", leader.ID(), answerWait, os.ErrDeadlineExceeded)
+			closeIfBroken(leader, err)
+			return -1, err
 		}
-	case <-time.After(answerWait):
-		// The connection answers nothing: closed in the background (its
-		// lock may be held by another request waiting on it), so the retry
-		// opens a new one.
-		go func() { _ = leader.Close() }()
-		return -1, fmt.Errorf("broker %d gave no answer to a produce request in %s: %w", leader.ID(), answerWait, os.ErrDeadlineExceeded)
 	}
 	if a.err != nil {
 		closeIfBroken(leader, a.err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -182,6 +183,9 @@ func TestRetriableProduceErrors(t *testing.T) {
 		{io.EOF, true},
 		{fmt.Errorf("read: %w", syscall.ECONNRESET), true},
 		{&net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		// No answer within answerWait (produceOnce): the connection is
+		// closed and the batch retried.
+		{fmt.Errorf("broker 1 gave no answer: %w", os.ErrDeadlineExceeded), true},
 		{sarama.ErrTopicAuthorizationFailed, false},
 		{sarama.PacketEncodingError{Info: "bad"}, false},
 		{sarama.ErrUnsupportedVersion, false},
