@@ -111,17 +111,10 @@ func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
 			}
 		})
 	}
-	opts := testOpts
-	opts.DegradedAfter = 10 * time.Second // the default 30 s, shortened for the test
-	produceN(t, s, topic, 3, 300, 100)
-	r, stop := runStoppable(t, tk, opts, s, s)
-	verifyCopy(t, s, topic, s, target, 300, e2e.VerifyOptions{})
-
 	// Records keep coming, so the flow keeps acknowledging batches and
 	// emitting offset syncs (one per partition every SyncInterval) for
 	// the partition that has no leader.
-	steady := produceSteadily(t, s, topic, 3, 25*time.Millisecond)
-	time.Sleep(2 * time.Second) // some copied with every broker up
+	opts, r, stop, steady := copyingSteadily(t, tk, s, s, topic, target)
 	killed := time.Now()
 	back := brokerAway(t, k, away, true)
 	st, _ := waitState(t, r, 2*time.Minute, func(st FlowStatus) error {
@@ -173,6 +166,22 @@ func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
 		t.Errorf("%d records copied twice", n)
 	}
 	t.Logf("stopped in %s with every broker up", stop().Round(time.Millisecond))
+}
+
+// copyingSteadily runs a flow of tk (DegradedAfter shortened to 10 s)
+// until 300 records of topic's 3 partitions are on target, then keeps
+// records coming (steady stops them) and lets some be copied, so a test
+// takes a cluster away from a flow at work.
+func copyingSteadily(t *testing.T, tk task.Task, src, dst cluster.Settings, topic, target string) (opts Options, r *Replicator, stop func() time.Duration, steady func() int) {
+	t.Helper()
+	opts = testOpts
+	opts.DegradedAfter = 10 * time.Second // the default 30 s, shortened for the test
+	produceN(t, src, topic, 3, 300, 100)
+	r, stop = runStoppable(t, tk, opts, src, dst)
+	verifyCopy(t, src, topic, dst, target, 300, e2e.VerifyOptions{})
+	steady = produceSteadily(t, src, topic, 3, 25*time.Millisecond)
+	time.Sleep(2 * time.Second) // some copied with every broker up
+	return opts, r, stop, steady
 }
 
 // produceSteadily writes one record to each partition of topic every
@@ -259,14 +268,7 @@ func TestFrozenTargetDegradesAndStopStaysPrompt(t *testing.T) {
 			_ = a.DeleteTopic(topic)
 		}
 	})
-	opts := testOpts
-	opts.DegradedAfter = 10 * time.Second // the default 30 s, shortened for the test
-	produceN(t, src, topic, 3, 300, 100)
-	r, stop := runStoppable(t, tk, opts, src, dst)
-	verifyCopy(t, src, topic, dst, topic, 300, e2e.VerifyOptions{})
-
-	steady := produceSteadily(t, src, topic, 3, 25*time.Millisecond)
-	time.Sleep(2 * time.Second) // some copied before the freeze
+	opts, r, stop, steady := copyingSteadily(t, tk, src, dst, topic, topic)
 	if err := frozen.FreezeBroker(1); err != nil {
 		t.Fatal(err)
 	}
