@@ -71,9 +71,12 @@ func (h *collect) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.ConsumerG
 			return nil // stop before this record: it stays for the next reader
 		}
 		h.keys = append(h.keys, string(m.Key))
+		// Marked under the lock: the claim that reaches want commits at
+		// once, and a record counted by another claim but not yet marked
+		// would be read but not committed (auto-commit is off).
+		s.MarkMessage(m, "")
 		full := len(h.keys) >= h.want
 		h.mu.Unlock()
-		s.MarkMessage(m, "")
 		if full {
 			s.Commit()
 			h.once.Do(func() { close(h.done) })
