@@ -188,7 +188,7 @@ func TuneGC() {
 
 // MemoryOverhead is what LimitMemory allows besides the buffer budget:
 // clients, partition state, the console, and the collector's own slack.
-const MemoryOverhead = 256 << 20
+const MemoryOverhead = 224 << 20
 
 // LimitMemory sets the Go runtime's soft memory limit to the buffer budget
 // (replicator.Budget) plus MemoryOverhead, when the operator did not set

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -11,11 +12,19 @@ const DefaultBufferBytes = 256 << 20
 
 // Budget is the memory one process spends on records between the source
 // and the target: fetched and not yet copied, and copied and not yet
-// acknowledged. It is shared by every flow of the process (Options.Budget)
-// and split evenly over the partitions they copy, so memory follows the
-// configuration, not the partition count: a partition's fetch size, its
-// consumer's queue and its two batches are sized from its share when its
-// worker starts (bufferSizes).
+// acknowledged. It is shared by every flow of the process (Options.Budget).
+//
+// Three eighths of it are for records copied out of the fetch responses
+// into batches waiting for the target (held): a partition charges each
+// record it copies and pauses its fetching while the budget is spent, and
+// an acknowledged batch gives its bytes back. So a partition drains its consumer at once —
+// a record left in sarama's queue keeps its whole fetch response alive —
+// while the backlog the process buffers stays bounded whatever the
+// partition count. The rest goes to the fetch responses being read (each
+// worker's response cap: an eighth of its partitions' shares, a response
+// possibly read while the last is dispatched) and to the batches kept for
+// reuse (a quarter), sized from a partition's share (bufferSizes) when its
+// worker starts.
 //
 // Each share has a floor (minShare): past Total/minShare partitions the
 // process spends more than Total. Sizes are fixed when a worker starts, so
@@ -23,6 +32,10 @@ const DefaultBufferBytes = 256 << 20
 type Budget struct {
 	total int64
 	parts atomic.Int64 // partitions of the flows running now
+	held  atomic.Int64 // bytes copied out and not yet acknowledged
+
+	mu   sync.Mutex
+	room chan struct{} // closed when held falls below the limit again
 }
 
 // NewBudget makes a budget of total bytes; total <= 0 takes
@@ -61,23 +74,72 @@ func (b *Budget) share() int64 {
 	return max(b.total/max(b.parts.Load(), 1), minShare)
 }
 
-// bufferSizes is what a partition may buffer, from its share of the
-// budget: about a quarter each for its fetch, its consumer's queue and its
-// two batches (one filling, one on its way to the target).
+// heldLimit is what copied-out records may hold before partitions pause.
+func (b *Budget) heldLimit() int64 { return b.total * 3 / 8 }
+
+// hold charges n copied-out bytes.
+func (b *Budget) hold(n int64) { b.held.Add(n) }
+
+// spent says whether copied-out records hold the budget's limit: a
+// partition stops fetching until there is room.
+func (b *Budget) spent() bool { return b.held.Load() >= b.heldLimit() }
+
+// release gives n bytes back (their batch was acknowledged, or its copy
+// stopped) and wakes the partitions paused for room when there is some.
+func (b *Budget) release(n int64) {
+	if n == 0 || b.held.Add(-n) >= b.heldLimit() {
+		return
+	}
+	b.mu.Lock()
+	if b.room != nil {
+		close(b.room)
+		b.room = nil
+	}
+	b.mu.Unlock()
+}
+
+// closedRoom is what roomFreed returns when there is room already.
+var closedRoom = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// roomFreed is closed once the budget has room: at once when it has now.
+// A wake-up may find the room taken again; the partition then pauses again.
+func (b *Budget) roomFreed() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.spent() {
+		return closedRoom
+	}
+	if b.room == nil {
+		b.room = make(chan struct{})
+	}
+	return b.room
+}
+
+// bufferSizes is what a partition may buffer besides its held copies,
+// from its share of the budget.
 type bufferSizes struct {
-	fetch int32 // bytes a fetch asks for the partition (Consumer.Fetch.Default)
-	queue int   // records its consumer queues (ChannelBufferSize)
-	batch int   // most bytes of one batch to the target
+	// fetch is what a fetch asks for the partition (Consumer.Fetch.Default):
+	// a source's record batches come whole in one round (a smaller size
+	// gets part of a batch and sarama asks again for the rest).
+	fetch int32
+	// response is the worker's fetch response cap per partition
+	// (Consumer.Fetch.MaxBytes is this times its partitions, capped).
+	response int32
+	queue    int // records its consumer queues (ChannelBufferSize)
+	// keep is the largest batch buffer kept for reuse after its batch is
+	// acknowledged; larger ones are left to the collector.
+	keep int
 }
 
 func sizesFor(share int64) bufferSizes {
 	q := min(max(share/4, 16<<10), maxBatchBytes)
 	return bufferSizes{
-		fetch: int32(q),
+		fetch:    maxBatchBytes,
+		response: int32(min(max(share/8, 16<<10), maxBatchBytes)),
 		// Records are counted, not bytes: 1 KiB a record makes the queue
 		// about a quarter of the share for records of 1 KiB.
 		queue: int(min(max(q>>10, 16), 1024)),
-		batch: int(q),
+		keep:  int(q),
 	}
 }
 

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"time"
 
@@ -49,9 +50,9 @@ func TestBufferSizesFollowTheShare(t *testing.T) {
 		partitions int
 		want       bufferSizes
 	}{
-		{"few partitions: the most", DefaultBufferBytes, 6, bufferSizes{fetch: 1 << 20, queue: 1024, batch: 1 << 20}},
-		{"a thousand partitions", DefaultBufferBytes, 1000, bufferSizes{fetch: 67108, queue: 65, batch: 67108}},
-		{"past the floor", 16 << 20, 10000, bufferSizes{fetch: 16 << 10, queue: 16, batch: 16 << 10}},
+		{"few partitions: the most", DefaultBufferBytes, 6, bufferSizes{fetch: 1 << 20, response: 1 << 20, queue: 1024, keep: 1 << 20}},
+		{"a thousand partitions", DefaultBufferBytes, 1000, bufferSizes{fetch: 1 << 20, response: 33554, queue: 65, keep: 67108}},
+		{"past the floor", 16 << 20, 10000, bufferSizes{fetch: 1 << 20, response: 16 << 10, queue: 16, keep: 16 << 10}},
 	}
 	for _, c := range cases {
 		b := NewBudget(c.total)
@@ -89,5 +90,69 @@ func TestParseBytes(t *testing.T) {
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("ParseBytes(%q) = %d, %v; want %d (ok %v)", c.in, got, err, c.want, c.ok)
 		}
+	}
+}
+
+// The held part of the budget: spent at its limit, room again when an
+// acknowledged batch gives bytes back, and the paused are woken then.
+func TestBudgetHoldsCopiedBytesAndWakesWhenRoomIsFreed(t *testing.T) {
+	b := NewBudget(1 << 20) // held limit 512 KiB
+	if b.spent() {
+		t.Fatal("spent before anything was held")
+	}
+	select {
+	case <-b.roomFreed():
+	default:
+		t.Fatal("no room in an empty budget")
+	}
+	b.hold(300 << 10)
+	b.hold(300 << 10)
+	if !b.spent() {
+		t.Fatalf("not spent at %d held of a 512 KiB limit", b.held.Load())
+	}
+	room := b.roomFreed()
+	select {
+	case <-room:
+		t.Fatal("room while spent")
+	default:
+	}
+	b.release(50 << 10) // still over the limit
+	select {
+	case <-room:
+		t.Fatal("woken while still spent")
+	default:
+	}
+	b.release(250 << 10)
+	select {
+	case <-room:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not woken when room was freed")
+	}
+	if b.spent() {
+		t.Fatalf("spent at %d held", b.held.Load())
+	}
+	b.release(300 << 10)
+	if n := b.held.Load(); n != 0 {
+		t.Fatalf("%d bytes held after all were released", n)
+	}
+}
+
+// A batch's bytes cost about what they are: copies go into chunks, never
+// moved into a bigger buffer (which kept both alive, twice the bytes).
+func TestBatchBytesAreNotCopiedTwice(t *testing.T) {
+	rec := bytes.Repeat([]byte("x"), 1024)
+	const n = 1024 // 1 MiB of bytes
+	var b batch
+	b.reset(0)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		b.own(rec)
+	}
+	runtime.ReadMemStats(&after)
+	allocated := after.TotalAlloc - before.TotalAlloc
+	t.Logf("%d KiB allocated for %d KiB of bytes", allocated>>10, n)
+	if limit := uint64(n*1024 + maxChunk + 16<<10); allocated > limit { // the last chunk's slack, and a little
+		t.Fatalf("%d bytes allocated for %d bytes copied (at most %d)", allocated, n*1024, limit)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,12 +52,21 @@ type batch struct {
 }
 
 func (b *batch) reset(next int64) {
+	// The records' and headers' slices are cleared, not only cut: a
+	// cleared slot no longer keeps an earlier chunk of bytes alive.
+	clear(b.recs)
+	clear(b.hdrs)
 	b.recs, b.ups, b.sizes, b.size, b.next = b.recs[:0], b.ups[:0], b.sizes[:0], 0, next
-	if cap(b.buf) > 2*maxBatchBytes {
-		b.buf = nil // grown for one large record: not kept for the small ones
-	}
 	b.buf, b.hdrs = b.buf[:0], b.hdrs[:0]
 }
+
+// Bytes are copied into chunks: a full chunk is left to the records that
+// point into it and a new one taken, never copied into a bigger one (which
+// would keep both alive while the batch lives).
+const (
+	minChunk = 4 << 10
+	maxChunk = 256 << 10
+)
 
 // own copies p into the batch's buffer; nil stays nil and empty stays
 // empty (Kafka tells a null key or value from an empty one).
@@ -67,10 +77,11 @@ func (b *batch) own(p []byte) []byte {
 	case len(p) == 0:
 		return []byte{}
 	}
+	if len(b.buf)+len(p) > cap(b.buf) {
+		b.buf = make([]byte, 0, max(len(p), min(max(2*cap(b.buf), minChunk), maxChunk)))
+	}
 	n := len(b.buf)
 	b.buf = append(b.buf, p...)
-	// A grown buffer leaves the earlier records on the old one, which
-	// stays valid: they are not moved.
 	return b.buf[n:len(b.buf):len(b.buf)]
 }
 
@@ -150,8 +161,11 @@ type partitionCopy struct {
 	header *sarama.RecordHeader // kmirror.source, or nil when off
 	limit  int                  // most batch bytes the target takes
 	ready  chan *batch          // consume -> send, unbuffered: a hand-off happens when send is free
-	free   chan *batch          // send -> consume, the acknowledged batch to refill
+	free   chan *batch          // send -> consume, an acknowledged batch to refill
 	done   chan struct{}        // closed when send stops
+	// held is the bytes this partition copied and has not seen
+	// acknowledged, charged to the process's budget.
+	held atomic.Int64
 
 	// The idempotent producer id this partition writes under (see
 	// producerIdentity), and its next sequence number; send's alone.
@@ -166,20 +180,55 @@ type partitionCopy struct {
 }
 
 func newPartitionCopy(w *worker, ps *partState, maxBytes int) *partitionCopy {
-	share := w.sizes.batch // the partition's part of the memory budget
-	if share <= 0 {
-		share = maxBatchBytes
-	}
 	c := &partitionCopy{w: w, ps: ps, maxBytes: maxBytes,
-		limit: min(maxBytes-batchOverhead, maxBatchBytes, share),
+		limit: min(maxBytes-batchOverhead, maxBatchBytes),
 		ready: make(chan *batch), free: make(chan *batch, 1), done: make(chan struct{})}
 	if w.flow.AddSourceHeader {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
 	c.pid, c.epoch, c.gen = w.ident.current()
-	c.free <- new(batch)
 	return c
 }
+
+// maxQueued is how many full batches a partition keeps waiting for send
+// before it stops fetching (the budget usually stops it first).
+const maxQueued = 16
+
+// fresh is an empty batch continuing at next: one send gave back, else new.
+func (c *partitionCopy) fresh(next int64) *batch {
+	var b *batch
+	select {
+	case b = <-c.free:
+	default:
+		b = new(batch)
+	}
+	b.reset(next)
+	return b
+}
+
+// hold charges a copied record's bytes to the partition and the budget.
+func (c *partitionCopy) hold(size int) {
+	c.held.Add(int64(size))
+	c.w.budget.hold(int64(size))
+}
+
+// acknowledged gives an acknowledged batch's bytes back to the budget and
+// the batch to consume for reuse, unless it grew past what is kept.
+func (c *partitionCopy) acknowledged(b *batch) {
+	c.held.Add(-int64(b.size))
+	c.w.budget.release(int64(b.size))
+	if b.size > c.w.sizes.keep {
+		return
+	}
+	select {
+	case c.free <- b:
+	default:
+	}
+}
+
+// releaseHeld gives back what the partition still holds once its copy
+// stopped (batches never acknowledged).
+func (c *partitionCopy) releaseHeld() { c.w.budget.release(c.held.Swap(0)) }
 
 // sourceHeaderKey is shared by every record (sarama only reads header keys).
 var sourceHeaderKey = []byte(task.SourceHeader)
@@ -201,21 +250,36 @@ func (c *partitionCopy) loopsBack(m *sarama.ConsumerMessage) bool {
 func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer) error {
 	defer close(c.ready)
 	ps := c.ps
-	cur := new(batch)
-	cur.reset(ps.next.Load())
+	cur := c.fresh(ps.next.Load())
+	// queued are full batches waiting for send, oldest first: records are
+	// copied out of the consumer's queue as they come, not left there to
+	// pin their fetch responses, until the budget is spent (budget.go).
+	var queued []*batch
 	handed := cur.next // progress of the last batch handed off
-	// handedOff takes the next batch after cur went to send.
+	// offered is the batch send takes next.
+	offered := func() *batch {
+		if len(queued) > 0 {
+			return queued[0]
+		}
+		return cur
+	}
+	// handedOff moves on after the offered batch went to send.
 	handedOff := func() {
 		ps.hwm.Store(pc.HighWaterMarkOffset()) // the lag shown follows each hand-off
+		if len(queued) > 0 {
+			handed = queued[0].next
+			queued[0] = nil
+			queued = queued[1:]
+			return
+		}
 		handed = cur.next
-		cur = <-c.free // send returned it before taking the new one
-		cur.reset(handed)
+		cur = c.fresh(handed)
 	}
-	// handOff gives cur to send, waiting until it is free; false when the
-	// copy stops instead.
+	// handOff gives the offered batch to send, waiting until it is free;
+	// false when the copy stops instead.
 	handOff := func() bool {
 		select {
-		case c.ready <- cur:
+		case c.ready <- offered():
 			handedOff()
 			return true
 		case <-ctx.Done():
@@ -223,6 +287,10 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		}
 		return false
 	}
+	// paused is whether the partition's fetching is paused: while the
+	// budget is spent or it queued all it may. Records already fetched
+	// are still taken. The worker started it paused (startPartition).
+	paused := true
 	// An idle partition's end is looked at now and then: the lag shown
 	// follows it, and a tail of transaction markers is passed (tail.go).
 	idle := time.NewTicker(tailCheckInterval)
@@ -233,6 +301,14 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	var deniedSince, lastDenied time.Time
 	msgs := pc.Messages()
 	for {
+		if hold := len(queued) >= maxQueued || c.w.budget.spent(); hold != paused {
+			if hold {
+				pc.Pause()
+			} else {
+				pc.Resume()
+			}
+			paused = hold
+		}
 		// Take what the consumer already holds before handing off, so a
 		// batch carries everything that arrived during the last round trip.
 		var m *sarama.ConsumerMessage
@@ -241,8 +317,12 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		case m, ok = <-msgs:
 		default:
 			var out chan<- *batch
-			if len(cur.recs) > 0 || cur.next > handed {
+			if len(queued) > 0 || len(cur.recs) > 0 || cur.next > handed {
 				out = c.ready
+			}
+			var room <-chan struct{} // paused for the budget: woken when it has room
+			if paused && len(queued) < maxQueued {
+				room = c.w.budget.roomFreed()
 			}
 			select {
 			case <-ctx.Done():
@@ -273,8 +353,10 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				}
 				c.w.state.setError(msg)
 				continue
-			case out <- cur:
+			case out <- offered():
 				handedOff()
+				continue
+			case <-room:
 				continue
 			case <-idle.C:
 				if !deniedSince.IsZero() && time.Since(lastDenied) > deniedClears {
@@ -292,7 +374,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				quiet = true
 				// One check at a time per worker; a partition that finds
 				// another checking tries again at its next tick.
-				if wasQuiet && len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed && c.w.tailCheck.TryLock() {
+				if wasQuiet && len(queued) == 0 && len(cur.recs) == 0 && cur.next == handed && ps.next.Load() == handed && hwm > handed && c.w.tailCheck.TryLock() {
 					end, ok, err := SettledTail(c.w.src, ps.Source, ps.Partition.Partition, handed)
 					c.w.tailCheck.Unlock()
 					if err == nil && ok {
@@ -321,8 +403,10 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		if size > c.maxBytes-batchOverhead {
 			// What came before is still copied; this partition then stops
 			// (the others go on) until the task is restarted.
-			if len(cur.recs) > 0 && !handOff() {
-				return nil
+			for len(queued) > 0 || len(cur.recs) > 0 {
+				if !handOff() {
+					return nil
+				}
 			}
 			reason := fmt.Sprintf("record at offset %d of %s-%d is %d bytes; target topic %s accepts at most %d (max.message.bytes): raise max.message.bytes on the target topic, then restart the task",
 				m.Offset, ps.Source, ps.Partition.Partition, size, ps.Target, c.maxBytes)
@@ -331,10 +415,17 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			c.w.log.Error("partition stopped", "topic", ps.Source, "partition", ps.Partition.Partition, "reason", reason)
 			return nil
 		}
-		if len(cur.recs) > 0 && cur.size+size > c.limit && !handOff() {
-			return nil
+		if len(cur.recs) > 0 && cur.size+size > c.limit {
+			for len(queued) >= maxQueued {
+				if !handOff() {
+					return nil
+				}
+			}
+			queued = append(queued, cur)
+			cur = c.fresh(cur.next)
 		}
 		cur.add(m, c.header, size)
+		c.hold(size)
 	}
 }
 
@@ -359,7 +450,7 @@ func (c *partitionCopy) send(ctx context.Context) error {
 			}
 			return err
 		}
-		c.free <- b
+		c.acknowledged(b)
 	}
 	return nil
 }

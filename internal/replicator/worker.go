@@ -37,6 +37,8 @@ type worker struct {
 	tailCheck sync.Mutex
 	// sizes are the worker's buffers, from its partitions' budget share.
 	sizes bufferSizes
+	// budget is the process's: its partitions hold copied records in it.
+	budget *Budget
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
@@ -58,13 +60,14 @@ func (w *worker) sourceConfig() (*sarama.Config, error) {
 	}
 	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Return.Errors = true
-	// What the consumer buffers follows the partition's budget share, so
-	// a thousand partitions fetch no more than six (budget.go). A batch
+	// A partition's fetch takes whole record batches; what a response
+	// carries in all follows the partitions' budget shares, so a thousand
+	// partitions fetch no more at once than six (budget.go). A batch
 	// larger than the fetch size still comes whole (Kafka returns the
 	// first batch of a partition however large).
 	c.Consumer.Fetch.Default = w.sizes.fetch
 	c.Consumer.Fetch.Max = 0
-	c.Consumer.Fetch.MaxBytes = int32(min(int64(w.sizes.fetch)*int64(max(len(w.asg.Partitions), 1)), 50<<20))
+	c.Consumer.Fetch.MaxBytes = int32(min(max(int64(w.sizes.response)*int64(len(w.asg.Partitions)), int64(w.sizes.fetch)), 50<<20))
 	c.Consumer.MaxWaitTime = 250 * time.Millisecond
 	c.ChannelBufferSize = w.sizes.queue
 	return c, nil
@@ -99,11 +102,11 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 // run copies until ctx ends (returns nil after a clean stop with progress
 // committed) or a non-partition error occurs.
 func (w *worker) run(ctx context.Context) error {
-	budget := w.opts.Budget
-	if budget == nil {
-		budget = processBudget
+	w.budget = w.opts.Budget
+	if w.budget == nil {
+		w.budget = processBudget
 	}
-	w.sizes = sizesFor(budget.share())
+	w.sizes = sizesFor(w.budget.share())
 	srcCfg, err := w.sourceConfig()
 	if err != nil {
 		return err
@@ -235,8 +238,10 @@ func (w *worker) run(ctx context.Context) error {
 	}
 
 	var copiers sync.WaitGroup
+	var copies []*partitionCopy
 	copyPartition := func(p Partition, ps *partState, pc sarama.PartitionConsumer) {
 		c := newPartitionCopy(w, ps, p.MaxBytes)
+		copies = append(copies, c)
 		copiers.Add(2)
 		go func() {
 			defer copiers.Done()
@@ -305,6 +310,9 @@ loop:
 		}
 	}
 	copiers.Wait() // every batch handed to the target acknowledged or failed
+	for _, c := range copies {
+		c.releaseHeld() // what was copied and not acknowledged is dropped
+	}
 	cleanup()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
@@ -388,6 +396,13 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	if err != nil {
 		return nil, fmt.Errorf("consume %s-%d from offset %d: %w", p.Source, p.Partition, offset, err)
 	}
+	// Paused until its copy runs (copy.go resumes it): a worker's
+	// partitions start one batch at a time, and what the first ones fetched
+	// meanwhile would wait in the consumer's queues, holding whole fetch
+	// responses, outside the budget. (A consumer subscribes a partition to
+	// its broker's fetches after a short batching delay, so this comes
+	// before its first fetch.)
+	pc.Pause()
 	if st.offset >= 0 && st.down >= 0 && st.offset == offset {
 		w.reportRecopy(dst, ps, offset, st.down)
 	}
