@@ -156,3 +156,13 @@ func TestBatchBytesAreNotCopiedTwice(t *testing.T) {
 		t.Fatalf("%d bytes allocated for %d bytes copied (at most %d)", allocated, n*1024, limit)
 	}
 }
+
+func TestProduceConnectionsGrowWithPartitionsUpToTheCap(t *testing.T) {
+	for _, c := range []struct{ partitions, want int }{
+		{1, 1}, {6, 1}, {128, 1}, {129, 2}, {256, 2}, {500, 4}, {5000, 4},
+	} {
+		if got := produceConns(c.partitions); got != c.want {
+			t.Errorf("produceConns(%d) = %d, want %d", c.partitions, got, c.want)
+		}
+	}
+}

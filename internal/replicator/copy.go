@@ -177,6 +177,8 @@ type partitionCopy struct {
 	// maxBytes is the target topic's max.message.bytes as planned for this
 	// run (the partition's assignment; partState keeps only its identity).
 	maxBytes int
+	// dst is the target client this partition produces through.
+	dst sarama.Client
 }
 
 func newPartitionCopy(w *worker, ps *partState, maxBytes int) *partitionCopy {
@@ -187,6 +189,7 @@ func newPartitionCopy(w *worker, ps *partState, maxBytes int) *partitionCopy {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
 	c.pid, c.epoch, c.gen = w.ident.current()
+	c.dst = w.produceClient()
 	return c
 }
 
@@ -551,7 +554,7 @@ const produceRetryFor = 2 * time.Minute
 // request the broker wrote but whose answer was lost is dropped by the
 // broker (same producer id and sequence), so it is not written twice.
 func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest, rb *sarama.RecordBatch) (int64, error) {
-	ps, dst := c.ps, c.w.dst
+	ps, dst := c.ps, c.dst
 	topic, part := ps.Target, ps.Partition.Partition
 	var since time.Time
 	for attempt := 0; ; attempt++ {

@@ -39,6 +39,33 @@ type worker struct {
 	sizes bufferSizes
 	// budget is the process's: its partitions hold copied records in it.
 	budget *Budget
+	// produceDst are the target clients partitions produce through, dealt
+	// out in turn (produceClient): dst and, for many partitions, more.
+	produceDst []sarama.Client
+	nextDst    int
+}
+
+// partitionsPerConn and maxProduceConns set how many target clients a
+// worker produces through: one per partitionsPerConn partitions, at most
+// maxProduceConns, so connections grow with brokers x workers, not with
+// partitions.
+const (
+	partitionsPerConn = 128
+	maxProduceConns   = 4
+)
+
+func produceConns(partitions int) int {
+	return min(1+(partitions-1)/partitionsPerConn, maxProduceConns)
+}
+
+// produceClient is the target client a new partition copy produces through.
+func (w *worker) produceClient() sarama.Client {
+	if len(w.produceDst) == 0 {
+		return w.dst
+	}
+	c := w.produceDst[w.nextDst%len(w.produceDst)]
+	w.nextDst++
+	return c
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
@@ -127,6 +154,19 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	defer dst.Close()
 	w.dst = dst
+	// More partitions, more connections to produce on: a broker serves a
+	// connection's requests one at a time, and a thousand partitions'
+	// requests queued on one connection wait for each other.
+	w.produceDst = []sarama.Client{dst}
+	for range produceConns(len(w.asg.Partitions)) - 1 {
+		extra, err := sarama.NewClient(w.flow.Target.Settings.BootstrapServers, dstCfg)
+		if err != nil {
+			return fmt.Errorf("connect to target %s: %w", w.flow.Target.Alias, err)
+		}
+		defer extra.Close()
+		w.produceDst = append(w.produceDst, extra)
+	}
+
 	w.ident = &producerIdentity{}
 	if warning, err := w.ident.renew(dst, 0); err != nil {
 		return err
