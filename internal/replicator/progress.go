@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -25,6 +26,12 @@ type progress struct {
 	group  string
 	log    *progressLog
 	last   map[*partState]storedProgress // what was last committed
+	// commitGroupFn commits to the group (commitGroup; tests replace it),
+	// and groupDone is closed when the last such commit ended: one runs at
+	// a time, and a commit still unanswered when a stop came is left to
+	// finish on its own (commit).
+	commitGroupFn func(states []*partState) error
+	groupDone     chan struct{}
 	// lastAll is when every partition was last committed, moved or not:
 	// an idle partition's offsets are committed again every recommitEvery
 	// so the group does not expire while the flow runs.
@@ -41,8 +48,10 @@ func newProgress(client sarama.Client, group string, log *progressLog) (*progres
 	if err != nil {
 		return nil, err
 	}
-	return &progress{client: client, admin: admin, group: group, log: log,
-		last: map[*partState]storedProgress{}, lastAll: time.Now()}, nil
+	p := &progress{client: client, admin: admin, group: group, log: log,
+		last: map[*partState]storedProgress{}, lastAll: time.Now()}
+	p.commitGroupFn = p.commitGroup
+	return p, nil
 }
 
 // storedProgress is a partition's committed position: the next source
@@ -138,10 +147,46 @@ func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, e
 }
 
 // commit stores the positions that moved since the last commit in the
-// group, and in the progress log when it is due or final (a clean stop).
-func (p *progress) commit(states []*partState, final bool) error {
-	return errors.Join(p.commitGroup(states), p.log.write(states, final))
+// group, and in the progress log when it is due or final (a clean stop),
+// both at once. The group's commit is waited for until it is answered or,
+// once ctx has ended (a stop), at most groupStopWait: an unreachable or
+// hung coordinator on the source held a stop for as long as the client's
+// timeouts (22-41 s measured). What such a commit would have stored is in
+// the progress log too, and a start takes the further of the two.
+func (p *progress) commit(ctx context.Context, states []*partState, final bool) error {
+	if p.groupDone != nil {
+		select {
+		case <-p.groupDone:
+		default:
+			// The last commit to the group is still unanswered: this
+			// round goes to the log only, the next tries the group again.
+			return errors.Join(fmt.Errorf("commit progress of group %s: the coordinator has not answered the last commit yet; progress goes to the progress log meanwhile", p.group),
+				p.log.write(states, final))
+		}
+	}
+	done, res := make(chan struct{}), make(chan error, 1)
+	p.groupDone = done
+	go func() {
+		defer close(done)
+		res <- p.commitGroupFn(states)
+	}()
+	logErr := p.log.write(states, final)
+	var groupErr error
+	select {
+	case groupErr = <-res:
+	case <-ctx.Done():
+		select {
+		case groupErr = <-res:
+		case <-time.After(groupStopWait):
+			groupErr = fmt.Errorf("commit progress of group %s: no answer within %s of the stop; the progress log holds the position", p.group, groupStopWait)
+		}
+	}
+	return errors.Join(groupErr, logErr)
 }
+
+// groupStopWait bounds how long a stopping flow waits for the source's
+// group coordinator to answer a commit.
+const groupStopWait = 5 * time.Second
 
 func (p *progress) commitGroup(states []*partState) error {
 	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)

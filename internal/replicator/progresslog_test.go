@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,5 +154,49 @@ func TestRecreatedSourceTopicIsCopiedFromItsStart(t *testing.T) {
 	}
 	if st := r.Status(); !strings.Contains(st.LastError, "deleted and created again") {
 		t.Fatalf("status does not report the recreated topic: %q", st.LastError)
+	}
+}
+
+// A stop does not wait for a group coordinator that does not answer: the
+// commit returns within groupStopWait of the stop, saying so; the next
+// commit, while that one is still unanswered, writes the log only; once it
+// is answered the group is committed again.
+func TestGroupCommitWaitIsBoundedByTheStop(t *testing.T) {
+	answer := make(chan struct{})
+	defer func() {
+		select {
+		case <-answer:
+		default:
+			close(answer)
+		}
+	}()
+	var calls atomic.Int32
+	p := &progress{group: "g", log: &progressLog{last: map[*partState]storedProgress{}}}
+	p.commitGroupFn = func([]*partState) error {
+		calls.Add(1)
+		<-answer // a coordinator that does not answer until told to
+		return nil
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	returned := make(chan error, 1)
+	go func() { returned <- p.commit(ctx, nil, true) }()
+	stop()
+	var err error
+	select {
+	case err = <-returned:
+	case <-time.After(time.Minute): // a hang detector, far above groupStopWait
+		t.Fatal("commit did not return after the stop")
+	}
+	if err == nil || !strings.Contains(err.Error(), "no answer within") || !strings.Contains(err.Error(), "group g") {
+		t.Fatalf("commit after the stop: %v; want an error saying group g did not answer", err)
+	}
+	err = p.commit(context.Background(), nil, false)
+	if err == nil || !strings.Contains(err.Error(), "has not answered the last commit") || calls.Load() != 1 {
+		t.Fatalf("commit while the last is unanswered: %v (group commits %d); want the log only", err, calls.Load())
+	}
+	close(answer)
+	<-p.groupDone
+	if err := p.commit(context.Background(), nil, false); err != nil || calls.Load() != 2 {
+		t.Fatalf("commit once answered: %v (group commits %d)", err, calls.Load())
 	}
 }

@@ -202,7 +202,7 @@ func (w *worker) run(ctx context.Context) error {
 			pc.AsyncClose()
 		}
 		awaitSyncs(states, syncFlushWait)
-		if err := prog.commit(states, true); err != nil {
+		if err := prog.commit(ctx, states, true); err != nil {
 			w.state.setError(err.Error())
 			w.log.Warn("final progress commit failed; records since the last commit will be copied again", "error", err)
 		}
@@ -272,7 +272,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	// The resolved start positions are stored at once, so a restart before
 	// the first record does not move "latest" past records produced since.
-	if err := prog.commit(states, true); err != nil {
+	if err := prog.commit(ctx, states, true); err != nil {
 		cleanup()
 		return err
 	}
@@ -310,7 +310,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
-			err := prog.commit(states, false)
+			err := prog.commit(ctx, states, false)
 			if err != nil {
 				w.state.setError(err.Error())
 				// Once per cause, not every interval (a partition whose
@@ -341,7 +341,7 @@ loop:
 				pcs = append(pcs, pc)
 				states = append(states, ps)
 				// Its start position is stored at once, as the others' were.
-				if err := prog.commit([]*partState{ps}, true); err != nil {
+				if err := prog.commit(ctx, []*partState{ps}, true); err != nil {
 					w.state.setError(err.Error())
 				}
 				copyPartition(p, ps, pc)
