@@ -252,6 +252,17 @@ func (c *partitionCopy) loopsBack(m *sarama.ConsumerMessage) bool {
 // partition stops for good, or send stops.
 func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer) error {
 	defer close(c.ready)
+	defer func() {
+		select {
+		case <-c.done:
+			// Send stopped first (its partition failed for good, or the
+			// worker ends): nothing more of this copy is acknowledged, so
+			// what it holds goes back now, not when the worker ends — a
+			// stopped partition must not keep the others paused.
+			c.releaseHeld()
+		default:
+		}
+	}()
 	ps := c.ps
 	cur := c.fresh(ps.next.Load())
 	// queued are full batches waiting for send, oldest first: records are

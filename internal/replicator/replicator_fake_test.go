@@ -102,7 +102,12 @@ func readAll(t *testing.T, s cluster.Settings, topic string, partition int32, wa
 
 func runFlow(t *testing.T, f Flow) *Replicator {
 	t.Helper()
-	r := New(f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
+	return runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond})
+}
+
+func runFlowWith(t *testing.T, f Flow, opts Options) *Replicator {
+	t.Helper()
+	r := New(f, opts, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -250,18 +255,25 @@ func checkExactCopy(t *testing.T, b cluster.Settings, p int32, n int) {
 
 func faultyFlow(t *testing.T, a, b cluster.Settings) *Replicator {
 	t.Helper()
-	return runFlow(t, pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
-		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"}))
+	return runFlow(t, faultyPushFlow(t, a, b))
+}
+
+func faultyPushFlow(t *testing.T, a, b cluster.Settings) Flow {
+	t.Helper()
+	return pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
 }
 
 // A single record the target refuses as too large stops its partition with
-// the reason; the other partition goes on.
+// the reason; the other partition goes on, and the stopped one gives back
+// the budget its copies held (else it would keep the others paused).
 func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
 	const n = 50
 	cs, a, b := startFaultyPair(t, n)
 	cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: "A.orders", Partitions: []int32{1},
 		Err: kerr.MessageTooLarge, Count: -1})
-	r := faultyFlow(t, a, b)
+	budget := NewBudget(64 << 20)
+	r := runFlowWith(t, faultyPushFlow(t, a, b), Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond, Budget: budget})
 	waitFor(t, func() error {
 		st := r.Status()
 		var p0, p1 PartitionStatus
@@ -278,6 +290,9 @@ func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
 		}
 		if p1.NextOffset != 0 {
 			return fmt.Errorf("partition 1 progress moved to %d past the refused record", p1.NextOffset)
+		}
+		if held := budget.held.Load(); held != 0 {
+			return fmt.Errorf("%d bytes still held by the budget with partition 0 copied and partition 1 stopped", held)
 		}
 		return nil
 	})
