@@ -181,15 +181,14 @@ type partitionCopy struct {
 	dst sarama.Client
 }
 
-func newPartitionCopy(w *worker, ps *partState, maxBytes int) *partitionCopy {
-	c := &partitionCopy{w: w, ps: ps, maxBytes: maxBytes,
+func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client) *partitionCopy {
+	c := &partitionCopy{w: w, ps: ps, maxBytes: maxBytes, dst: dst,
 		limit: min(maxBytes-batchOverhead, maxBatchBytes),
 		ready: make(chan *batch), free: make(chan *batch, 1), done: make(chan struct{})}
 	if w.flow.AddSourceHeader {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
 	c.pid, c.epoch, c.gen = w.ident.current()
-	c.dst = w.produceClient()
 	return c
 }
 

@@ -40,9 +40,8 @@ type worker struct {
 	// budget is the process's: its partitions hold copied records in it.
 	budget *Budget
 	// produceDst are the target clients partitions produce through, dealt
-	// out in turn (produceClient): dst and, for many partitions, more.
+	// out in turn: dst and, for many partitions, more (produceConns).
 	produceDst []sarama.Client
-	nextDst    int
 }
 
 // partitionsPerConn and maxProduceConns set how many target clients a
@@ -56,16 +55,6 @@ const (
 
 func produceConns(partitions int) int {
 	return min(1+(partitions-1)/partitionsPerConn, maxProduceConns)
-}
-
-// produceClient is the target client a new partition copy produces through.
-func (w *worker) produceClient() sarama.Client {
-	if len(w.produceDst) == 0 {
-		return w.dst
-	}
-	c := w.produceDst[w.nextDst%len(w.produceDst)]
-	w.nextDst++
-	return c
 }
 
 // batchOverhead is kept free below the target's max.message.bytes for the
@@ -280,7 +269,7 @@ func (w *worker) run(ctx context.Context) error {
 	var copiers sync.WaitGroup
 	var copies []*partitionCopy
 	copyPartition := func(p Partition, ps *partState, pc sarama.PartitionConsumer) {
-		c := newPartitionCopy(w, ps, p.MaxBytes)
+		c := newPartitionCopy(w, ps, p.MaxBytes, w.produceDst[len(copies)%len(w.produceDst)])
 		copies = append(copies, c)
 		copiers.Add(2)
 		go func() {
