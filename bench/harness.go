@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,7 +155,7 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err
 	if h.dstAdmin, err = h.dst.Admin(); err != nil {
 		return nil, err
 	}
-	h.logf("clusters up: source %s, target %s (Kafka %s)", h.srcBoot, h.dstBoot, h.jars.Version)
+	h.logf("clusters up: source %s, target %s (Kafka %s, broker files under %s)", h.srcBoot, h.dstBoot, h.jars.Version, filepath.Dir(h.dst.Dir()))
 	return h, nil
 }
 

@@ -205,8 +205,8 @@ func (h *harness) report(rs []result) error {
 	png := filepath.Join(h.cfg.out, date+".png")
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kmirror vs MirrorMaker 2 vs the limit — %s\n\n", date)
-	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two single-node KRaft clusters, 1 GiB heaps, 127.0.0.1).\n",
-		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version)
+	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two single-node KRaft clusters, 1 GiB heaps, 127.0.0.1, broker files under %s).\n",
+		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version, filepath.Dir(h.dst.Dir()))
 	fmt.Fprintf(&b, "kmirror source: %s. Load averages (1, 5, 15 min) at the start: %s, at the end: %s.\n", h.revision, h.loadStart, loadAvg())
 	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed). Run took %s.\n\n",
 		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, time.Since(h.began).Round(time.Second))

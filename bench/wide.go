@@ -204,9 +204,9 @@ func (h *harness) measureWide(ctx context.Context, sc scenario, c copier, topics
 		if now.After(deadline) && tAll.IsZero() {
 			return fail(fmt.Errorf("%d of %d target partitions hold a record %s after kmirror started (-copy-timeout)", started, parts, h.cfg.copyTimeout))
 		}
-		if time.Since(lastReport) > 10*time.Second {
+		if time.Since(lastReport) > 1*time.Second {
 			lastReport = time.Now()
-			h.logf("    %d/%d on the target, %d of %d partitions started", n, want, started, parts)
+			h.logf("    %.1f s: %d/%d on the target, %d of %d partitions started", time.Since(start).Seconds(), n, want, started, parts)
 		}
 		select {
 		case <-ctx.Done():

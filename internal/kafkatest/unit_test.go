@@ -330,3 +330,19 @@ func TestWorkerProperties(t *testing.T) {
 		t.Error("replication factor 0 is not raised to 1")
 	}
 }
+
+func TestClusterTempDirFollowsTheOverride(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv(TmpDirEnv, root)
+	dir, err := ClusterTempDir("kmirror-kafka-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Dir(dir) != root || !strings.HasPrefix(filepath.Base(dir), "kmirror-kafka-") {
+		t.Fatalf("ClusterTempDir with %s=%s made %s", TmpDirEnv, root, dir)
+	}
+	t.Setenv(TmpDirEnv, "")
+	if got := ClusterRoot(); got != tmpfsRoot && got != os.TempDir() {
+		t.Fatalf("ClusterRoot without %s = %s, want %s or %s", TmpDirEnv, got, tmpfsRoot, os.TempDir())
+	}
+}
