@@ -17,10 +17,11 @@
 //     by kmirror's Connect engine as the product deploys a task
 //     (connectrow.go).
 //
-// A third scenario, 1000p, runs kmirror alone (defaults task) over 50
-// topics x 20 partitions of 1 KiB records: peak RSS, the time from its
-// start until every target partition holds a record, and records/s against
-// the 1 KiB scenario's (wide.go).
+// A third scenario, 1000p, runs kmirror (defaults task) over 50 topics x
+// 20 partitions of 1 KiB records: peak RSS, the time from its start until
+// every target partition holds a record, and records/s against the 1 KiB
+// scenario's; the bare franz-go copy runs it too, as the reference
+// (wide.go).
 //
 // Every copier runs as a child process (this binary re-executed, or the
 // JVM), so its CPU time and peak RSS are its own. Throughput is timed from
@@ -110,7 +111,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.copyTimeout, "copy-timeout", 2*time.Minute, "give up a copier that shows no record on the target after this long")
 	fs.DurationVar(&c.timeout, "timeout", 25*time.Minute, "give up the whole run after this long")
 	fs.StringVar(&c.out, "out", "bench/results", "directory for <date>.md and <date>.png")
-	scenarios := fs.String("scenarios", "1k,100b,1000p", "comma-separated scenarios to run: 1k (1 KiB records), 100b (100 B records), 1000p (kmirror alone on 1,000 partitions over 50 topics, compared with 1k)")
+	scenarios := fs.String("scenarios", "1k,100b,1000p", "comma-separated scenarios to run: 1k (1 KiB records), 100b (100 B records), 1000p (kmirror and the bare franz-go copy on 1,000 partitions over 50 topics, compared with 1k)")
 	only := fs.String("only", "", "comma-separated copiers to run (default all): "+strings.Join(copierKeys(), ","))
 	fs.BoolVar(&c.profile, "profile", false, "write CPU and allocation profiles of the kmirror children to -out")
 	fs.StringVar(&c.bufferMemory, "buffer-memory", "", "kmirror's --buffer-memory for its children (default: kmirror's default, 256MiB)")
