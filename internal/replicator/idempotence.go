@@ -1,10 +1,12 @@
 package replicator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -47,6 +49,38 @@ func (p *producerIdentity) renew(dst sarama.Client, gen int) (warning string, er
 	p.id, p.epoch = id, epoch
 	p.gen++
 	return warning, nil
+}
+
+// first fetches a worker's first identity. A transaction coordinator that
+// cannot answer yet (a fresh target creates and loads its state topic on
+// the first request) is asked again every coordinatorRetry for up to
+// coordinatorWait, while ctx lasts, instead of failing the worker into its
+// backoff (2 s lost on each fresh bench cluster).
+func (p *producerIdentity) first(ctx context.Context, dst sarama.Client) (warning string, err error) {
+	deadline := time.Now().Add(coordinatorWait)
+	for {
+		warning, err = p.renew(dst, 0)
+		if err == nil || !coordinatorBusy(err) || time.Now().After(deadline) {
+			return warning, err
+		}
+		select {
+		case <-ctx.Done():
+			return "", err
+		case <-time.After(coordinatorRetry):
+		}
+	}
+}
+
+const (
+	coordinatorRetry = 100 * time.Millisecond
+	coordinatorWait  = 30 * time.Second
+)
+
+// coordinatorBusy says whether err is a coordinator's "not now": loading
+// its state, not elected yet, or moved; asking again shortly succeeds.
+func coordinatorBusy(err error) bool {
+	return errors.Is(err, sarama.ErrOffsetsLoadInProgress) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) ||
+		errors.Is(err, sarama.ErrNotCoordinatorForConsumer)
 }
 
 func (p *producerIdentity) current() (id int64, epoch int16, gen int) {

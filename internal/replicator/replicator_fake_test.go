@@ -351,3 +351,25 @@ func TestSendPathFaultsLoseAndDuplicateNothing(t *testing.T) {
 		})
 	}
 }
+
+// A target whose transaction coordinator is still loading (a fresh cluster)
+// delays the first producer id; the worker asks again in place instead of
+// failing into its backoff, and copies everything.
+func TestProducerIDAskedAgainWhileTheCoordinatorLoads(t *testing.T) {
+	const n = 20
+	cs, a, b := startFaultyPair(t, n)
+	cs[1].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.InitProducerID}, Err: kerr.CoordinatorLoadInProgress, Count: 3})
+	r := faultyFlow(t, a, b)
+	waitFor(t, func() error {
+		st := r.Status()
+		if st.Records != 2*n {
+			return fmt.Errorf("copied %d of %d (state %s, last error %q)", st.Records, 2*n, st.State, st.LastError)
+		}
+		return nil
+	})
+	if st := r.Status(); st.Restarts != 0 || strings.Contains(st.LastError, "producer id") {
+		t.Fatalf("the worker failed on a loading coordinator: %d restarts, last error %q", st.Restarts, st.LastError)
+	}
+	checkExactCopy(t, b, 0, n)
+	checkExactCopy(t, b, 1, n)
+}

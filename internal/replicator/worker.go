@@ -157,7 +157,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 
 	w.ident = &producerIdentity{}
-	if warning, err := w.ident.renew(dst, 0); err != nil {
+	if warning, err := w.ident.first(ctx, dst); err != nil {
 		return err
 	} else if warning != "" {
 		w.state.setError(warning)
