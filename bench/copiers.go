@@ -161,7 +161,7 @@ func (h *harness) copiers() []copier {
 	bare := func(role, prefix string) func(*harness, scenario, []string, string) (copyRun, error) {
 		return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
 			argv := []string{h.self, "-src", h.srcBoot, "-dst", h.dstBoot, "-prefix", prefix, "-topics", strings.Join(topics, ","),
-				"-partitions", strconv.Itoa(h.cfg.partitions), "-workers", strconv.Itoa(workers)}
+				"-partitions", strconv.Itoa(h.partitionsOf(sc)), "-workers", strconv.Itoa(workers)}
 			return h.children.start(role, filepath.Join(h.work, role+"-"+sc.key+"-"+phase+".log"), argv, []string{childEnv + "=" + role})
 		}
 	}

@@ -27,12 +27,20 @@ type scenario struct {
 	name    string // shown in the report
 	size    int    // value bytes per record
 	records int
-	// topics and partitions shape a wide scenario (many topics, kmirror
-	// alone, wide.go); zero for the 6-partition ones (-partitions).
+	// topics and partitions shape a wide scenario (many topics, wide.go);
+	// zero for the 6-partition ones (-partitions).
 	topics, partitions int
 }
 
 func (s scenario) wide() bool { return s.topics > 0 }
+
+// partitionsOf is how many partitions each source topic of sc has.
+func (h *harness) partitionsOf(sc scenario) int {
+	if sc.wide() {
+		return sc.partitions
+	}
+	return h.cfg.partitions
+}
 
 func (s scenario) topic() string { return "bench-" + s.key }
 

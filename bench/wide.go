@@ -210,7 +210,7 @@ func (h *harness) measureWide(ctx context.Context, sc scenario, c copier, topics
 			return res
 		}
 		if now.After(deadline) && tAll.IsZero() {
-			return fail(fmt.Errorf("%d of %d target partitions hold a record %s after kmirror started (-copy-timeout)", started, parts, h.cfg.copyTimeout))
+			return fail(fmt.Errorf("%d of %d target partitions hold a record %s after the copier started (-copy-timeout)", started, parts, h.cfg.copyTimeout))
 		}
 		if time.Since(lastReport) > 1*time.Second {
 			lastReport = time.Now()
