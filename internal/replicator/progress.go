@@ -26,12 +26,11 @@ type progress struct {
 	group  string
 	log    *progressLog
 	last   map[*partState]storedProgress // what was last committed
-	// commitGroupFn commits to the group (commitGroup; tests replace it),
-	// and groupDone is closed when the last such commit ended: one runs at
-	// a time, and a commit still unanswered when a stop came is left to
-	// finish on its own (commit).
+	// commitGroupFn commits to the group (commitGroup; tests replace it);
+	// one runs at a time, and a commit still unanswered when a stop came
+	// is left to finish on its own (commit).
 	commitGroupFn func(states []*partState) error
-	groupDone     chan struct{}
+	groupCommits  unansweredCall
 	// lastAll is when every partition was last committed, moved or not:
 	// an idle partition's offsets are committed again every recommitEvery
 	// so the group does not expire while the flow runs.
@@ -154,22 +153,13 @@ func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, e
 // timeouts (22-41 s measured). What such a commit would have stored is in
 // the progress log too, and a start takes the further of the two.
 func (p *progress) commit(ctx context.Context, states []*partState, final bool) error {
-	if p.groupDone != nil {
-		select {
-		case <-p.groupDone:
-		default:
-			// The last commit to the group is still unanswered: this
-			// round goes to the log only, the next tries the group again.
-			return errors.Join(fmt.Errorf("commit progress of group %s: the coordinator has not answered the last commit yet; progress goes to the progress log meanwhile", p.group),
-				p.log.write(states, final))
-		}
+	res, ok := p.groupCommits.start(func() error { return p.commitGroupFn(states) })
+	if !ok {
+		// The last commit to the group is still unanswered: this round
+		// goes to the log only, the next tries the group again.
+		return errors.Join(fmt.Errorf("commit progress of group %s: the coordinator has not answered the last commit yet; progress goes to the progress log meanwhile", p.group),
+			p.log.write(states, final))
 	}
-	done, res := make(chan struct{}), make(chan error, 1)
-	p.groupDone = done
-	go func() {
-		defer close(done)
-		res <- p.commitGroupFn(states)
-	}()
 	logErr := p.log.write(states, final)
 	var groupErr error
 	select {
@@ -187,6 +177,51 @@ func (p *progress) commit(ctx context.Context, states []*partState, final bool) 
 // groupStopWait bounds how long a stopping flow waits for the source's
 // group coordinator to answer a commit.
 const groupStopWait = 5 * time.Second
+
+// unansweredCall runs a call to a cluster that may never answer (a hung
+// coordinator, a frozen target) one at a time: the caller waits for the
+// answer as long as it chooses, and while a call is unanswered the next is
+// refused, so a stuck cluster holds one goroutine, not one per round, and
+// never the caller. Used by one goroutine.
+type unansweredCall struct {
+	done chan struct{} // closed when the last call ended; nil before the first
+}
+
+// start runs f in its own goroutine and returns where its result comes, or
+// false when the last call has not ended yet.
+func (u *unansweredCall) start(f func() error) (<-chan error, bool) {
+	if u.busy() {
+		return nil, false
+	}
+	done, res := make(chan struct{}), make(chan error, 1)
+	u.done = done
+	go func() {
+		defer close(done)
+		res <- f()
+	}()
+	return res, true
+}
+
+// busy says whether the last call has not ended.
+func (u *unansweredCall) busy() bool {
+	if u.done == nil {
+		return false
+	}
+	select {
+	case <-u.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// ended is closed once the last call has ended.
+func (u *unansweredCall) ended() <-chan struct{} {
+	if u.done == nil {
+		return closedChan
+	}
+	return u.done
+}
 
 func (p *progress) commitGroup(states []*partState) error {
 	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)

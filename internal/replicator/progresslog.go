@@ -36,10 +36,9 @@ type progressLog struct {
 	every      time.Duration
 	lastAt     time.Time
 	last       map[*partState]storedProgress // what was last written
-	// unanswered is a write the target has not answered within
-	// progressWriteWait, nil when none: no other is sent until it ends,
-	// and close does not wait for it.
-	unanswered chan error
+	// writes are the writes to the target: one at a time, waited for at
+	// most progressWriteWait; close does not wait for one unanswered.
+	writes unansweredCall
 }
 
 // progressWriteWait bounds how long a commit (and so a stop) waits for the
@@ -99,7 +98,7 @@ func newProgressLog(target sarama.Client, topic string, f Flow, every time.Durat
 }
 
 func (l *progressLog) close() {
-	if l.unanswered != nil {
+	if l.writes.busy() {
 		go func() { _ = l.prod.Close() }() // ends once the target answers or the write times out
 		return
 	}
@@ -108,19 +107,11 @@ func (l *progressLog) close() {
 
 // send writes msgs, waiting at most progressWriteWait for the answer.
 func (l *progressLog) send(msgs []*sarama.ProducerMessage) error {
-	if l.unanswered != nil {
-		select {
-		case err := <-l.unanswered:
-			// Ended; what it held is written again below, so its outcome
-			// changes nothing.
-			_ = err
-			l.unanswered = nil
-		default:
-			return fmt.Errorf("write progress to %s on the target: an earlier write has had no answer for over %s", l.topic, progressWriteWait)
-		}
+	done, ok := l.writes.start(func() error { return l.prod.SendMessages(msgs) })
+	if !ok {
+		// What the unanswered write held is written again by a later one.
+		return fmt.Errorf("write progress to %s on the target: an earlier write has had no answer for over %s", l.topic, progressWriteWait)
 	}
-	done := make(chan error, 1)
-	go func() { done <- l.prod.SendMessages(msgs) }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -128,7 +119,6 @@ func (l *progressLog) send(msgs []*sarama.ProducerMessage) error {
 		}
 		return nil
 	case <-time.After(progressWriteWait):
-		l.unanswered = done
 		return fmt.Errorf("write progress to %s on the target: no answer in %s", l.topic, progressWriteWait)
 	}
 }
