@@ -25,7 +25,7 @@ const (
 // disk's readahead window around it. On a disk with a large readahead
 // (8 MiB on the VMs this was measured on, /sys/block/*/queue/read_ahead_kb)
 // that first write costs about 3 ms (2.7-3.5 s for 1,000 files, against
-// 6 ms on tmpfs or for a 4 KiB file): a target that receives a thousand new
+// 5-6 ms on tmpfs or for a 4 KiB file): a target that receives a thousand new
 // partitions spent most of its time there (77 % of a JFR profile in
 // OffsetIndex.append), measuring the machine instead of the copy. Data on
 // tmpfs is gone when the machine stops, which test clusters never outlive.
