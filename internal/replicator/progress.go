@@ -157,8 +157,8 @@ func (p *progress) commit(ctx context.Context, states []*partState, final bool) 
 	if !ok {
 		// The last commit to the group is still unanswered: this round
 		// goes to the log only, the next tries the group again.
-		return errors.Join(fmt.Errorf("commit progress of group %s: the coordinator has not answered the last commit yet; progress goes to the progress log meanwhile", p.group),
-			p.log.write(states, final))
+		return joinCommit(fmt.Errorf("commit progress of group %s: the coordinator has not answered the last commit yet; progress goes to the progress log meanwhile", p.group),
+			p.log.write(states, final), final)
 	}
 	logErr := p.log.write(states, final)
 	var groupErr error
@@ -168,11 +168,31 @@ func (p *progress) commit(ctx context.Context, states []*partState, final bool) 
 		select {
 		case groupErr = <-res:
 		case <-time.After(groupStopWait):
-			groupErr = fmt.Errorf("commit progress of group %s: no answer within %s of the stop; the progress log holds the position", p.group, groupStopWait)
+			groupErr = fmt.Errorf("commit progress of group %s: no answer within %s of the stop", p.group, groupStopWait)
 		}
+	}
+	return joinCommit(groupErr, logErr, final)
+}
+
+// joinCommit is a commit's outcome: a final commit whose progress-log write
+// succeeded stored every position even if the group's failed (a start
+// takes the further of the two), and says so (storedInLog).
+func joinCommit(groupErr, logErr error, final bool) error {
+	if final && groupErr != nil && logErr == nil {
+		return storedInLog{groupErr}
 	}
 	return errors.Join(groupErr, logErr)
 }
+
+// storedInLog is a final commit that reached the progress log but not the
+// source's group: a restart copies nothing again.
+type storedInLog struct{ error }
+
+func (e storedInLog) Error() string {
+	return e.error.Error() + "; the progress log on the target holds every position, so nothing is copied again"
+}
+
+func (e storedInLog) Unwrap() error { return e.error }
 
 // groupStopWait bounds how long a stopping flow waits for the source's
 // group coordinator to answer a commit.

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -190,6 +191,9 @@ func TestGroupCommitWaitIsBoundedByTheStop(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no answer within") || !strings.Contains(err.Error(), "group g") {
 		t.Fatalf("commit after the stop: %v; want an error saying group g did not answer", err)
 	}
+	if !errors.As(err, new(storedInLog)) || !strings.Contains(err.Error(), "nothing is copied again") {
+		t.Fatalf("final commit with the log written: %v; want it to say the log holds the position", err)
+	}
 	err = p.commit(context.Background(), nil, false)
 	if err == nil || !strings.Contains(err.Error(), "has not answered the last commit") || calls.Load() != 1 {
 		t.Fatalf("commit while the last is unanswered: %v (group commits %d); want the log only", err, calls.Load())
@@ -198,5 +202,30 @@ func TestGroupCommitWaitIsBoundedByTheStop(t *testing.T) {
 	<-p.groupCommits.ended()
 	if err := p.commit(context.Background(), nil, false); err != nil || calls.Load() != 2 {
 		t.Fatalf("commit once answered: %v (group commits %d)", err, calls.Load())
+	}
+}
+
+// Only a final commit whose log write succeeded says nothing is copied
+// again: a periodic log write may not have been due, and a failed one
+// stored nothing.
+func TestCommitSaysStoredOnlyWhenTheFinalLogWriteSucceeded(t *testing.T) {
+	group, logErr := errors.New("group down"), errors.New("log down")
+	for _, c := range []struct {
+		name            string
+		groupErr, logEr error
+		final, stored   bool
+	}{
+		{"final, log written", group, nil, true, true},
+		{"final, log failed too", group, logErr, true, false},
+		{"periodic, log maybe not due", group, nil, false, false},
+		{"final, all written", nil, nil, true, false},
+	} {
+		err := joinCommit(c.groupErr, c.logEr, c.final)
+		if got := errors.As(err, new(storedInLog)); got != c.stored {
+			t.Errorf("%s: %v: stored in log %v, want %v", c.name, err, got, c.stored)
+		}
+		if c.groupErr != nil && !errors.Is(err, c.groupErr) {
+			t.Errorf("%s: %v does not carry the group's error", c.name, err)
+		}
 	}
 }

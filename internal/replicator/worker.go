@@ -191,7 +191,10 @@ func (w *worker) run(ctx context.Context) error {
 			pc.AsyncClose()
 		}
 		awaitSyncs(states, syncFlushWait)
-		if err := prog.commit(ctx, states, true); err != nil {
+		if err := prog.commit(ctx, states, true); errors.As(err, new(storedInLog)) {
+			w.state.setError(err.Error())
+			w.log.Warn("final commit to the source's group failed; the progress log holds the position", "error", err)
+		} else if err != nil {
 			w.state.setError(err.Error())
 			w.log.Warn("final progress commit failed; records since the last commit will be copied again", "error", err)
 		}
