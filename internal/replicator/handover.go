@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -110,25 +111,17 @@ func WriteProgress(taskName string, f task.FlowSpec, source, target cluster.Sett
 	return nil
 }
 
-// commitWait bounds retrying a commit while the group's coordinator moves
-// or loads its offsets (a new group on a busy broker answers so for a
-// while).
-const commitWait = 30 * time.Second
-
 // commitRetrying commits req to group's coordinator, asking again while
-// the coordinator is loading or moving.
+// the coordinator is loading or moving (a new group on a busy broker
+// answers so for a while).
 func commitRetrying(c sarama.Client, group string, req *sarama.OffsetCommitRequest) error {
-	deadline := time.Now().Add(commitWait)
-	for {
+	return whileCoordinatorBusy(context.Background(), 500*time.Millisecond, func() error {
 		err := commitOnce(c, group, req)
-		retriable := errors.Is(err, sarama.ErrOffsetsLoadInProgress) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) ||
-			errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable)
-		if err == nil || !retriable || time.Now().After(deadline) {
-			return err
+		if coordinatorBusy(err) {
+			_ = c.RefreshCoordinator(group)
 		}
-		_ = c.RefreshCoordinator(group)
-		time.Sleep(500 * time.Millisecond)
-	}
+		return err
+	})
 }
 
 func commitOnce(c sarama.Client, group string, req *sarama.OffsetCommitRequest) error {

@@ -53,34 +53,42 @@ func (p *producerIdentity) renew(dst sarama.Client, gen int) (warning string, er
 
 // first fetches a worker's first identity. A transaction coordinator that
 // cannot answer yet (a fresh target creates and loads its state topic on
-// the first request) is asked again every coordinatorRetry for up to
-// coordinatorWait, while ctx lasts, instead of failing the worker into its
-// backoff (2 s lost on each fresh bench cluster).
+// the first request) is asked again (whileCoordinatorBusy) instead of
+// failing the worker into its backoff (2 s lost on each fresh bench cluster).
 func (p *producerIdentity) first(ctx context.Context, dst sarama.Client) (warning string, err error) {
-	deadline := time.Now().Add(coordinatorWait)
-	for {
+	err = whileCoordinatorBusy(ctx, 100*time.Millisecond, func() error {
 		warning, err = p.renew(dst, 0)
-		if err == nil || !coordinatorBusy(err) || time.Now().After(deadline) {
-			return warning, err
-		}
-		select {
-		case <-ctx.Done():
-			return "", err
-		case <-time.After(coordinatorRetry):
-		}
-	}
+		return err
+	})
+	return warning, err
 }
 
-const (
-	coordinatorRetry = 100 * time.Millisecond
-	coordinatorWait  = 30 * time.Second
-)
+// coordinatorWait bounds asking a coordinator again while it is busy.
+const coordinatorWait = 30 * time.Second
 
 // coordinatorBusy says whether err is a coordinator's "not now": loading
 // its state, not elected yet, or moved; asking again shortly succeeds.
 func coordinatorBusy(err error) bool {
 	return errors.Is(err, sarama.ErrOffsetsLoadInProgress) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) ||
 		errors.Is(err, sarama.ErrNotCoordinatorForConsumer)
+}
+
+// whileCoordinatorBusy calls f again, every pause, while it fails with a
+// coordinator's "not now", for up to coordinatorWait and while ctx lasts;
+// it returns f's last error.
+func whileCoordinatorBusy(ctx context.Context, pause time.Duration, f func() error) error {
+	deadline := time.Now().Add(coordinatorWait)
+	for {
+		err := f()
+		if err == nil || !coordinatorBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
 }
 
 func (p *producerIdentity) current() (id int64, epoch int16, gen int) {
