@@ -166,6 +166,8 @@ type partitionCopy struct {
 	// held is the bytes this partition copied and has not seen
 	// acknowledged, charged to the process's budget.
 	held atomic.Int64
+	// running counts consume and send until they return (exited).
+	running atomic.Int32
 
 	// The idempotent producer id this partition writes under (see
 	// producerIdentity), and its next sequence number; send's alone.
@@ -189,6 +191,7 @@ func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client)
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
 	c.pid, c.epoch, c.gen = w.ident.current()
+	c.running.Store(2)
 	return c
 }
 
@@ -228,9 +231,15 @@ func (c *partitionCopy) acknowledged(b *batch) {
 	}
 }
 
-// releaseHeld gives back what the partition still holds once its copy
-// stopped (batches never acknowledged).
-func (c *partitionCopy) releaseHeld() { c.w.budget.release(c.held.Swap(0)) }
+// exited is called by consume and send as they return. The second gives
+// back what the copy still holds (batches never acknowledged): nothing more
+// of it is acknowledged, and a partition stopped for good (the others go
+// on) must not keep the budget spent and every other partition paused.
+func (c *partitionCopy) exited() {
+	if c.running.Add(-1) == 0 {
+		c.w.budget.release(c.held.Swap(0))
+	}
+}
 
 // sourceHeaderKey is shared by every record (sarama only reads header keys).
 var sourceHeaderKey = []byte(task.SourceHeader)
@@ -250,18 +259,8 @@ func (c *partitionCopy) loopsBack(m *sarama.ConsumerMessage) bool {
 // one to send whenever send is free. It returns nil when ctx ends, the
 // partition stops for good, or send stops.
 func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer) error {
+	defer c.exited()
 	defer close(c.ready)
-	defer func() {
-		select {
-		case <-c.done:
-			// Send stopped first (its partition failed for good, or the
-			// worker ends): nothing more of this copy is acknowledged, so
-			// what it holds goes back now, not when the worker ends — a
-			// stopped partition must not keep the others paused.
-			c.releaseHeld()
-		default:
-		}
-	}()
 	ps := c.ps
 	cur := c.fresh(ps.next.Load())
 	// queued are full batches waiting for send, oldest first: records are
@@ -455,6 +454,7 @@ var errPartitionStopped = errors.New("partition stopped")
 
 // send writes the handed-off batches in order, one request at a time.
 func (c *partitionCopy) send(ctx context.Context) error {
+	defer c.exited()
 	defer close(c.done)
 	for b := range c.ready {
 		if err := c.sendBatch(ctx, b); err != nil {

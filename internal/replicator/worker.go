@@ -270,10 +270,10 @@ func (w *worker) run(ctx context.Context) error {
 	}
 
 	var copiers sync.WaitGroup
-	var copies []*partitionCopy
+	copies := 0
 	copyPartition := func(p Partition, ps *partState, pc sarama.PartitionConsumer) {
-		c := newPartitionCopy(w, ps, p.MaxBytes, w.produceDst[len(copies)%len(w.produceDst)])
-		copies = append(copies, c)
+		c := newPartitionCopy(w, ps, p.MaxBytes, w.produceDst[copies%len(w.produceDst)])
+		copies++
 		copiers.Add(2)
 		go func() {
 			defer copiers.Done()
@@ -341,10 +341,7 @@ loop:
 			waiting = still
 		}
 	}
-	copiers.Wait() // every batch handed to the target acknowledged or failed
-	for _, c := range copies {
-		c.releaseHeld() // what was copied and not acknowledged is dropped
-	}
+	copiers.Wait() // every batch handed to the target acknowledged or failed, held bytes given back
 	cleanup()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
