@@ -191,12 +191,13 @@ func (w *worker) run(ctx context.Context) error {
 			pc.AsyncClose()
 		}
 		awaitSyncs(states, syncFlushWait)
-		if err := prog.commit(ctx, states, true); errors.As(err, new(storedInLog)) {
+		if err := prog.commit(ctx, states, true); err != nil {
 			w.state.setError(err.Error())
-			w.log.Warn("final commit to the source's group failed; the progress log holds the position", "error", err)
-		} else if err != nil {
-			w.state.setError(err.Error())
-			w.log.Warn("final progress commit failed; records since the last commit will be copied again", "error", err)
+			msg := "final progress commit failed; records since the last commit will be copied again"
+			if errors.As(err, new(storedInLog)) {
+				msg = "final commit to the source's group failed; the progress log holds the position"
+			}
+			w.log.Warn(msg, "error", err)
 		}
 		consumer.Close()
 	}
