@@ -98,9 +98,8 @@ func (b *Budget) release(n int64) {
 	b.mu.Unlock()
 }
 
-// closedChan is closed from the start: what roomFreed returns when there
-// is room already, and unansweredCall.ended before any call.
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+// closedRoom is what roomFreed returns when there is room already.
+var closedRoom = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // roomFreed is closed once the budget has room: at once when it has now.
 // A wake-up may find the room taken again; the partition then pauses again.
@@ -108,7 +107,7 @@ func (b *Budget) roomFreed() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.spent() {
-		return closedChan
+		return closedRoom
 	}
 	if b.room == nil {
 		b.room = make(chan struct{})

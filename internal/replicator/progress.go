@@ -235,14 +235,6 @@ func (u *unansweredCall) busy() bool {
 	}
 }
 
-// ended is closed once the last call has ended.
-func (u *unansweredCall) ended() <-chan struct{} {
-	if u.done == nil {
-		return closedChan
-	}
-	return u.done
-}
-
 func (p *progress) commitGroup(states []*partState) error {
 	req := sarama.NewOffsetCommitRequest(p.client.Config(), p.group)
 	var pending []*partState
