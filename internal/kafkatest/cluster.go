@@ -267,7 +267,7 @@ func Start(ctx context.Context, opts ...Opt) (*Cluster, error) {
 	}
 	dir := o.dir
 	if dir == "" {
-		dir, err = ClusterTempDir("kmirror-kafka-")
+		dir, err = clusterTempDir("kmirror-kafka-")
 		if err != nil {
 			return nil, fmt.Errorf("create a directory for the cluster: %w", err)
 		}

@@ -60,7 +60,7 @@ func runMain(m *testing.M, n int, opts []Opt) int {
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		dirs[i], errs[i] = ClusterTempDir("kmirror-kafka-")
+		dirs[i], errs[i] = clusterTempDir("kmirror-kafka-")
 		if errs[i] != nil {
 			continue
 		}
@@ -171,7 +171,7 @@ func Lazy(t testing.TB, name string, opts ...Opt) *Cluster {
 }
 
 func startLazy(name string, l *lazyCluster, opts []Opt) (*Cluster, error) {
-	dir, err := ClusterTempDir("kmirror-kafka-")
+	dir, err := clusterTempDir("kmirror-kafka-")
 	if err != nil {
 		return nil, fmt.Errorf("create a directory for the cluster: %w", err)
 	}

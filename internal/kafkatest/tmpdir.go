@@ -7,7 +7,7 @@ import (
 
 // TmpDirEnv names the directory clusters keep their files under when set
 // (e.g. /tmp, to measure brokers on disk); unset, tmpfs is used where the
-// machine has one with room (ClusterTempDir).
+// machine has one with room (clusterTempDir).
 const TmpDirEnv = "KMIRROR_KAFKA_TMPDIR"
 
 // tmpfsRoot is the tmpfs tried first, and tmpfsRoom what it must have free.
@@ -16,7 +16,7 @@ const (
 	tmpfsRoom = 4 << 30
 )
 
-// ClusterRoot is where new clusters keep their files: $KMIRROR_KAFKA_TMPDIR,
+// clusterRoot is where new clusters keep their files: $KMIRROR_KAFKA_TMPDIR,
 // else /dev/shm when it is a tmpfs with 4 GiB free, else the system's
 // temporary directory.
 //
@@ -29,7 +29,7 @@ const (
 // partitions spent most of its time there (77 % of a JFR profile in
 // OffsetIndex.append), measuring the machine instead of the copy. Data on
 // tmpfs is gone when the machine stops, which test clusters never outlive.
-func ClusterRoot() string {
+func clusterRoot() string {
 	if d := os.Getenv(TmpDirEnv); d != "" {
 		return d
 	}
@@ -42,10 +42,10 @@ func ClusterRoot() string {
 	return os.TempDir()
 }
 
-// ClusterTempDir makes a new directory under ClusterRoot for a cluster's
+// clusterTempDir makes a new directory under clusterRoot for a cluster's
 // files (the system's temporary directory when tmpfs refuses it).
-func ClusterTempDir(pattern string) (string, error) {
-	root := ClusterRoot()
+func clusterTempDir(pattern string) (string, error) {
+	root := clusterRoot()
 	dir, err := os.MkdirTemp(root, pattern)
 	if err != nil && root == tmpfsRoot {
 		return os.MkdirTemp("", pattern)

@@ -334,15 +334,15 @@ func TestWorkerProperties(t *testing.T) {
 func TestClusterTempDirFollowsTheOverride(t *testing.T) {
 	root := t.TempDir()
 	t.Setenv(TmpDirEnv, root)
-	dir, err := ClusterTempDir("kmirror-kafka-")
+	dir, err := clusterTempDir("kmirror-kafka-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if filepath.Dir(dir) != root || !strings.HasPrefix(filepath.Base(dir), "kmirror-kafka-") {
-		t.Fatalf("ClusterTempDir with %s=%s made %s", TmpDirEnv, root, dir)
+		t.Fatalf("clusterTempDir with %s=%s made %s", TmpDirEnv, root, dir)
 	}
 	t.Setenv(TmpDirEnv, "")
-	if got := ClusterRoot(); got != tmpfsRoot && got != os.TempDir() {
-		t.Fatalf("ClusterRoot without %s = %s, want %s or %s", TmpDirEnv, got, tmpfsRoot, os.TempDir())
+	if got := clusterRoot(); got != tmpfsRoot && got != os.TempDir() {
+		t.Fatalf("clusterRoot without %s = %s, want %s or %s", TmpDirEnv, got, tmpfsRoot, os.TempDir())
 	}
 }
