@@ -2,13 +2,16 @@
 // addresses and how to authenticate — and builds the one sarama configuration
 // every Kafka connection of the product uses.
 //
-// Invariant: a Settings' password never leaves this package in clear through
-// String, Redacted or a log line; callers that must show settings use Redacted.
+// Protocols: PLAINTEXT, SSL (TLS, optionally with a client certificate),
+// SASL_PLAINTEXT and SASL_SSL (SASL PLAIN, SCRAM or OAUTHBEARER; SASL_SSL may
+// add a client certificate). docs/SECURITY.md says what each needs.
+//
+// Invariant: a Settings' secrets (password, client key and its password,
+// OAuth client secret) never leave this package in clear through String,
+// Redacted or a log line; callers that must show settings use Redacted.
 package cluster
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,16 +33,28 @@ func init() {
 // Security protocols a cluster listener may speak.
 const (
 	Plaintext     = "PLAINTEXT"
+	SSL           = "SSL"
 	SASLPlaintext = "SASL_PLAINTEXT"
 	SASLSSL       = "SASL_SSL"
 )
+
+// Protocols lists the security protocols in the order the console offers
+// them (the seed's three, then SSL).
+var Protocols = []string{Plaintext, SASLPlaintext, SASLSSL, SSL}
 
 // SASL mechanisms kmirror supports.
 const (
 	MechanismPlain       = "PLAIN"
 	MechanismSCRAMSHA256 = "SCRAM-SHA-256"
 	MechanismSCRAMSHA512 = "SCRAM-SHA-512"
+	MechanismOAuthBearer = "OAUTHBEARER"
 )
+
+// Mechanisms lists the SASL mechanisms in the order the console offers them.
+var Mechanisms = []string{MechanismSCRAMSHA512, MechanismPlain, MechanismSCRAMSHA256, MechanismOAuthBearer}
+
+// secretMask stands for a set secret in Redacted settings.
+const secretMask = "********"
 
 // KafkaVersion is the protocol version sarama speaks. Kafka 4.x brokers and
 // kfake both accept it; older than 2.1 is not supported by Kafka 4 anyway.
@@ -55,6 +70,27 @@ type Settings struct {
 	Username         string   `json:"username,omitempty"`
 	Password         string   `json:"password,omitempty"`
 	CAPEM            string   `json:"ca_pem,omitempty"`
+	// ClientCertPEM and ClientKeyPEM are a client certificate (the chain,
+	// leaf first) and its private key, for brokers that authenticate
+	// clients by certificate (ssl.client.auth=required), on SSL and
+	// SASL_SSL. ClientKeyPassword decrypts an encrypted key.
+	ClientCertPEM     string `json:"client_cert_pem,omitempty"`
+	ClientKeyPEM      string `json:"client_key_pem,omitempty"`
+	ClientKeyPassword string `json:"client_key_password,omitempty"`
+	// OAuth is the client-credentials grant of SASL mechanism OAUTHBEARER.
+	OAuth OAuth `json:"oauth,omitzero"`
+}
+
+// OAuth is where and as whom kmirror asks for OAUTHBEARER tokens: the OAuth 2
+// client-credentials grant (RFC 6749, 4.4) against a token endpoint.
+type OAuth struct {
+	TokenEndpoint string `json:"token_endpoint,omitempty"`
+	ClientID      string `json:"client_id,omitempty"`
+	ClientSecret  string `json:"client_secret,omitempty"`
+	Scope         string `json:"scope,omitempty"`
+	// Audience is sent as the "audience" parameter, which identity
+	// providers such as Auth0 and Keycloak use to pick the token's aud.
+	Audience string `json:"audience,omitempty"`
 }
 
 // UsesSASL reports whether the protocol authenticates with SASL.
@@ -63,13 +99,52 @@ func (s Settings) UsesSASL() bool {
 }
 
 // UsesTLS reports whether connections are encrypted.
-func (s Settings) UsesTLS() bool { return s.SecurityProtocol == SASLSSL }
+func (s Settings) UsesTLS() bool { return s.SecurityProtocol == SASLSSL || s.SecurityProtocol == SSL }
 
-// Redacted returns a copy safe to log or show: the password is replaced by a
-// marker saying whether one is set.
+// UsesOAuth reports whether the cluster authenticates with OAUTHBEARER.
+func (s Settings) UsesOAuth() bool { return s.UsesSASL() && s.SASLMechanism == MechanismOAuthBearer }
+
+// UsesPassword reports whether the mechanism takes a username and password
+// (PLAIN and SCRAM).
+func (s Settings) UsesPassword() bool { return s.UsesSASL() && !s.UsesOAuth() }
+
+// HasClientCert reports whether a client certificate is given.
+func (s Settings) HasClientCert() bool { return s.ClientCertPEM != "" }
+
+// Secrets are the parts of Settings that are sealed at rest and never shown.
+type Secrets struct {
+	Password          string `json:"password,omitempty"`
+	ClientKeyPEM      string `json:"client_key_pem,omitempty"`
+	ClientKeyPassword string `json:"client_key_password,omitempty"`
+	OAuthClientSecret string `json:"oauth_client_secret,omitempty"`
+}
+
+// IsZero reports whether no secret is set.
+func (x Secrets) IsZero() bool { return x == Secrets{} }
+
+// Secrets returns the settings' secrets.
+func (s Settings) Secrets() Secrets {
+	return Secrets{Password: s.Password, ClientKeyPEM: s.ClientKeyPEM,
+		ClientKeyPassword: s.ClientKeyPassword, OAuthClientSecret: s.OAuth.ClientSecret}
+}
+
+// WithoutSecrets returns a copy holding no secret: what may be stored in
+// clear or shown.
+func (s Settings) WithoutSecrets() Settings { return s.WithSecrets(Secrets{}) }
+
+// WithSecrets returns a copy holding x as its secrets.
+func (s Settings) WithSecrets(x Secrets) Settings {
+	s.Password, s.ClientKeyPEM, s.ClientKeyPassword, s.OAuth.ClientSecret = x.Password, x.ClientKeyPEM, x.ClientKeyPassword, x.OAuthClientSecret
+	return s
+}
+
+// Redacted returns a copy safe to log or show: each secret is replaced by a
+// marker saying that one is set.
 func (s Settings) Redacted() Settings {
-	if s.Password != "" {
-		s.Password = "********"
+	for _, v := range []*string{&s.Password, &s.ClientKeyPEM, &s.ClientKeyPassword, &s.OAuth.ClientSecret} {
+		if *v != "" {
+			*v = secretMask
+		}
 	}
 	return s
 }
@@ -86,6 +161,7 @@ func (s Settings) LogValue() slog.Value {
 		slog.String("bootstrap", strings.Join(s.BootstrapServers, ",")),
 		slog.String("security_protocol", s.SecurityProtocol),
 		slog.String("sasl_mechanism", s.SASLMechanism),
+		slog.Bool("client_cert", s.HasClientCert()),
 	)
 }
 
@@ -109,45 +185,41 @@ func (s Settings) Config(clientID string) (*sarama.Config, error) {
 	c.Metadata.Retry.Backoff = 250 * time.Millisecond
 
 	switch s.SecurityProtocol {
-	case "", Plaintext:
-	case SASLPlaintext, SASLSSL:
+	case "", Plaintext, SSL, SASLPlaintext, SASLSSL:
+	default:
+		return nil, fmt.Errorf("unknown security protocol %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", s.SecurityProtocol)
+	}
+	if s.UsesSASL() {
 		if err := s.configureSASL(c); err != nil {
 			return nil, err
 		}
-		if s.SecurityProtocol == SASLSSL {
-			tc, err := s.TLSConfig()
-			if err != nil {
-				return nil, err
-			}
-			c.Net.TLS.Enable = true
-			c.Net.TLS.Config = tc
+	}
+	if s.UsesTLS() {
+		tc, err := s.TLSConfig()
+		if err != nil {
+			return nil, err
 		}
-	default:
-		return nil, fmt.Errorf("unknown security protocol %q: use PLAINTEXT, SASL_PLAINTEXT or SASL_SSL", s.SecurityProtocol)
+		c.Net.TLS.Enable = true
+		c.Net.TLS.Config = tc
 	}
 	return c, nil
 }
 
-// TLSConfig verifies the brokers' certificates against the given CA, or the
-// system roots when none is given.
-func (s Settings) TLSConfig() (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if strings.TrimSpace(s.CAPEM) != "" {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM([]byte(s.CAPEM)) {
-			return nil, errors.New("ca_pem holds no PEM certificate: paste the cluster's CA certificate (-----BEGIN CERTIFICATE-----...)")
-		}
-		tc.RootCAs = pool
-	}
-	return tc, nil
-}
-
 func (s Settings) configureSASL(c *sarama.Config) error {
+	c.Net.SASL.Enable = true
+	c.Net.SASL.Handshake = true
+	if s.SASLMechanism == MechanismOAuthBearer {
+		tp, err := s.tokenProvider()
+		if err != nil {
+			return err
+		}
+		c.Net.SASL.Mechanism = sarama.SASLTypeOAuth
+		c.Net.SASL.TokenProvider = tp
+		return nil
+	}
 	if s.Username == "" {
 		return fmt.Errorf("%s needs a username", s.SecurityProtocol)
 	}
-	c.Net.SASL.Enable = true
-	c.Net.SASL.Handshake = true
 	c.Net.SASL.User = s.Username
 	c.Net.SASL.Password = s.Password
 	switch s.SASLMechanism {
@@ -160,7 +232,7 @@ func (s Settings) configureSASL(c *sarama.Config) error {
 		c.Net.SASL.Mechanism = sarama.SASLTypeSCRAMSHA512
 		c.Net.SASL.SCRAMClientGeneratorFunc = func() sarama.SCRAMClient { return &scramClient{hash: scram.SHA512} }
 	default:
-		return fmt.Errorf("unknown SASL mechanism %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", s.SASLMechanism)
+		return fmt.Errorf("unknown SASL mechanism %q: use PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER", s.SASLMechanism)
 	}
 	return nil
 }

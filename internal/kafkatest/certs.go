@@ -1,6 +1,7 @@
 package kafkatest
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,67 +14,140 @@ import (
 	"time"
 )
 
-// tlsMaterial is a throw-away CA and a broker certificate it signed.
-type tlsMaterial struct {
-	caPEM []byte // the CA certificate clients trust
-	// keystorePEM is what Kafka's PEM keystore file holds: the broker's
-	// certificate chain followed by its unencrypted PKCS#8 key.
-	keystorePEM []byte
+// CA is a throw-away certificate authority made in Go, so no keytool or
+// openssl is needed; Kafka reads what it signs with ssl.keystore.type=PEM
+// and trusts it with ssl.truststore.type=PEM. Every cluster has one, which
+// signed its brokers' certificates and which its brokers trust for client
+// certificates (Cluster.CA); NewCA makes another, for "a certificate from
+// another CA".
+type CA struct {
+	cert *x509.Certificate
+	key  crypto.Signer
+	// PEM is the CA certificate clients and brokers trust.
+	PEM string
 }
 
-// newTLSMaterial makes the CA and broker certificate in Go so no keytool or
-// openssl is needed; Kafka reads them with ssl.keystore.type=PEM.
-func newTLSMaterial(now time.Time) (tlsMaterial, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// NewCA makes a CA valid from an hour before now for a week.
+func NewCA(name string, now time.Time) (*CA, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tlsMaterial{}, fmt.Errorf("generate the CA key: %w", err)
+		return nil, fmt.Errorf("generate the CA key: %w", err)
 	}
-	caTmpl := &x509.Certificate{
+	tmpl := &x509.Certificate{
 		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "kmirror kafkatest CA", Organization: []string{"kmirror tests"}},
+		Subject:               pkix.Name{CommonName: name, Organization: []string{"kmirror tests"}},
 		NotBefore:             now.Add(-time.Hour),
 		NotAfter:              now.Add(7 * 24 * time.Hour),
 		IsCA:                  true,
 		BasicConstraintsValid: true,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return tlsMaterial{}, fmt.Errorf("sign the CA certificate: %w", err)
+		return nil, fmt.Errorf("sign the CA certificate: %w", err)
 	}
-	ca, err := x509.ParseCertificate(caDER)
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return tlsMaterial{}, fmt.Errorf("parse the CA certificate: %w", err)
+		return nil, fmt.Errorf("parse the CA certificate: %w", err)
 	}
+	return &CA{cert: cert, key: key, PEM: string(pemBlock("CERTIFICATE", der))}, nil
+}
 
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// CertSpec says what certificate Issue makes. The zero validity is an hour
+// before now to a week after.
+type CertSpec struct {
+	CommonName string
+	// DNSNames and IPs go in the subject alternative names (a server's).
+	DNSNames []string
+	IPs      []net.IP
+	// NotBefore and NotAfter bound the validity; zero takes the default.
+	NotBefore, NotAfter time.Time
+	// RSA makes an RSA 2048 key instead of an ECDSA P-256 one.
+	RSA bool
+}
+
+// Issued is a certificate and its key as PEM: the chain (the certificate
+// then the CA's) and the unencrypted PKCS#8 key.
+type Issued struct {
+	CertPEM  string // the certificate alone
+	ChainPEM string // the certificate followed by the CA's
+	KeyPEM   string
+	Key      crypto.Signer
+}
+
+// Issue signs a certificate for spec, usable by a server and a client.
+func (ca *CA) Issue(spec CertSpec) (Issued, error) {
+	var key crypto.Signer
+	var err error
+	if spec.RSA {
+		key, err = rsaKey()
+	} else {
+		key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	}
 	if err != nil {
-		return tlsMaterial{}, fmt.Errorf("generate the broker key: %w", err)
+		return Issued{}, fmt.Errorf("generate a key: %w", err)
+	}
+	now := time.Now()
+	if spec.NotBefore.IsZero() {
+		spec.NotBefore = now.Add(-time.Hour)
+	}
+	if spec.NotAfter.IsZero() {
+		spec.NotAfter = now.Add(7 * 24 * time.Hour)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "localhost", Organization: []string{"kmirror tests"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(7 * 24 * time.Hour),
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage:     x509.KeyUsageDigitalSignature,
+		Subject:      pkix.Name{CommonName: spec.CommonName, Organization: []string{"kmirror tests"}},
+		NotBefore:    spec.NotBefore,
+		NotAfter:     spec.NotAfter,
+		DNSNames:     spec.DNSNames,
+		IPAddresses:  spec.IPs,
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
-		return tlsMaterial{}, fmt.Errorf("sign the broker certificate: %w", err)
+		return Issued{}, fmt.Errorf("sign the certificate of %s: %w", spec.CommonName, err)
 	}
 	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return tlsMaterial{}, fmt.Errorf("encode the broker key: %w", err)
+		return Issued{}, fmt.Errorf("encode the key of %s: %w", spec.CommonName, err)
 	}
-	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	var ks []byte
-	ks = append(ks, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
-	ks = append(ks, caPEM...)
-	ks = append(ks, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8})...)
-	return tlsMaterial{caPEM: caPEM, keystorePEM: ks}, nil
+	certPEM := string(pemBlock("CERTIFICATE", der))
+	return Issued{CertPEM: certPEM, ChainPEM: certPEM + ca.PEM, KeyPEM: string(pemBlock("PRIVATE KEY", pkcs8)), Key: key}, nil
+}
+
+// ClientCert issues a client certificate for user: its common name is the
+// user's name, which the brokers' principal mapping makes User:<name>, so
+// the ACLs granted to Alice apply to Alice's certificate too.
+func (ca *CA) ClientCert(u User) (Issued, error) {
+	return ca.Issue(CertSpec{CommonName: u.Name})
+}
+
+// tlsMaterial is a cluster's CA and the broker certificate it signed.
+type tlsMaterial struct {
+	ca *CA
+	// keystorePEM is what Kafka's PEM keystore file holds: the broker's
+	// certificate chain followed by its unencrypted PKCS#8 key.
+	keystorePEM []byte
+}
+
+// newTLSMaterial makes a cluster's CA and its brokers' certificate (one for
+// all: it names localhost and 127.0.0.1, whatever the port).
+func newTLSMaterial(now time.Time) (tlsMaterial, error) {
+	ca, err := NewCA("kmirror kafkatest CA", now)
+	if err != nil {
+		return tlsMaterial{}, err
+	}
+	b, err := ca.Issue(CertSpec{CommonName: "localhost", DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour)})
+	if err != nil {
+		return tlsMaterial{}, err
+	}
+	return tlsMaterial{ca: ca, keystorePEM: []byte(b.ChainPEM + b.KeyPEM)}, nil
+}
+
+func pemBlock(typ string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
 }
 
 func serial() *big.Int {

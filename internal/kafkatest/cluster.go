@@ -94,7 +94,7 @@ type Cluster struct {
 	id      string
 	dir     string
 	version string
-	caPEM   string
+	ca      *CA
 
 	startTimeout time.Duration
 
@@ -165,8 +165,13 @@ func (c *Cluster) BrokerLogDir(id int32) string {
 // Version is the Apache Kafka version running.
 func (c *Cluster) Version() string { return c.version }
 
-// CAPEM is the PEM certificate of the CA that signed the SASL_SSL listener's.
-func (c *Cluster) CAPEM() string { return c.caPEM }
+// CAPEM is the PEM certificate of the CA that signed the TLS listeners'
+// certificates.
+func (c *Cluster) CAPEM() string { return c.ca.PEM }
+
+// CA is the cluster's CA: it signed the brokers' certificates, and the
+// brokers accept client certificates it signs (CA.ClientCert).
+func (c *Cluster) CA() *CA { return c.ca }
 
 // CAFile is the path of CAPEM on disk, for tools outside Go.
 func (c *Cluster) CAFile() string { return filepath.Join(c.dir, "config", "ca.pem") }
@@ -242,9 +247,41 @@ func (c *Cluster) SettingsAs(protocol, mechanism string, u User) cluster.Setting
 		s.Password = u.Password
 	}
 	if s.UsesTLS() {
-		s.CAPEM = c.caPEM
+		s.CAPEM = c.ca.PEM
 	}
 	return s
+}
+
+// SettingsWithCert reaches the cluster through listener (SSL, or
+// ListenerMTLS: SASL_SSL with mechanism as Alice) with a client certificate
+// the cluster's CA issued for Alice.
+func (c *Cluster) SettingsWithCert(listener, mechanism string) (cluster.Settings, error) {
+	protocol := listener
+	if listener == ListenerMTLS {
+		protocol = cluster.SASLSSL
+	}
+	s := c.SettingsAs(protocol, mechanism, Alice)
+	s.BootstrapServers = c.BootstrapServers(listener)
+	cert, err := c.ca.ClientCert(Alice)
+	if err != nil {
+		return s, err
+	}
+	s.ClientCertPEM, s.ClientKeyPEM = cert.ChainPEM, cert.KeyPEM
+	return s, nil
+}
+
+// SettingsOAuth reaches the cluster through the SASL listener of protocol
+// (SASL_PLAINTEXT or SASL_SSL) with OAUTHBEARER tokens of the test's
+// identity provider for client.
+func (c *Cluster) SettingsOAuth(protocol string, client OAuthClient) (cluster.Settings, error) {
+	p, err := Identity()
+	if err != nil {
+		return cluster.Settings{}, err
+	}
+	s := c.SettingsAs(protocol, cluster.MechanismOAuthBearer, Alice)
+	s.Username, s.Password = "", ""
+	s.OAuth = cluster.OAuth{TokenEndpoint: p.TokenURL(), ClientID: client.ID, ClientSecret: client.Secret, Audience: OAuthAudience}
+	return s, nil
 }
 
 // Start formats and starts a new cluster and waits until it serves clients
@@ -299,13 +336,13 @@ var errPortTaken = errors.New("a listener port was already in use")
 
 // brokerListeners are the listeners of every broker, named as their
 // security protocols.
-var brokerListeners = []string{cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL}
+var brokerListeners = []string{cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL, cluster.SSL, ListenerMTLS}
 
 // layout makes the nodes of a cluster with their directories and ports,
 // and no process yet.
 func layout(dir string, o options) ([]*node, *node, error) {
 	if o.brokers == 1 {
-		ports, err := freePorts(4)
+		ports, err := freePorts(len(brokerListeners) + 1)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -367,12 +404,17 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 		return nil, fmt.Errorf("create config: %w", err)
 	}
 	files := map[string][]byte{
-		filepath.Join(conf, "ca.pem"):       tm.caPEM,
+		filepath.Join(conf, "ca.pem"):       []byte(tm.ca.PEM),
 		filepath.Join(conf, "keystore.pem"): tm.keystorePEM,
+	}
+	idp, err := Identity()
+	if err != nil {
+		return nil, err
 	}
 	for _, n := range nodes {
 		bc := brokerConfig{NodeID: n.id, Ports: n.ports, DataDir: filepath.Join(n.dir, "data"), KeystoreDir: conf,
-			ACLs: o.acls, Brokers: o.brokers, MinISR: o.minISR, Overrides: o.props}
+			ACLs: o.acls, Brokers: o.brokers, MinISR: o.minISR, Overrides: o.props,
+			JWKSURL: idp.JWKSURL(), Issuer: idp.Issuer()}
 		if ctl != nil {
 			bc.Controller = ctl.ports[controllerListener]
 			bc.Roles = "broker"
@@ -392,7 +434,7 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{name: o.name, id: id, dir: dir, version: jars.Version, caPEM: string(tm.caPEM),
+	c := &Cluster{name: o.name, id: id, dir: dir, version: jars.Version, ca: tm.ca,
 		startTimeout: o.startTimeout, controller: ctl, brokers: brokers}
 
 	java, err := exec.LookPath("java")
@@ -410,6 +452,8 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 			fmt.Sprintf("-Xms%dm", heap), fmt.Sprintf("-Xmx%dm", heap),
 			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 			"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+			// Kafka 4 reads no OAuth URL it was not allowed to.
+			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=" + idp.JWKSURL() + "," + idp.TokenURL(),
 			"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "config", "log4j2.properties"),
 			"-cp", jars.Classpath(),
 		}

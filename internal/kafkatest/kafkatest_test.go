@@ -34,6 +34,81 @@ func TestProduceConsumeEveryListener(t *testing.T) {
 			roundTrip(t, s, topic, 20)
 		})
 	}
+	// Client certificates: SSL, and SASL_SSL on the listener that requires
+	// one too; OAUTHBEARER on both SASL protocols.
+	for _, tc := range []struct{ listener, mechanism string }{
+		{cluster.SSL, ""},
+		{kafkatest.ListenerMTLS, cluster.MechanismSCRAMSHA512},
+		{kafkatest.ListenerMTLS, cluster.MechanismOAuthBearer},
+	} {
+		t.Run(tc.listener+"/cert/"+tc.mechanism, func(t *testing.T) {
+			topic := kafkatest.NewTopic(t, c, 1, nil)
+			s, err := c.SettingsWithCert(tc.listener, tc.mechanism)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.mechanism == cluster.MechanismOAuthBearer {
+				o, err := c.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+				if err != nil {
+					t.Fatal(err)
+				}
+				s.Username, s.Password, s.OAuth = "", "", o.OAuth
+			}
+			roundTrip(t, s, topic, 20)
+		})
+	}
+	for _, protocol := range []string{cluster.SASLPlaintext, cluster.SASLSSL} {
+		t.Run(protocol+"/OAUTHBEARER", func(t *testing.T) {
+			topic := kafkatest.NewTopic(t, c, 1, nil)
+			s, err := c.SettingsOAuth(protocol, kafkatest.AliceOAuth)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roundTrip(t, s, topic, 20)
+		})
+	}
+}
+
+// The listeners that require a client certificate refuse a client without
+// one, or with one another CA signed; a wrong OAuth secret gets no token.
+func TestListenersRefuseWhatTheyShould(t *testing.T) {
+	c := kafkatest.Shared(t, 0)
+	other, err := kafkatest.NewCA("another CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.ClientCert(kafkatest.Alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCert := c.Settings(cluster.SSL, "")
+	noCert.BootstrapServers = c.BootstrapServers(cluster.SSL)
+	wrongCA, err := c.SettingsWithCert(cluster.SSL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrongCA.ClientCertPEM, wrongCA.ClientKeyPEM = foreign.ChainPEM, foreign.KeyPEM
+	badSecret, err := c.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badSecret.OAuth.ClientSecret = "wrong"
+	for name, s := range map[string]cluster.Settings{"no certificate": noCert, "another CA": wrongCA, "wrong client secret": badSecret} {
+		t.Run(name, func(t *testing.T) {
+			cfg, err := s.Config("kafkatest-test")
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Net.DialTimeout, cfg.Net.ReadTimeout = 5*time.Second, 5*time.Second
+			cfg.Metadata.Retry.Max = 0
+			client, err := sarama.NewClient(s.BootstrapServers, cfg)
+			if err == nil {
+				client.Close()
+				t.Fatal("connected: want a refusal")
+			}
+			t.Logf("refused as expected: %v", err)
+		})
+	}
 }
 
 // Every user can authenticate with every mechanism (bob too: he has no

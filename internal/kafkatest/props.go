@@ -47,9 +47,12 @@ type brokerConfig struct {
 	Brokers     int            // brokers in the cluster: the replication factors
 	MinISR      int            // min.insync.replicas; 0 is Kafka's default (1)
 	DataDir     string
-	KeystoreDir string // holds keystore.pem
+	KeystoreDir string // holds keystore.pem and ca.pem
 	ACLs        bool
-	Overrides   map[string]string // set last, on every node
+	// JWKSURL and Issuer are the identity provider's, for OAUTHBEARER on
+	// the SASL listeners.
+	JWKSURL, Issuer string
+	Overrides       map[string]string // set last, on every node
 }
 
 // serverProperties renders one node's server.properties. The controller
@@ -60,21 +63,35 @@ func serverProperties(c brokerConfig) string {
 	rf := strconv.Itoa(brokers)
 	minISR := strconv.Itoa(max(c.MinISR, 1))
 	p := map[string]string{
-		"controller.listener.names":  controllerListener,
-		"inter.broker.listener.name": "PLAINTEXT",
-		"listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d",
-			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"]),
-		"advertised.listeners": fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,SASL_PLAINTEXT://127.0.0.1:%d,SASL_SSL://127.0.0.1:%d",
-			c.Ports["PLAINTEXT"], c.Ports["SASL_PLAINTEXT"], c.Ports["SASL_SSL"]),
-		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+		"controller.listener.names":      controllerListener,
+		"inter.broker.listener.name":     "PLAINTEXT",
+		"listeners":                      listenerList(c.Ports),
+		"advertised.listeners":           listenerList(c.Ports),
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL," + ListenerMTLS + ":SASL_SSL",
 		"log.dirs":                       c.DataDir,
 
-		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-		// TLS for SASL_SSL: a PEM keystore file (chain + PKCS#8 key) made in
-		// Go; clients are not asked for certificates.
-		"listener.name.sasl_ssl.ssl.keystore.type":     "PEM",
-		"listener.name.sasl_ssl.ssl.keystore.location": c.KeystoreDir + "/keystore.pem",
-		"listener.name.sasl_ssl.ssl.client.auth":       "none",
+		"sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+		// Every TLS listener: a PEM keystore file (chain + PKCS#8 key) made
+		// in Go. SSL and MTLS require a client certificate signed by the
+		// cluster's CA, whose common name is the principal (CN=alice is
+		// User:alice); SASL_SSL asks for none.
+		"ssl.keystore.type":                      "PEM",
+		"ssl.keystore.location":                  c.KeystoreDir + "/keystore.pem",
+		"ssl.truststore.type":                    "PEM",
+		"ssl.truststore.location":                c.KeystoreDir + "/ca.pem",
+		"ssl.principal.mapping.rules":            "RULE:^CN=([^,]+).*$/$1/,DEFAULT",
+		"listener.name.sasl_ssl.ssl.client.auth": "none",
+		"listener.name.ssl.ssl.client.auth":      "required",
+		"listener.name.mtls.ssl.client.auth":     "required",
+
+		// OAUTHBEARER: tokens of the test's identity provider, validated
+		// by Kafka's own JWT validator against its JWKS.
+		"sasl.oauthbearer.jwks.endpoint.url": c.JWKSURL,
+		"sasl.oauthbearer.expected.audience": OAuthAudience,
+		"sasl.oauthbearer.expected.issuer":   c.Issuer,
+		// Sessions end with their token (at most an hour): a client whose
+		// token ran out re-authenticates on its connection (KIP-368).
+		"connections.max.reauth.ms": "3600000",
 
 		// Every internal topic has a replica on every broker. Fewer
 		// partitions for the internal topics make the first group or
@@ -121,7 +138,9 @@ func serverProperties(c brokerConfig) string {
 			delete(p, "inter.broker.listener.name")
 		}
 	}
-	for _, l := range []string{"sasl_plaintext", "sasl_ssl"} {
+	for _, l := range []string{"sasl_plaintext", "sasl_ssl", "mtls"} {
+		p["listener.name."+l+".oauthbearer.sasl.jaas.config"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+		p["listener.name."+l+".oauthbearer.sasl.server.callback.handler.class"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 		p["listener.name."+l+".plain.sasl.jaas.config"] = plainJAAS(Users())
 		p["listener.name."+l+".scram-sha-256.sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 		p["listener.name."+l+".scram-sha-512.sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
@@ -140,6 +159,22 @@ func serverProperties(c brokerConfig) string {
 		fmt.Fprintf(&b, "%s=%s\n", k, p[k])
 	}
 	return b.String()
+}
+
+// ListenerMTLS is the name of every broker's SASL_SSL listener that also
+// requires a client certificate (the SSL listener requires one too).
+const ListenerMTLS = "MTLS"
+
+// listenerList is listeners (and advertised.listeners) for a node's ports:
+// every broker listener it has a port for, on 127.0.0.1.
+func listenerList(ports map[string]int) string {
+	var l []string
+	for _, name := range brokerListeners {
+		if p, ok := ports[name]; ok {
+			l = append(l, fmt.Sprintf("%s://127.0.0.1:%d", name, p))
+		}
+	}
+	return strings.Join(l, ",")
 }
 
 // plainJAAS declares the PLAIN users; SCRAM users are added at format time.

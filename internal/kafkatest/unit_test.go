@@ -14,14 +14,20 @@ import (
 )
 
 func TestServerProperties(t *testing.T) {
-	ports := map[string]int{"PLAINTEXT": 1001, "SASL_PLAINTEXT": 1002, "SASL_SSL": 1003, controllerListener: 1004}
-	p := serverProperties(brokerConfig{Ports: ports, DataDir: "/d", KeystoreDir: "/k"})
+	ports := map[string]int{"PLAINTEXT": 1001, "SASL_PLAINTEXT": 1002, "SASL_SSL": 1003, "SSL": 1005, ListenerMTLS: 1006, controllerListener: 1004}
+	p := serverProperties(brokerConfig{Ports: ports, DataDir: "/d", KeystoreDir: "/k", JWKSURL: "http://127.0.0.1:9/jwks"})
 	for _, want := range []string{
-		"listeners=PLAINTEXT://127.0.0.1:1001,SASL_PLAINTEXT://127.0.0.1:1002,SASL_SSL://127.0.0.1:1003,CONTROLLER://127.0.0.1:1004\n",
-		"advertised.listeners=PLAINTEXT://127.0.0.1:1001,SASL_PLAINTEXT://127.0.0.1:1002,SASL_SSL://127.0.0.1:1003\n",
+		"listeners=PLAINTEXT://127.0.0.1:1001,SASL_PLAINTEXT://127.0.0.1:1002,SASL_SSL://127.0.0.1:1003,SSL://127.0.0.1:1005,MTLS://127.0.0.1:1006,CONTROLLER://127.0.0.1:1004\n",
+		"advertised.listeners=PLAINTEXT://127.0.0.1:1001,SASL_PLAINTEXT://127.0.0.1:1002,SASL_SSL://127.0.0.1:1003,SSL://127.0.0.1:1005,MTLS://127.0.0.1:1006\n",
 		"controller.quorum.bootstrap.servers=127.0.0.1:1004\n",
-		"listener.name.sasl_ssl.ssl.keystore.location=/k/keystore.pem\n",
-		"listener.name.sasl_ssl.ssl.keystore.type=PEM\n",
+		"ssl.keystore.location=/k/keystore.pem\n",
+		"ssl.keystore.type=PEM\n",
+		"ssl.truststore.location=/k/ca.pem\n",
+		"listener.name.ssl.ssl.client.auth=required\n",
+		"listener.name.mtls.ssl.client.auth=required\n",
+		"listener.name.sasl_ssl.ssl.client.auth=none\n",
+		"sasl.oauthbearer.jwks.endpoint.url=http://127.0.0.1:9/jwks\n",
+		"listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler\n",
 		`listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";` + "\n",
 		"listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;\n",
 		"log.dirs=/d\n",
@@ -135,10 +141,10 @@ func TestLayout(t *testing.T) {
 				seen[p] = true
 			}
 		}
-		if want := 4; n == 1 && len(seen) != want {
+		if want := len(brokerListeners) + 1; n == 1 && len(seen) != want {
 			t.Errorf("single node: %d ports, want %d", len(seen), want)
 		}
-		if want := 1 + 3*n; n > 1 && len(seen) != want {
+		if want := 1 + len(brokerListeners)*n; n > 1 && len(seen) != want {
 			t.Errorf("%d brokers: %d ports, want %d", n, len(seen), want)
 		}
 	}
@@ -192,7 +198,7 @@ func TestTLSMaterial(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(tm.caPEM) {
+	if !roots.AppendCertsFromPEM([]byte(tm.ca.PEM)) {
 		t.Fatal("CA PEM does not parse")
 	}
 	var types []string
