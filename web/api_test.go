@@ -95,7 +95,7 @@ func TestAPIErrorShape(t *testing.T) {
 	}{
 		{"invalid cluster lists every problem", `{"name":"","bootstrap_servers":["nohost"],"security_protocol":"SASL_SSL"}`,
 			422, "invalid_cluster", "name,bootstrap_servers,sasl_mechanism,username,password"},
-		{"bad protocol", `{"name":"a","bootstrap_servers":["h:1"],"security_protocol":"SSL"}`,
+		{"bad protocol", `{"name":"a","bootstrap_servers":["h:1"],"security_protocol":"TLS"}`,
 			422, "invalid_cluster", "security_protocol"},
 		{"not json", `{"name":`, 400, "invalid_request", ""},
 		{"empty body", ``, 400, "invalid_request", ""},

@@ -62,7 +62,8 @@ func TestMsg(t *testing.T) {
 		{"tasks must be at least 1 (the default is 2)", "任務數至少為1（默認值為2）"},
 		// An argument that is itself a message is translated too.
 		{"current alias is required", "當前Kafka別名為必填項"},
-		{"peer: PLAINTEXT does not authenticate: choose SASL_PLAINTEXT or SASL_SSL, or clear the password", "對端：PLAINTEXT不做認證：請選擇SASL_PLAINTEXT或SASL_SSL，或清空密碼"},
+		{"peer: PLAINTEXT does not authenticate with a password: choose SASL_PLAINTEXT or SASL_SSL, or clear the password", "對端：PLAINTEXT不以密碼認證：請選擇SASL_PLAINTEXT或SASL_SSL，或清空密碼"},
+		{"peer: the private key does not belong to the client certificate (the first certificate of the chain): paste the key the certificate was issued for", "對端：私鑰與客戶端證書（證書鏈中的第一個證書）不匹配：請粘貼該證書簽發時所用的私鑰"},
 		// Arguments in another order than in English.
 		{"replication factor 3 is more than the 1 broker(s) of west, where this task creates topics: use at most 1", "副本數3大於west的Broker數1（本任務在其上創建Topic）：最多使用1"},
 		{"your role (viewer) does not allow this; it needs operator: ask an admin", "您的角色（viewer）不允許此操作，需要operator：請聯繫管理員"},

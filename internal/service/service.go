@@ -13,6 +13,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -24,6 +25,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connectivity"
 	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // TasksPerClusterLimit is how many Smart Connect tasks one current cluster may
@@ -137,27 +139,82 @@ func New(d Deps) (*Service, error) {
 // ClusterInfo is a registered cluster as shown by the console and the API:
 // never the password, only whether one is set.
 type ClusterInfo struct {
-	Name             string    `json:"name"`
-	BootstrapServers []string  `json:"bootstrap_servers"`
-	SecurityProtocol string    `json:"security_protocol"`
-	SASLMechanism    string    `json:"sasl_mechanism,omitempty"`
-	Username         string    `json:"username,omitempty"`
-	PasswordSet      bool      `json:"password_set"`
-	CAPEM            string    `json:"ca_pem,omitempty"`
-	CreatedAt        time.Time `json:"created_at"`
-	TasksUsed        int       `json:"tasks_used"`
-	TasksLimit       int       `json:"tasks_limit"`
+	Name             string   `json:"name"`
+	BootstrapServers []string `json:"bootstrap_servers"`
+	SecurityProtocol string   `json:"security_protocol"`
+	SASLMechanism    string   `json:"sasl_mechanism,omitempty"`
+	Username         string   `json:"username,omitempty"`
+	PasswordSet      bool     `json:"password_set"`
+	CAPEM            string   `json:"ca_pem,omitempty"`
+	Credentials
+	CreatedAt  time.Time `json:"created_at"`
+	TasksUsed  int       `json:"tasks_used"`
+	TasksLimit int       `json:"tasks_limit"`
 	// SmartConnect says whether tasks may be created here and on which
 	// engine they run by default.
 	SmartConnect SmartConnect `json:"smart_connect"`
 }
 
+// Credentials is what the console and the API show of a cluster's (or a
+// peer's) client certificate and OAuth settings: the certificate chain and
+// what it says, whether the secrets are set, never their values.
+type Credentials struct {
+	ClientCertPEM string `json:"client_cert_pem,omitempty"`
+	// ClientCert describes the certificate's leaf; absent without one.
+	ClientCert *cluster.CertInfo `json:"client_cert,omitempty"`
+	// ClientKeySet says a client key (and its password, if any) is sealed.
+	ClientKeySet bool `json:"client_key_set,omitempty"`
+	// OAuth is OAUTHBEARER's grant with its client secret masked.
+	OAuth *cluster.OAuth `json:"oauth,omitempty"`
+}
+
+// credentialsOf shows s's certificate and OAuth settings; sealed says
+// whether the secrets beside the password are set.
+func credentialsOf(s cluster.Settings, sealed bool) Credentials {
+	c := Credentials{ClientCertPEM: s.ClientCertPEM}
+	if s.HasClientCert() {
+		info := s.ClientCertInfo()
+		c.ClientCert = &info
+		c.ClientKeySet = sealed
+	}
+	if s.OAuth != (cluster.OAuth{}) {
+		o := s.OAuth
+		o.ClientSecret = ""
+		if sealed {
+			o.ClientSecret = task.PasswordMask
+		}
+		c.OAuth = &o
+	}
+	return c
+}
+
+// CertExpiresSoon reports whether the client certificate ends within the
+// warning window (cluster.CertExpiryWarning) of now, or has ended.
+func (c Credentials) CertExpiresSoon(now time.Time) bool {
+	return c.ClientCert != nil && c.ClientCert.ExpiresWithin(cluster.CertExpiryWarning, now)
+}
+
 // Auth describes the cluster's authentication in a few words for lists.
 func (c ClusterInfo) Auth() string {
-	if c.SecurityProtocol == cluster.Plaintext || c.SecurityProtocol == "" {
+	return authSummary(c.SecurityProtocol, c.SASLMechanism, c.Username, c.Credentials)
+}
+
+func authSummary(protocol, mechanism, username string, c Credentials) string {
+	var out string
+	switch {
+	case protocol == cluster.Plaintext || protocol == "":
 		return "none (PLAINTEXT)"
+	case mechanism == cluster.MechanismOAuthBearer && c.OAuth != nil:
+		out = protocol + " OAUTHBEARER as " + c.OAuth.ClientID
+	case mechanism != "":
+		out = protocol + " " + mechanism + " as " + username
+	default:
+		out = protocol
 	}
-	return c.SecurityProtocol + " " + c.SASLMechanism + " as " + c.Username
+	if c.ClientCert != nil {
+		out += ", client certificate " + c.ClientCert.Subject
+	}
+	return out
 }
 
 // ListClusters returns every registered cluster ordered by name.
@@ -199,18 +256,65 @@ func (s *Service) ClusterSettings(ctx context.Context, name string) (cluster.Set
 	if err != nil {
 		return cluster.Settings{}, err
 	}
-	cs := cluster.Settings{
+	x, err := s.openSecrets(r.PasswordCiphertext, r.Name, r.CredentialsCiphertext, clusterCredentialsLabel(r.Name))
+	if err != nil {
+		return cluster.Settings{}, fmt.Errorf("cluster %q: %w", name, err)
+	}
+	return clusterOf(r).WithSecrets(x), nil
+}
+
+// clusterOf is a stored cluster's settings without its secrets.
+func clusterOf(r store.Cluster) cluster.Settings {
+	return cluster.Settings{
 		Name: r.Name, BootstrapServers: r.BootstrapServers, SecurityProtocol: r.SecurityProtocol,
-		SASLMechanism: r.SASLMechanism, Username: r.Username, CAPEM: r.CAPEM,
+		SASLMechanism: r.SASLMechanism, Username: r.Username, CAPEM: r.CAPEM, ClientCertPEM: r.ClientCertPEM, OAuth: r.OAuth,
 	}
-	if r.PasswordCiphertext != nil {
-		pw, err := s.secrets.Open(r.PasswordCiphertext, r.Name)
-		if err != nil {
-			return cluster.Settings{}, fmt.Errorf("cluster %q: %w", name, err)
+}
+
+func clusterCredentialsLabel(name string) string { return "credentials/" + name }
+
+// sealSecrets seals a password under passwordLabel, and the other secrets
+// together as JSON under credentialsLabel; nil for what is not set.
+func (s *Service) sealSecrets(x cluster.Secrets, passwordLabel, credentialsLabel string) (password, credentials []byte, err error) {
+	if x.Password != "" {
+		if password, err = s.secrets.Seal([]byte(x.Password), passwordLabel); err != nil {
+			return nil, nil, fmt.Errorf("seal the password: %w", err)
 		}
-		cs.Password = string(pw)
 	}
-	return cs, nil
+	x.Password = ""
+	if x.IsZero() {
+		return password, nil, nil
+	}
+	b, err := json.Marshal(x)
+	if err != nil {
+		return nil, nil, err
+	}
+	if credentials, err = s.secrets.Seal(b, credentialsLabel); err != nil {
+		return nil, nil, fmt.Errorf("seal the credentials: %w", err)
+	}
+	return password, credentials, nil
+}
+
+// openSecrets is sealSecrets' reverse.
+func (s *Service) openSecrets(password []byte, passwordLabel string, credentials []byte, credentialsLabel string) (cluster.Secrets, error) {
+	var x cluster.Secrets
+	if credentials != nil {
+		b, err := s.secrets.Open(credentials, credentialsLabel)
+		if err != nil {
+			return x, fmt.Errorf("open the credentials: %w", err)
+		}
+		if err := json.Unmarshal(b, &x); err != nil {
+			return x, fmt.Errorf("decode the credentials: %w", err)
+		}
+	}
+	if password != nil {
+		pw, err := s.secrets.Open(password, passwordLabel)
+		if err != nil {
+			return x, err
+		}
+		x.Password = string(pw)
+	}
+	return x, nil
 }
 
 // AddCluster validates and registers a cluster. Every broken rule comes back
@@ -226,18 +330,15 @@ func (s *Service) AddCluster(ctx context.Context, in cluster.Settings) (_ Cluste
 	}
 	rec := store.Cluster{
 		Name: in.Name, BootstrapServers: in.BootstrapServers, SecurityProtocol: in.SecurityProtocol,
-		SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
+		SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM, ClientCertPEM: in.ClientCertPEM, OAuth: in.OAuth,
 		// Whole seconds: what the store keeps, so a later read shows the same.
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 		// What the store sets on a new cluster: enabled, in-process.
 		SmartConnect: store.SmartConnect{Enabled: true},
 	}
-	if in.Password != "" {
-		sealed, err := s.secrets.Seal([]byte(in.Password), in.Name)
-		if err != nil {
-			return ClusterInfo{}, fmt.Errorf("seal password of cluster %q: %w", in.Name, err)
-		}
-		rec.PasswordCiphertext = sealed
+	rec.OAuth.ClientSecret = ""
+	if rec.PasswordCiphertext, rec.CredentialsCiphertext, err = s.sealSecrets(in.Secrets(), in.Name, clusterCredentialsLabel(in.Name)); err != nil {
+		return ClusterInfo{}, fmt.Errorf("cluster %q: %w", in.Name, err)
 	}
 	if err := s.clusters.CreateCluster(ctx, rec); err != nil {
 		if errors.Is(err, store.ErrExists) {
@@ -297,7 +398,8 @@ func (s *Service) info(ctx context.Context, r store.Cluster) (ClusterInfo, error
 	return ClusterInfo{
 		Name: r.Name, BootstrapServers: r.BootstrapServers, SecurityProtocol: r.SecurityProtocol,
 		SASLMechanism: r.SASLMechanism, Username: r.Username, PasswordSet: r.PasswordCiphertext != nil,
-		CAPEM: r.CAPEM, CreatedAt: r.CreatedAt, TasksUsed: used, TasksLimit: TasksPerClusterLimit,
+		CAPEM: r.CAPEM, Credentials: credentialsOf(clusterOf(r), r.CredentialsCiphertext != nil),
+		CreatedAt: r.CreatedAt, TasksUsed: used, TasksLimit: TasksPerClusterLimit,
 		SmartConnect: smartConnectOf(r),
 	}, nil
 }

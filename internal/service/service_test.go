@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,10 +11,12 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 func TestValidateCluster(t *testing.T) {
@@ -37,7 +40,7 @@ func TestValidateCluster(t *testing.T) {
 			[]string{"bootstrap_servers", "bootstrap_servers", "bootstrap_servers"}},
 		{"no host", func(s *cluster.Settings) { s.BootstrapServers = []string{":9092"} }, ok, []string{"bootstrap_servers"}},
 		{"duplicate", func(s *cluster.Settings) { s.BootstrapServers = []string{"k:1", "k:1"} }, ok, []string{"bootstrap_servers"}},
-		{"bad protocol", func(s *cluster.Settings) { s.SecurityProtocol = "SSL" }, ok, []string{"security_protocol"}},
+		{"bad protocol", func(s *cluster.Settings) { s.SecurityProtocol = "TLS" }, ok, []string{"security_protocol"}},
 		{"sasl missing all", func(s *cluster.Settings) { s.SASLMechanism, s.Username, s.Password = "", "", "" }, sasl,
 			[]string{"sasl_mechanism", "username", "password"}},
 		{"bad mechanism", func(s *cluster.Settings) { s.SASLMechanism = "GSSAPI" }, sasl, []string{"sasl_mechanism"}},
@@ -182,5 +185,61 @@ func TestSignInThrottles(t *testing.T) {
 	// Another client is not punished for it.
 	if _, err := svc.SignIn(ctx, "admin", "admin-password", "5.6.7.8"); err != nil {
 		t.Fatalf("other client: %v", err)
+	}
+}
+
+// A client key, its password and an OAuth client secret are sealed like the
+// password: absent from the database file and from every answer, opened
+// again for connecting; the certificate is described.
+func TestClusterCredentialsAreSealedAndNeverShown(t *testing.T) {
+	ctx := context.Background()
+	svc, dir := newService(t)
+	ca, err := kafkatest.NewCA("test CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(kafkatest.CertSpec{CommonName: "alice", NotAfter: time.Now().Add(10 * 24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyMarker := strings.Split(cert.KeyPEM, "\n")[1] // a line of the key's base64
+	in := cluster.Settings{Name: "east", BootstrapServers: []string{"127.0.0.1:9093"}, SecurityProtocol: cluster.SASLSSL,
+		SASLMechanism: cluster.MechanismOAuthBearer, ClientCertPEM: cert.ChainPEM, ClientKeyPEM: cert.KeyPEM,
+		OAuth: cluster.OAuth{TokenEndpoint: "https://idp.example.com/token", ClientID: "kmirror", ClientSecret: "oauth-client-secret-xyz", Audience: "kafka"}}
+	info, err := svc.AddCluster(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, err := json.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"oauth-client-secret-xyz", keyMarker} {
+		if strings.Contains(string(answer), secret) {
+			t.Fatalf("the answer shows a secret: %s", answer)
+		}
+	}
+	if info.ClientCert == nil || info.ClientCert.Subject != "CN=alice,O=kmirror tests" || !info.ClientKeySet ||
+		info.OAuth == nil || info.OAuth.ClientSecret != task.PasswordMask || info.OAuth.ClientID != "kmirror" {
+		t.Fatalf("info: %s", answer)
+	}
+	if !info.CertExpiresSoon(time.Now()) {
+		t.Fatal("a certificate ending in 10 days: want it said to expire soon")
+	}
+	cs, err := svc.ClusterSettings(ctx, "east")
+	in = service.NormalizeCluster(in) // PEM texts trimmed
+	if err != nil || cs.Secrets() != in.Secrets() || cs.ClientCertPEM != in.ClientCertPEM || cs.OAuth != in.OAuth {
+		t.Fatalf("settings round trip: %+v, %v", cs.Redacted(), err)
+	}
+	for _, f := range []string{store.FileName, store.FileName + "-wal"} {
+		raw, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for _, secret := range []string{"oauth-client-secret-xyz", keyMarker} {
+			if strings.Contains(string(raw), secret) {
+				t.Fatalf("%s holds a secret in clear", f)
+			}
+		}
 	}
 }

@@ -194,10 +194,6 @@ type ClusterCheck struct {
 	connectivity.Result
 }
 
-// connectionFields are the fields a connectivity check needs sound.
-var connectionFields = []string{"current.cluster", "peer.config_type", "peer.cluster", "peer.address",
-	"peer.security_protocol", "peer.sasl_mechanism", "peer.username", "peer.password", "peer.ca_pem"}
-
 // Connectivity checks, step by step, that kmirror can use both clusters of
 // a task with its settings (docs/TASKS.md, Connectivity check). Only the fields needed to connect must
 // be valid; their problems come back as an invalid_task Error. A failed
@@ -209,10 +205,8 @@ func (s *Service) Connectivity(ctx context.Context, in task.Task) (ConnectivityR
 	t := NormalizeTask(in)
 	var p Problems
 	for _, pr := range ValidateTask(t) {
-		for _, f := range connectionFields {
-			if pr.Field == f {
-				p = append(p, pr)
-			}
+		if isConnectionField(pr.Field) {
+			p = append(p, pr)
 		}
 	}
 	current, peer, rp, err := s.resolveTask(ctx, t, p)

@@ -58,11 +58,12 @@ func NormalizeTask(t task.Task) task.Task {
 	p.Alias = ts(p.Alias)
 	p.ConfigType = ts(p.ConfigType)
 	p.Cluster = ts(p.Cluster)
-	p.Address = trimList(p.Address)
-	p.SecurityProtocol = ts(p.SecurityProtocol)
-	p.SASLMechanism = ts(p.SASLMechanism)
-	p.Username = ts(p.Username)
-	p.CAPEM = ts(p.CAPEM)
+	// A peer's address and authentication take a registered cluster's
+	// normalization, without its default protocol (filled below for a
+	// peer by address only).
+	ns := NormalizeCluster(p.Settings())
+	ns.SecurityProtocol = ts(p.SecurityProtocol)
+	*p = p.WithSettings(ns)
 	if p.ConfigType == "" {
 		// Infer only when unambiguous; with both or neither given the
 		// validator asks.
@@ -165,14 +166,25 @@ func checkAlias(p *Problems, field, what, alias string) {
 	}
 }
 
-// peerFields maps ValidateCluster's field names to the task's.
-var peerFields = map[string]string{
-	"bootstrap_servers": "peer.address",
-	"security_protocol": "peer.security_protocol",
-	"sasl_mechanism":    "peer.sasl_mechanism",
-	"username":          "peer.username",
-	"password":          "peer.password",
-	"ca_pem":            "peer.ca_pem",
+// peerField maps a ValidateCluster field to the task's: the same name
+// under peer., except the bootstrap servers, which a peer calls its address.
+func peerField(clusterField string) string {
+	if clusterField == "bootstrap_servers" {
+		return "peer.address"
+	}
+	return "peer." + clusterField
+}
+
+// isConnectionField says whether a task field is needed to connect to its
+// clusters (what a connectivity check needs sound).
+func isConnectionField(field string) bool {
+	switch field {
+	case "current.cluster", "peer.config_type", "peer.cluster", "peer.address":
+		return true
+	case "peer.alias":
+		return false
+	}
+	return strings.HasPrefix(field, "peer.")
 }
 
 func validatePeer(p *Problems, t task.Task) {
@@ -195,8 +207,8 @@ func validatePeer(p *Problems, t task.Task) {
 		asCluster := peer.Settings()
 		asCluster.Name = "peer" // a valid name: the alias has its own rules
 		for _, pr := range ValidateCluster(asCluster) {
-			field, ok := peerFields[pr.Field]
-			if !ok || (field == "peer.address" && len(peer.Address) == 0) {
+			field := peerField(pr.Field)
+			if pr.Field == "name" || (field == "peer.address" && len(peer.Address) == 0) {
 				continue
 			}
 			p.Add(field, "peer: %s", pr.Message)
@@ -221,6 +233,10 @@ func validatePeer(p *Problems, t task.Task) {
 			{"peer.username", "username", peer.Username},
 			{"peer.password", "password", peer.Password},
 			{"peer.ca_pem", "CA certificate", peer.CAPEM},
+			{"peer.client_cert_pem", "client certificate", peer.ClientCertPEM},
+			{"peer.client_key_pem", "client key", peer.ClientKeyPEM},
+			{"peer.client_key_password", "client key password", peer.ClientKeyPassword},
+			{"peer.oauth", "OAuth settings", boolText(peer.OAuth != cluster.OAuth{})},
 		} {
 			if f.v != "" {
 				p.Add(f.field, "a peer given by cluster name uses that cluster's own authentication: clear the %s, or choose config type address", f.what)
@@ -231,6 +247,13 @@ func validatePeer(p *Problems, t task.Task) {
 	default:
 		p.Add("peer.config_type", "peer config type must be address (bootstrap servers given here) or cluster (a registered cluster)")
 	}
+}
+
+func boolText(b bool) string {
+	if b {
+		return "set"
+	}
+	return ""
 }
 
 func validateRules(p *Problems, t task.Task) {

@@ -14,8 +14,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
+
+// testClientCert is a client certificate and its key, issued by a CA of its own.
+func testClientCert(t *testing.T, cn string) kafkatest.Issued {
+	t.Helper()
+	ca, err := kafkatest.NewCA("test CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ca.Issue(kafkatest.CertSpec{CommonName: cn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
 
 // validTask is the API documentation's example: a push by address with SASL_SSL.
 func validTask() task.Task {
@@ -68,6 +84,14 @@ type fp struct{ field, phrase string }
 
 func TestValidateTask(t *testing.T) {
 	ca := testCA(t)
+	alice, bob := testClientCert(t, "alice"), testClientCert(t, "bob")
+	sslPeer := func(x *task.Task) {
+		x.Peer.SecurityProtocol, x.Peer.SASLMechanism, x.Peer.Username, x.Peer.Password = "SSL", "", "", ""
+	}
+	oauthPeer := func(x *task.Task) {
+		x.Peer.SASLMechanism, x.Peer.Username, x.Peer.Password = "OAUTHBEARER", "", ""
+		x.Peer.OAuth = cluster.OAuth{TokenEndpoint: "https://idp.example.com/oauth2/token", ClientID: "kmirror", ClientSecret: "cs", Scope: "kafka", Audience: "kafka"}
+	}
 	tests := []struct {
 		name string
 		edit func(*task.Task)
@@ -124,19 +148,27 @@ func TestValidateTask(t *testing.T) {
 		{"peer cluster with auth", func(x *task.Task) {
 			byCluster(x)
 			x.Peer.SecurityProtocol, x.Peer.SASLMechanism, x.Peer.Username, x.Peer.Password, x.Peer.CAPEM = "SASL_SSL", "PLAIN", "u", "p", ca
+			x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM, x.Peer.OAuth = alice.ChainPEM, alice.KeyPEM, cluster.OAuth{ClientID: "c"}
 		}, []fp{{"peer.security_protocol", "own authentication"}, {"peer.sasl_mechanism", "own authentication"},
-			{"peer.username", "own authentication"}, {"peer.password", "own authentication"}, {"peer.ca_pem", "own authentication"}}},
+			{"peer.username", "own authentication"}, {"peer.password", "own authentication"}, {"peer.ca_pem", "own authentication"},
+			{"peer.client_cert_pem", "own authentication"}, {"peer.client_key_pem", "own authentication"}, {"peer.oauth", "own authentication"}}},
 
 		// security protocol
 		{"protocol PLAINTEXT", plaintext, nil},
 		{"protocol SASL_PLAINTEXT", func(x *task.Task) { x.Peer.SecurityProtocol = "SASL_PLAINTEXT" }, nil},
-		{"protocol bad", func(x *task.Task) { x.Peer.SecurityProtocol = "SSL" }, []fp{{"peer.security_protocol", "PLAINTEXT, SASL_PLAINTEXT or SASL_SSL"}}},
+		{"protocol bad", func(x *task.Task) { x.Peer.SecurityProtocol = "TLS" }, []fp{{"peer.security_protocol", "PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL"}}},
+		{"protocol SSL", sslPeer, nil},
+		{"SSL with a client certificate", func(x *task.Task) {
+			sslPeer(x)
+			x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = alice.ChainPEM, alice.KeyPEM
+		}, nil},
+		{"SSL with a username", func(x *task.Task) { sslPeer(x); x.Peer.Username = "u" }, []fp{{"peer.username", "SSL does not authenticate with a username"}}},
 
 		// mechanism
 		{"mechanism PLAIN", func(x *task.Task) { x.Peer.SASLMechanism = "PLAIN" }, nil},
 		{"mechanism SCRAM-SHA-256", func(x *task.Task) { x.Peer.SASLMechanism = "SCRAM-SHA-256" }, nil},
 		{"mechanism missing", func(x *task.Task) { x.Peer.SASLMechanism = "" }, []fp{{"peer.sasl_mechanism", "needs a SASL mechanism"}}},
-		{"mechanism bad", func(x *task.Task) { x.Peer.SASLMechanism = "GSSAPI" }, []fp{{"peer.sasl_mechanism", "SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN"}}},
+		{"mechanism bad", func(x *task.Task) { x.Peer.SASLMechanism = "GSSAPI" }, []fp{{"peer.sasl_mechanism", "SCRAM-SHA-512, PLAIN, SCRAM-SHA-256 or OAUTHBEARER"}}},
 		{"mechanism without SASL", func(x *task.Task) { plaintext(x); x.Peer.SASLMechanism = "PLAIN" }, []fp{{"peer.sasl_mechanism", "PLAINTEXT uses no SASL mechanism"}}},
 
 		// username and password
@@ -148,7 +180,38 @@ func TestValidateTask(t *testing.T) {
 		// CA
 		{"ca ok", func(x *task.Task) { x.Peer.CAPEM = ca }, nil},
 		{"ca garbage", func(x *task.Task) { x.Peer.CAPEM = "not a cert" }, []fp{{"peer.ca_pem", "no PEM certificate"}}},
-		{"ca without SSL", func(x *task.Task) { x.Peer.SecurityProtocol = "SASL_PLAINTEXT"; x.Peer.CAPEM = ca }, []fp{{"peer.ca_pem", "only used with SASL_SSL"}}},
+		{"ca without SSL", func(x *task.Task) { x.Peer.SecurityProtocol = "SASL_PLAINTEXT"; x.Peer.CAPEM = ca }, []fp{{"peer.ca_pem", "only used with SSL or SASL_SSL"}}},
+
+		// client certificate
+		{"SASL_SSL with a client certificate", func(x *task.Task) { x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = alice.ChainPEM, alice.KeyPEM }, nil},
+		{"certificate without TLS", func(x *task.Task) {
+			x.Peer.SecurityProtocol = "SASL_PLAINTEXT"
+			x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = alice.ChainPEM, alice.KeyPEM
+		}, []fp{{"peer.client_cert_pem", "only used with SSL or SASL_SSL"}}},
+		{"certificate without key", func(x *task.Task) { x.Peer.ClientCertPEM = alice.ChainPEM }, []fp{{"peer.client_key_pem", "needs its private key"}}},
+		{"key without certificate", func(x *task.Task) { x.Peer.ClientKeyPEM = alice.KeyPEM }, []fp{{"peer.client_cert_pem", "needs its certificate"}}},
+		{"key of another certificate", func(x *task.Task) { x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = alice.ChainPEM, bob.KeyPEM }, []fp{{"peer.client_key_pem", "does not belong to the client certificate"}}},
+		{"certificate not PEM", func(x *task.Task) { x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = "garbage", alice.KeyPEM }, []fp{{"peer.client_cert_pem", "not PEM"}}},
+		{"key password on a plain key", func(x *task.Task) {
+			x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM, x.Peer.ClientKeyPassword = alice.ChainPEM, alice.KeyPEM, "pw"
+		}, []fp{{"peer.client_key_password", "not encrypted"}}},
+
+		// OAUTHBEARER
+		{"OAUTHBEARER", oauthPeer, nil},
+		{"OAUTHBEARER on SASL_PLAINTEXT", func(x *task.Task) { oauthPeer(x); x.Peer.SecurityProtocol = "SASL_PLAINTEXT"; x.Peer.CAPEM = "" }, nil},
+		{"OAUTHBEARER with a password", func(x *task.Task) { oauthPeer(x); x.Peer.Username, x.Peer.Password = "u", "p" },
+			[]fp{{"peer.username", "clear the username"}, {"peer.password", "clear the password"}}},
+		{"OAUTHBEARER missing all", func(x *task.Task) { oauthPeer(x); x.Peer.OAuth = cluster.OAuth{} },
+			[]fp{{"peer.oauth.token_endpoint", "token endpoint"}, {"peer.oauth.client_id", "client id"}, {"peer.oauth.client_secret", "client secret"}}},
+		{"token endpoint over http", func(x *task.Task) { oauthPeer(x); x.Peer.OAuth.TokenEndpoint = "http://idp.example.com/token" },
+			[]fp{{"peer.oauth.token_endpoint", "must use https"}}},
+		{"token endpoint on loopback http", func(x *task.Task) { oauthPeer(x); x.Peer.OAuth.TokenEndpoint = "http://127.0.0.1:8080/token" }, nil},
+		{"token endpoint not a URL", func(x *task.Task) { oauthPeer(x); x.Peer.OAuth.TokenEndpoint = "idp/token" },
+			[]fp{{"peer.oauth.token_endpoint", "https:// URL"}}},
+		{"masked client secret", func(x *task.Task) { oauthPeer(x); x.Peer.OAuth.ClientSecret = task.PasswordMask },
+			[]fp{{"peer.oauth.client_secret", "masked"}}},
+		{"OAuth without OAUTHBEARER", func(x *task.Task) { x.Peer.OAuth = cluster.OAuth{ClientID: "c"} },
+			[]fp{{"peer.oauth", "only used with SASL mechanism OAUTHBEARER"}}},
 
 		// direction
 		{"direction pull", func(x *task.Task) { x.Rules.Direction = "pull" }, nil},

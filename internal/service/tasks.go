@@ -51,6 +51,30 @@ type TaskInfo struct {
 type PeerInfo struct {
 	task.Peer
 	PasswordSet bool `json:"password_set"`
+	// ClientCert describes the client certificate; ClientKeySet says its
+	// key is sealed. The OAuth client secret shows as the mask when set.
+	ClientCert   *cluster.CertInfo `json:"client_cert,omitempty"`
+	ClientKeySet bool              `json:"client_key_set,omitempty"`
+}
+
+// peerInfo shows a stored peer: no secret, only whether each is set.
+func peerInfo(p task.Peer, passwordSet, credentialsSealed bool) PeerInfo {
+	p = p.WithSecrets(cluster.Secrets{})
+	c := credentialsOf(p.Settings(), credentialsSealed)
+	if c.OAuth != nil {
+		p.OAuth = *c.OAuth
+	}
+	return PeerInfo{Peer: p, PasswordSet: passwordSet, ClientCert: c.ClientCert, ClientKeySet: c.ClientKeySet}
+}
+
+// Credentials of the peer, as a cluster's are shown.
+func (p PeerInfo) Credentials() Credentials {
+	c := Credentials{ClientCertPEM: p.ClientCertPEM, ClientCert: p.ClientCert, ClientKeySet: p.ClientKeySet}
+	if p.OAuth != (cluster.OAuth{}) {
+		o := p.OAuth
+		c.OAuth = &o
+	}
+	return c
 }
 
 // TaskStatus is what a task is doing: State is RUNNING, STARTING, PAUSED or
@@ -97,6 +121,8 @@ func (l *taskLocks) lock(name string) func() {
 // passwordLabel binds a task's sealed peer password to the task, so it
 // cannot be opened as another task's or a cluster's.
 func passwordLabel(name string) string { return "task/" + name }
+
+func peerCredentialsLabel(name string) string { return "task-credentials/" + name }
 
 func invalidTask(p Problems) *Error {
 	return &Error{Code: CodeInvalidTask, Message: "the task is not valid", Problems: p}
@@ -164,12 +190,8 @@ func (s *Service) createTask(ctx context.Context, in task.Task, prepare prepareF
 	now := time.Now().UTC().Truncate(time.Second)
 	rec := store.Task{Spec: t, DesiredState: task.DesiredRunning, LastAction: task.ActionCreate, LastActionBy: actorName(ctx),
 		LastActionAt: now, CreatedAt: now}
-	if t.Peer.Password != "" {
-		sealed, err := s.secrets.Seal([]byte(t.Peer.Password), passwordLabel(t.Name))
-		if err != nil {
-			return TaskInfo{}, fmt.Errorf("seal peer password of task %q: %w", t.Name, err)
-		}
-		rec.PeerPasswordCiphertext = sealed
+	if rec.PeerPasswordCiphertext, rec.PeerCredentialsCiphertext, err = s.sealSecrets(t.Peer.Secrets(), passwordLabel(t.Name), peerCredentialsLabel(t.Name)); err != nil {
+		return TaskInfo{}, fmt.Errorf("peer of task %q: %w", t.Name, err)
 	}
 	undo := func() {}
 	if prepare != nil {
@@ -430,13 +452,11 @@ func (s *Service) startStored(ctx context.Context, rec store.Task) {
 // clusters resolved. Never show the result.
 func (s *Service) openTask(ctx context.Context, rec store.Task) (task.Task, cluster.Settings, cluster.Settings, error) {
 	t := rec.Spec
-	if rec.PeerPasswordCiphertext != nil {
-		pw, err := s.secrets.Open(rec.PeerPasswordCiphertext, passwordLabel(t.Name))
-		if err != nil {
-			return t, cluster.Settings{}, cluster.Settings{}, fmt.Errorf("open the peer password of task %q: %w (was the data directory's secret.key replaced? delete and create the task again)", t.Name, err)
-		}
-		t.Peer.Password = string(pw)
+	x, err := s.openSecrets(rec.PeerPasswordCiphertext, passwordLabel(t.Name), rec.PeerCredentialsCiphertext, peerCredentialsLabel(t.Name))
+	if err != nil {
+		return t, cluster.Settings{}, cluster.Settings{}, fmt.Errorf("open the peer secrets of task %q: %w (was the data directory's secret.key replaced? delete and create the task again)", t.Name, err)
 	}
+	t.Peer = t.Peer.WithSecrets(x)
 	var lookupErr error
 	current, peer, err := t.Resolve(func(name string) (cluster.Settings, bool) {
 		cs, err := s.ClusterSettings(ctx, name)
@@ -513,10 +533,9 @@ func (s *Service) storedTask(ctx context.Context, name string) (store.Task, erro
 
 func (s *Service) taskInfo(r store.Task) TaskInfo {
 	t := r.Spec
-	t.Peer.Password = ""
 	return TaskInfo{
 		Name: t.Name, Type: t.Type, Current: t.Current, Rules: t.Rules, Engine: t.EngineOrDefault(),
-		Peer:           PeerInfo{Peer: t.Peer, PasswordSet: r.PeerPasswordCiphertext != nil},
+		Peer:           peerInfo(t.Peer, r.PeerPasswordCiphertext != nil, r.PeerCredentialsCiphertext != nil),
 		DesiredState:   r.DesiredState,
 		Status:         s.status(r),
 		LastAction:     LastAction{Action: r.LastAction, By: r.LastActionBy, At: r.LastActionAt},

@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 )
 
 // Cluster is a registered cluster as stored: the password only sealed (see
@@ -18,6 +21,12 @@ type Cluster struct {
 	Username           string
 	PasswordCiphertext []byte // nil when the cluster has no password
 	CAPEM              string
+	ClientCertPEM      string
+	// OAuth is OAUTHBEARER's grant without its client secret.
+	OAuth cluster.OAuth
+	// CredentialsCiphertext seals the other secrets (cluster.Secrets
+	// without the password) as JSON; nil when there are none.
+	CredentialsCiphertext []byte
 	CreatedAt          time.Time
 	// SmartConnect is whether tasks may be created on this cluster and on
 	// which engine they run by default.
@@ -52,7 +61,7 @@ type Clusters interface {
 var _ Clusters = (*DB)(nil)
 
 const (
-	clusterColumns     = `name, bootstrap_servers, security_protocol, sasl_mechanism, username, password_ciphertext, ca_pem, created_at`
+	clusterColumns     = `name, bootstrap_servers, security_protocol, sasl_mechanism, username, password_ciphertext, ca_pem, client_cert_pem, oauth, credentials_ciphertext, created_at`
 	clusterReadColumns = clusterColumns + `, smart_connect_enabled, smart_connect_engine`
 )
 
@@ -61,9 +70,13 @@ func (d *DB) CreateCluster(ctx context.Context, c Cluster) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO clusters (`+clusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	oauth, err := encodeOAuth(c.OAuth)
+	if err != nil {
+		return fmt.Errorf("create cluster %q: %w", c.Name, err)
+	}
+	_, err = d.db.ExecContext(ctx, `INSERT INTO clusters (`+clusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, strings.Join(c.BootstrapServers, ","), c.SecurityProtocol, c.SASLMechanism, c.Username,
-		c.PasswordCiphertext, c.CAPEM, c.CreatedAt.Unix())
+		c.PasswordCiphertext, c.CAPEM, c.ClientCertPEM, oauth, c.CredentialsCiphertext, c.CreatedAt.Unix())
 	if isConstraint(err) {
 		return fmt.Errorf("cluster %q: %w", c.Name, ErrExists)
 	}
@@ -106,6 +119,16 @@ func (d *DB) SetSmartConnect(ctx context.Context, cluster string, sc SmartConnec
 	return err
 }
 
+// encodeOAuth is the oauth column: "" for none, never the client secret.
+func encodeOAuth(o cluster.OAuth) (string, error) {
+	o.ClientSecret = ""
+	if o == (cluster.OAuth{}) {
+		return "", nil
+	}
+	b, err := json.Marshal(o)
+	return string(b), err
+}
+
 type scanner interface{ Scan(dest ...any) error }
 
 func scanCluster(s scanner) (Cluster, error) {
@@ -113,9 +136,15 @@ func scanCluster(s scanner) (Cluster, error) {
 	var servers string
 	var created int64
 	var engine sql.NullString
+	var oauth string
 	if err := s.Scan(&c.Name, &servers, &c.SecurityProtocol, &c.SASLMechanism, &c.Username,
-		&c.PasswordCiphertext, &c.CAPEM, &created, &c.SmartConnect.Enabled, &engine); err != nil {
+		&c.PasswordCiphertext, &c.CAPEM, &c.ClientCertPEM, &oauth, &c.CredentialsCiphertext, &created, &c.SmartConnect.Enabled, &engine); err != nil {
 		return Cluster{}, err
+	}
+	if oauth != "" {
+		if err := json.Unmarshal([]byte(oauth), &c.OAuth); err != nil {
+			return Cluster{}, fmt.Errorf("decode the OAuth settings of cluster %q: %w", c.Name, err)
+		}
 	}
 	c.SmartConnect.ConnectCluster = engine.String
 	if servers != "" {

@@ -8,15 +8,18 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Task is a stored Smart Connect task. Spec never holds the peer password:
-// the store clears it before writing, and the sealed password travels in
-// PeerPasswordCiphertext.
+// Task is a stored Smart Connect task. Spec never holds the peer's secrets:
+// the store clears them before writing; the sealed password travels in
+// PeerPasswordCiphertext and the other secrets (client key, its password,
+// OAuth client secret) in PeerCredentialsCiphertext.
 type Task struct {
-	Spec                   task.Task
-	PeerPasswordCiphertext []byte // nil when there is none
+	Spec                      task.Task
+	PeerPasswordCiphertext    []byte // nil when there is none
+	PeerCredentialsCiphertext []byte // nil when there are none
 	DesiredState           task.DesiredState
 	LastAction             task.Action
 	LastActionBy           string
@@ -59,7 +62,7 @@ type Tasks interface {
 
 var _ Tasks = (*DB)(nil)
 
-const taskColumns = `spec, peer_password_ciphertext, desired_state, last_action, last_action_by, last_action_at, last_error, created_at`
+const taskColumns = `spec, peer_password_ciphertext, peer_credentials_ciphertext, desired_state, last_action, last_action_by, last_action_at, last_error, created_at`
 
 // CreateTask implements Tasks.
 func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) error) error {
@@ -78,7 +81,7 @@ func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) e
 	}
 	// The password never goes into the JSON column, whatever the caller
 	// passed: it is only stored sealed.
-	t.Spec.Peer.Password = ""
+	t.Spec.Peer = t.Spec.Peer.WithSecrets(cluster.Secrets{})
 	spec, err := json.Marshal(t.Spec)
 	if err != nil {
 		return fmt.Errorf("create task %q: encode: %w", t.Name(), err)
@@ -112,8 +115,8 @@ func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) e
 		connect = name
 	}
 	_, err = tx.ExecContext(ctx, `INSERT INTO tasks (name, current_cluster, peer_cluster, connect_cluster, `+taskColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.Name(), t.Spec.Current.Cluster, peer, connect, string(spec), t.PeerPasswordCiphertext, t.DesiredState,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.Name(), t.Spec.Current.Cluster, peer, connect, string(spec), t.PeerPasswordCiphertext, t.PeerCredentialsCiphertext, t.DesiredState,
 		t.LastAction, t.LastActionBy, t.LastActionAt.Unix(), t.LastError, t.CreatedAt.Unix())
 	switch {
 	case isConstraint(err):
@@ -200,7 +203,7 @@ func scanTask(s scanner) (Task, error) {
 	var t Task
 	var spec string
 	var actionAt, created int64
-	if err := s.Scan(&spec, &t.PeerPasswordCiphertext, &t.DesiredState, &t.LastAction, &t.LastActionBy,
+	if err := s.Scan(&spec, &t.PeerPasswordCiphertext, &t.PeerCredentialsCiphertext, &t.DesiredState, &t.LastAction, &t.LastActionBy,
 		&actionAt, &t.LastError, &created); err != nil {
 		return Task{}, err
 	}

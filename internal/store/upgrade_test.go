@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/migrations"
@@ -58,6 +59,14 @@ var seeds = map[int][]string{
 		 '{"name":"seed-on-connect","type":"kafka-replication","current":{"cluster":"seed-west","alias":"B"},"peer":{"alias":"A","config_type":"cluster","cluster":"seed-east"},"rules":{"direction":"pull","topics":["orders"],"tasks":1,"rename_topics":true,"add_source_header":false,"sync_consumer_offsets":true,"replication_factor":-1,"start_offset":"earliest","compression":"none"},"engine":"connect:seed-connect"}',
 		 'running', 'create', 'seed-user', 1700000041, 1700000041)`,
 		`UPDATE clusters SET smart_connect_engine = 'seed-connect' WHERE name = 'seed-west'`,
+	},
+	7: {
+		`INSERT INTO clusters (name, bootstrap_servers, security_protocol, sasl_mechanism, client_cert_pem, oauth, credentials_ciphertext, created_at)
+		 VALUES ('seed-oauth', 'o:9093', 'SASL_SSL', 'OAUTHBEARER', 'CERTPEM', '{"token_endpoint":"https://idp/token","client_id":"cid","scope":"s"}', X'0505', 1700000050)`,
+		`INSERT INTO tasks (name, current_cluster, peer_cluster, spec, peer_credentials_ciphertext, desired_state, last_action, last_action_by, last_action_at, created_at)
+		 VALUES ('seed-peer-cert', 'seed-oauth', NULL,
+		 '{"name":"seed-peer-cert","type":"kafka-replication","current":{"cluster":"seed-oauth","alias":"A"},"peer":{"alias":"B","config_type":"address","address":["y:9093"],"security_protocol":"SSL","client_cert_pem":"PCERT"},"rules":{"direction":"pull","topics":["orders"],"tasks":1,"rename_topics":true,"add_source_header":false,"sync_consumer_offsets":false,"replication_factor":-1,"start_offset":"earliest","compression":"none"}}',
+		 X'0606', 'running', 'create', 'seed-user', 1700000051, 1700000051)`,
 	},
 }
 
@@ -164,8 +173,16 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		if c, err := db.Cluster(ctx, "seed-east"); err != nil || !c.SmartConnect.Enabled || c.SmartConnect.ConnectCluster != "" {
 			t.Errorf("Smart Connect of seed-east: %+v, %v", c.SmartConnect, err)
 		}
-		if cs, err := db.ListClusters(ctx); err != nil || len(cs) != 2 {
-			t.Errorf("clusters: %d, %v; want 2", len(cs), err)
+		want := 2
+		if from >= 7 {
+			want = 3 // seed-oauth
+		}
+		if cs, err := db.ListClusters(ctx); err != nil || len(cs) != want {
+			t.Errorf("clusters: %d, %v; want %d", len(cs), err, want)
+		}
+		// Clusters from before client certificates and OAuth have none.
+		if c, err := db.Cluster(ctx, "seed-east"); err != nil || c.ClientCertPEM != "" || c.OAuth != (cluster.OAuth{}) || c.CredentialsCiphertext != nil {
+			t.Errorf("credentials of seed-east: %+v, %v", c, err)
 		}
 		// 0005 drops the settings table, which nothing read: its seed row
 		// goes with it.
@@ -190,6 +207,17 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if names, err := db.TasksUsingCluster(ctx, "seed-east"); err != nil || len(names) != want {
 			t.Errorf("tasks using seed-east: %v, %v", names, err)
+		}
+	}
+	if from >= 7 {
+		c, err := db.Cluster(ctx, "seed-oauth")
+		if err != nil || c.ClientCertPEM != "CERTPEM" || string(c.CredentialsCiphertext) != "\x05\x05" ||
+			c.OAuth != (cluster.OAuth{TokenEndpoint: "https://idp/token", ClientID: "cid", Scope: "s"}) {
+			t.Errorf("cluster with OAuth: %+v, %v", c, err)
+		}
+		tk, err := db.Task(ctx, "seed-peer-cert")
+		if err != nil || string(tk.PeerCredentialsCiphertext) != "\x06\x06" || tk.Spec.Peer.ClientCertPEM != "PCERT" || tk.Spec.Peer.SecurityProtocol != "SSL" {
+			t.Errorf("task with a peer certificate: %+v, %v", tk, err)
 		}
 	}
 	if from >= 1 { // accounts from before roles were all admins

@@ -70,6 +70,12 @@ type Peer struct {
 	Username         string   `json:"username,omitempty"`
 	Password         string   `json:"password,omitempty"`
 	CAPEM            string   `json:"ca_pem,omitempty"`
+	// A client certificate and its key (SSL, SASL_SSL), and OAUTHBEARER's
+	// client-credentials grant: as a registered cluster's (cluster.Settings).
+	ClientCertPEM     string        `json:"client_cert_pem,omitempty"`
+	ClientKeyPEM      string        `json:"client_key_pem,omitempty"`
+	ClientKeyPassword string        `json:"client_key_password,omitempty"`
+	OAuth             cluster.OAuth `json:"oauth,omitzero"`
 }
 
 // Rules say what is copied and how.
@@ -186,12 +192,31 @@ func (t Task) Resolve(lookup func(name string) (cluster.Settings, bool)) (curren
 // Settings is how to reach a peer given by address, named by its alias.
 func (p Peer) Settings() cluster.Settings {
 	return cluster.Settings{
-		Name:             p.Alias,
-		BootstrapServers: p.Address,
-		SecurityProtocol: p.SecurityProtocol,
-		SASLMechanism:    p.SASLMechanism,
-		Username:         p.Username,
-		Password:         p.Password,
-		CAPEM:            p.CAPEM,
+		Name:              p.Alias,
+		BootstrapServers:  p.Address,
+		SecurityProtocol:  p.SecurityProtocol,
+		SASLMechanism:     p.SASLMechanism,
+		Username:          p.Username,
+		Password:          p.Password,
+		CAPEM:             p.CAPEM,
+		ClientCertPEM:     p.ClientCertPEM,
+		ClientKeyPEM:      p.ClientKeyPEM,
+		ClientKeyPassword: p.ClientKeyPassword,
+		OAuth:             p.OAuth,
 	}
 }
+
+// WithSettings returns p reaching the cluster as s says: its addresses and
+// how to authenticate (the alias and config type stay p's).
+func (p Peer) WithSettings(s cluster.Settings) Peer {
+	p.Address, p.SecurityProtocol, p.SASLMechanism, p.Username, p.Password, p.CAPEM = s.BootstrapServers, s.SecurityProtocol, s.SASLMechanism, s.Username, s.Password, s.CAPEM
+	p.ClientCertPEM, p.ClientKeyPEM, p.ClientKeyPassword, p.OAuth = s.ClientCertPEM, s.ClientKeyPEM, s.ClientKeyPassword, s.OAuth
+	return p
+}
+
+// Secrets are the peer's secrets (sealed at rest, never shown).
+func (p Peer) Secrets() cluster.Secrets { return p.Settings().Secrets() }
+
+// WithSecrets returns p holding x as its secrets; WithSecrets(cluster.Secrets{})
+// is what may be stored in clear or shown.
+func (p Peer) WithSecrets(x cluster.Secrets) Peer { return p.WithSettings(p.Settings().WithSecrets(x)) }
