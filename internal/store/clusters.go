@@ -27,7 +27,7 @@ type Cluster struct {
 	// CredentialsCiphertext seals the other secrets (cluster.Secrets
 	// without the password) as JSON; nil when there are none.
 	CredentialsCiphertext []byte
-	CreatedAt          time.Time
+	CreatedAt             time.Time
 	// SmartConnect is whether tasks may be created on this cluster and on
 	// which engine they run by default.
 	SmartConnect SmartConnect

@@ -20,12 +20,12 @@ type Task struct {
 	Spec                      task.Task
 	PeerPasswordCiphertext    []byte // nil when there is none
 	PeerCredentialsCiphertext []byte // nil when there are none
-	DesiredState           task.DesiredState
-	LastAction             task.Action
-	LastActionBy           string
-	LastActionAt           time.Time
-	LastError              string
-	CreatedAt              time.Time
+	DesiredState              task.DesiredState
+	LastAction                task.Action
+	LastActionBy              string
+	LastActionAt              time.Time
+	LastError                 string
+	CreatedAt                 time.Time
 }
 
 // Name is the task's name, its key.
