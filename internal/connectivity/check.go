@@ -1,6 +1,8 @@
 // Package connectivity checks, step by step, that kmirror can use a Kafka
-// cluster with given settings: tcp, tls (SASL_SSL only), sasl (SASL
-// protocols only), metadata and permissions. Each step reports ok and a
+// cluster with given settings: tcp, tls (SSL and SASL_SSL: the handshake,
+// the broker's certificate, and whether it accepts the client certificate),
+// sasl (SASL protocols only; for OAUTHBEARER a token first), metadata and
+// permissions. Each step reports ok and a
 // message a user can act on; steps after a failed one are reported as
 // skipped, never run, so the first failure is the one to fix.
 //
@@ -293,6 +295,18 @@ func (c *checker) tls(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	var client string
+	if len(tc.Certificates) > 0 {
+		leaf := tc.Certificates[0].Leaf
+		now := time.Now()
+		switch {
+		case now.After(leaf.NotAfter):
+			return "", fmt.Errorf("the client certificate %q expired on %s — issue a new one and register it again", leaf.Subject.String(), leaf.NotAfter.UTC().Format(time.DateOnly))
+		case now.Before(leaf.NotBefore):
+			return "", fmt.Errorf("the client certificate %q is not valid before %s — check kmirror's clock or wait", leaf.Subject.String(), leaf.NotBefore.UTC().Format(time.RFC3339))
+		}
+		client = leaf.Subject.String()
+	}
 	host, _, _ := net.SplitHostPort(addr)
 	tc.ServerName = host // an IP address is checked against the IP SANs
 	d := net.Dialer{Timeout: dialTimeout}
@@ -309,18 +323,64 @@ func (c *checker) tls(ctx context.Context) (string, error) {
 	}
 	st := conn.ConnectionState()
 	leaf := st.PeerCertificates[0]
-	return fmt.Sprintf("%s with %s; certificate %q issued by %q, valid until %s",
-		tls.VersionName(st.Version), addr, leaf.Subject.CommonName, leaf.Issuer.CommonName, leaf.NotAfter.UTC().Format("2006-01-02")), nil
+	msg := fmt.Sprintf("%s with %s; certificate %q issued by %q, valid until %s",
+		tls.VersionName(st.Version), addr, leaf.Subject.CommonName, leaf.Issuer.CommonName, leaf.NotAfter.UTC().Format("2006-01-02"))
+	// With TLS 1.3 a broker refuses a client certificate (or its absence)
+	// after the client's side of the handshake is done: only an answer to a
+	// first request proves it was accepted. ApiVersions is answered before
+	// SASL, so it serves both protocols; a SASL listener then expects
+	// SaslHandshake, so it is the only request sent.
+	if err := c.tlsRequest(addr); err != nil {
+		return "", err
+	}
+	if client != "" {
+		msg += fmt.Sprintf("; client certificate %q accepted", client)
+	}
+	return msg, nil
 }
 
-func (c *checker) sasl(_ context.Context) (string, error) {
+// tlsRequest opens a connection to addr over TLS alone (no SASL): sarama's
+// Open sends ApiVersions and reports a connection its answer did not come
+// on (a TLS alert) through Connected.
+func (c *checker) tlsRequest(addr string) error {
+	cfg, err := c.config()
+	if err != nil {
+		return err
+	}
+	cfg.Net.SASL.Enable = false
+	cfg.ApiVersionsRequest = true
+	if err := openBroker(sarama.NewBroker(addr), cfg, true); err != nil {
+		return Explain(c.s, addr, err)
+	}
+	return nil
+}
+
+func (c *checker) sasl(ctx context.Context) (string, error) {
 	addr := c.reachable[0]
+	var token string
+	if c.s.UsesOAuth() {
+		// The token first, so an identity provider's refusal is named as
+		// such, not as a broker's.
+		tctx, cancel := context.WithTimeout(ctx, ioTimeout)
+		defer cancel()
+		until, err := c.s.FetchToken(tctx)
+		if err != nil {
+			return "", Explain(c.s, addr, err)
+		}
+		token = fmt.Sprintf("OAuth token obtained from %s", c.s.OAuth.TokenEndpoint)
+		if !until.IsZero() {
+			token += fmt.Sprintf(" (valid until %s)", until.UTC().Format(time.RFC3339))
+		}
+	}
 	cfg, err := c.config()
 	if err != nil {
 		return "", err
 	}
 	if err := openBroker(sarama.NewBroker(addr), cfg, true); err != nil {
 		return "", Explain(c.s, addr, err)
+	}
+	if token != "" {
+		return fmt.Sprintf("%s and accepted by the broker for client %s", token, c.s.OAuth.ClientID), nil
 	}
 	return fmt.Sprintf("authenticated as %s with %s", c.s.Username, c.s.SASLMechanism), nil
 }

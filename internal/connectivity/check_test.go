@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -73,6 +74,159 @@ func TestCheckPassesOnEveryListener(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Client certificates and OAUTHBEARER pass every step, each saying what it
+// proved (the certificate accepted, the token obtained then accepted).
+func TestCheckPassesWithCertificatesAndOAuth(t *testing.T) {
+	c := kafkatest.Shared(t, 0)
+	sslCert, err := c.SettingsWithCert(cluster.SSL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mtls, err := c.SettingsWithCert(kafkatest.ListenerMTLS, cluster.MechanismSCRAMSHA512)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauthSSL, err := c.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauthPlain, err := c.SettingsOAuth(cluster.SASLPlaintext, kafkatest.AliceOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		s    cluster.Settings
+		says map[string]string
+	}{
+		"SSL with a client certificate":      {sslCert, map[string]string{connectivity.StepTLS: `client certificate "CN=alice,O=kmirror tests" accepted`}},
+		"SASL_SSL with a client certificate": {mtls, map[string]string{connectivity.StepTLS: "accepted", connectivity.StepSASL: "authenticated as alice"}},
+		"OAUTHBEARER over SASL_SSL":          {oauthSSL, map[string]string{connectivity.StepSASL: "OAuth token obtained from " + oauthSSL.OAuth.TokenEndpoint}},
+		"OAUTHBEARER over SASL_PLAINTEXT":    {oauthPlain, map[string]string{connectivity.StepSASL: "accepted by the broker for client alice-client"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := check(t, tc.s)
+			if !r.OK {
+				t.Fatalf("check failed: %+v", r.Failed())
+			}
+			if got, want := names(r), connectivity.Steps(tc.s); !slices.Equal(got, want) {
+				t.Fatalf("steps %v, want %v", got, want)
+			}
+			for _, st := range r.Steps {
+				if want, ok := tc.says[st.Name]; ok && !strings.Contains(st.Message, want) {
+					t.Errorf("%s says %q, want %q", st.Name, st.Message, want)
+				}
+			}
+		})
+	}
+}
+
+// Each failure of a client certificate or an OAuth grant is named at its step.
+func TestCheckCertificateAndOAuthFailures(t *testing.T) {
+	c := kafkatest.Shared(t, 0)
+	withCert := func(issued kafkatest.Issued) cluster.Settings {
+		s, err := c.SettingsWithCert(cluster.SSL, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.ClientCertPEM, s.ClientKeyPEM = issued.ChainPEM, issued.KeyPEM
+		return s
+	}
+	expired, err := c.CA().Issue(kafkatest.CertSpec{CommonName: "alice", NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: time.Now().Add(-24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := kafkatest.NewCA("another CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.ClientCert(kafkatest.Alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCert := c.Settings(cluster.SSL, "")
+	noCert.BootstrapServers = c.BootstrapServers(cluster.SSL)
+	oauth := func(edit func(*cluster.OAuth)) cluster.Settings {
+		s, err := c.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&s.OAuth)
+		return s
+	}
+	idp, err := kafkatest.Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name     string
+		s        cluster.Settings
+		step     string
+		contains []string
+	}{
+		{"no client certificate", noCert, connectivity.StepTLS, []string{"requires a client certificate", "client_cert_pem"}},
+		{"expired client certificate", withCert(expired), connectivity.StepTLS, []string{`client certificate "CN=alice,O=kmirror tests" expired on`, "issue a new one"}},
+		{"certificate from another CA", withCert(foreign), connectivity.StepTLS, []string{"did not accept the client certificate", "signed by a CA in the broker's ssl.truststore"}},
+		{"host name mismatch", hostMismatch(t), connectivity.StepTLS, []string{"failed: x509: cannot validate certificate for 127.0.0.1", "connect with a host name or IP address the broker's certificate lists"}},
+		{"wrong client secret", oauth(func(o *cluster.OAuth) { o.ClientSecret = "wrong" }), connectivity.StepSASL,
+			[]string{"could not get an OAuth token", idp.TokenURL(), "HTTP 401", "invalid_client", "check oauth.client_id and oauth.client_secret"}},
+		{"unknown client", oauth(func(o *cluster.OAuth) { o.ClientID = "nobody" }), connectivity.StepSASL, []string{"invalid_client"}},
+		{"token endpoint not there", oauth(func(o *cluster.OAuth) { o.TokenEndpoint = "http://" + closedPort(t) + "/token" }), connectivity.StepSASL,
+			[]string{"could not get an OAuth token", "cannot be reached"}},
+		{"token for another audience", oauth(func(o *cluster.OAuth) { o.Audience = "not-kafka" }), connectivity.StepSASL,
+			[]string{"the broker refused the OAuth token of client alice-client"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := check(t, tc.s)
+			f := r.Failed()
+			if r.OK || f == nil || f.Name != tc.step {
+				t.Fatalf("failed step %+v, want %s", f, tc.step)
+			}
+			for _, want := range tc.contains {
+				if !strings.Contains(f.Message, want) {
+					t.Errorf("message %q does not say %q", f.Message, want)
+				}
+			}
+		})
+	}
+}
+
+// hostMismatch is a TLS listener on loopback whose certificate names
+// another host, reached with a CA that trusts it: only the name is wrong.
+func hostMismatch(t *testing.T) cluster.Settings {
+	t.Helper()
+	ca, err := kafkatest.NewCA("mismatch CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := ca.Issue(kafkatest.CertSpec{CommonName: "kafka.example.com", DNSNames: []string{"kafka.example.com"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair([]byte(srv.ChainPEM), []byte(srv.KeyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				_ = conn.(*tls.Conn).Handshake()
+				conn.Close()
+			}()
+		}
+	}()
+	return cluster.Settings{Name: "mismatch", BootstrapServers: []string{l.Addr().String()}, SecurityProtocol: cluster.SSL, CAPEM: ca.PEM}
 }
 
 // Each failure stops at its own step with a message naming the fix.

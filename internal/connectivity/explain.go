@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -58,6 +59,7 @@ func explain(s cluster.Settings, addr string, err error) (step, msg string) {
 		netErr      net.Error
 		opErr       *net.OpError
 		kerr        sarama.KError
+		tokenErr    *cluster.TokenError
 	)
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -71,6 +73,13 @@ func explain(s cluster.Settings, addr string, err error) (step, msg string) {
 	case errors.As(err, &opErr) && opErr.Op == "dial" && opErr.Timeout():
 		return StepTCP, fmt.Sprintf("cannot reach %s: no answer to connect — check the address, firewalls and security groups", where)
 
+	case errors.As(err, &tokenErr):
+		return StepSASL, fmt.Sprintf("could not get an OAuth token: %v", tokenErr)
+	case isRemoteTLSAlert(err, "certificate required") || (!s.HasClientCert() && isRemoteTLSAlert(err, "bad certificate")):
+		// Java brokers answer a missing certificate with bad_certificate.
+		return StepTLS, fmt.Sprintf("the broker at %s requires a client certificate — give client_cert_pem and client_key_pem (a certificate its ssl.truststore trusts)", where)
+	case isRemoteTLSAlert(err, "bad certificate", "unknown certificate authority", "certificate unknown", "certificate expired", "certificate revoked", "unsupported certificate"):
+		return StepTLS, fmt.Sprintf("the broker at %s did not accept the client certificate%s (%s) — it must be valid today and signed by a CA in the broker's ssl.truststore", where, certSubject(s), remoteAlert(err))
 	case errors.As(err, &unknownCA):
 		return StepTLS, fmt.Sprintf("TLS handshake with %s failed: certificate signed by unknown authority — give the cluster's CA certificate in ca_pem", where)
 	case errors.As(err, &hostErr):
@@ -80,6 +89,8 @@ func explain(s cluster.Settings, addr string, err error) (step, msg string) {
 	case errors.As(err, &recordErr):
 		return StepTLS, fmt.Sprintf("%s does not speak TLS — use the broker's SASL_SSL port, or the security protocol its port speaks (PLAINTEXT or SASL_PLAINTEXT)", where)
 
+	case errors.Is(err, sarama.ErrSASLAuthenticationFailed) && s.UsesOAuth():
+		return StepSASL, fmt.Sprintf("the broker refused the OAuth token of client %s: %v — check that the brokers trust the identity provider's keys (sasl.oauthbearer.jwks.endpoint.url), issuer and audience, and oauth.scope and oauth.audience here", s.OAuth.ClientID, err)
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed):
 		return StepSASL, fmt.Sprintf("SASL authentication failed for user %s with %s — check the user name, password and mechanism", s.Username, s.SASLMechanism)
 	case errors.Is(err, sarama.ErrUnsupportedSASLMechanism):
@@ -127,8 +138,49 @@ func protocolName(s cluster.Settings) string {
 }
 
 func userOrAnonymous(s cluster.Settings) string {
-	if s.UsesSASL() && s.Username != "" {
+	switch {
+	case s.UsesOAuth():
+		return "of OAuth client " + s.OAuth.ClientID
+	case s.UsesSASL() && s.Username != "":
 		return s.Username
+	case s.HasClientCert():
+		if sub := s.ClientCertInfo().Subject; sub != "" {
+			return sub
+		}
 	}
 	return "ANONYMOUS"
+}
+
+// isRemoteTLSAlert reports whether err is a TLS alert the broker sent, with
+// one of the descriptions given (crypto/tls keeps the received alert's type
+// unexported: "remote error: tls: bad certificate").
+func isRemoteTLSAlert(err error, descriptions ...string) bool {
+	a := remoteAlert(err)
+	for _, d := range descriptions {
+		if a == d {
+			return true
+		}
+	}
+	return false
+}
+
+func remoteAlert(err error) string {
+	const prefix = "remote error: tls: "
+	msg := err.Error()
+	i := strings.Index(msg, prefix)
+	if i < 0 {
+		return ""
+	}
+	a := msg[i+len(prefix):]
+	if j := strings.IndexAny(a, ";,\n"); j >= 0 {
+		a = a[:j]
+	}
+	return strings.TrimSpace(a)
+}
+
+func certSubject(s cluster.Settings) string {
+	if sub := s.ClientCertInfo().Subject; sub != "" {
+		return " " + strconv.Quote(sub)
+	}
+	return ""
 }

@@ -131,7 +131,11 @@ func (p *IdentityProvider) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	claims := jwt.Claims{Subject: c.Principal, Issuer: p.url, Audience: jwt.Audience{OAuthAudience},
+	aud := OAuthAudience
+	if a := r.PostForm.Get("audience"); a != "" {
+		aud = a // as identity providers do: the audience asked for
+	}
+	claims := jwt.Claims{Subject: c.Principal, Issuer: p.url, Audience: jwt.Audience{aud},
 		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now.Add(-time.Minute)), Expiry: jwt.NewNumericDate(now.Add(c.Lifetime))}
 	b := jwt.Signed(p.signer).Claims(claims)
 	if scope := r.PostForm.Get("scope"); scope != "" {
