@@ -1,0 +1,181 @@
+package apitest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// peerByAddress is a task's peer reaching s by address, in the API's shape.
+func peerByAddress(t *testing.T, alias string, s cluster.Settings) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(task.Peer{Alias: alias, ConfigType: task.PeerByAddress}.WithSettings(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// Tasks copy record by record over every way of reaching a cluster that
+// needs more than a password: the current cluster registered with one, the
+// peer given by address with another, pull, push and both ways. The
+// connectivity check passes first; no secret reaches an answer or the log.
+func TestTasksReplicateOverClientCertificatesAndOAuth(t *testing.T) {
+	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	must := func(s cluster.Settings, err error) cluster.Settings {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	cases := []struct {
+		name          string
+		current, peer cluster.Settings
+		direction     string
+	}{
+		{"pull: SSL certificate here, OAUTHBEARER over SASL_SSL there",
+			must(east.SettingsWithCert(cluster.SSL, "")), must(west.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)), task.DirectionPull},
+		{"push: OAUTHBEARER over SASL_PLAINTEXT here, SASL_SSL with a certificate there",
+			must(east.SettingsOAuth(cluster.SASLPlaintext, kafkatest.AliceOAuth)), must(west.SettingsWithCert(kafkatest.ListenerMTLS, cluster.MechanismSCRAMSHA512)), task.DirectionPush},
+		{"bidirectional: SSL certificate here, OAUTHBEARER and a certificate there",
+			must(east.SettingsWithCert(cluster.SSL, "")), oauthWithCert(t, west), task.DirectionBidirectional},
+	}
+	for _, tc := range cases {
+		t.Run(tc.direction, func(t *testing.T) {
+			t.Logf("%s", tc.name)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			s := newServer(t)
+			s.register("east", tc.current)
+			name := "sec-" + tc.direction
+
+			// What flows: east's topic to west (push, both), west's to east
+			// (pull, both); renamed by the source alias.
+			type flow struct {
+				src, dst       cluster.Settings
+				srcTopic, dstT string
+				srcAlias       string
+			}
+			var flows []flow
+			var topics []string
+			if tc.direction != task.DirectionPull {
+				tp := kafkatest.NewTopic(t, east, 3, nil)
+				flows = append(flows, flow{tc.current, tc.peer, tp, "A." + tp, "A"})
+				topics = append(topics, tp)
+			}
+			if tc.direction != task.DirectionPush {
+				tp := kafkatest.NewTopic(t, west, 3, nil)
+				flows = append(flows, flow{tc.peer, tc.current, tp, "B." + tp, "B"})
+				topics = append(topics, tp)
+			}
+			const n = 1500
+			for _, f := range flows {
+				if _, err := e2e.Produce(ctx, f.src, f.srcTopic, 3, n, 100); err != nil {
+					t.Fatal(err)
+				}
+			}
+			body := map[string]any{
+				"name": name, "type": "kafka-replication",
+				"current": map[string]any{"cluster": "east", "alias": "A"},
+				"peer":    peerByAddress(t, "B", tc.peer),
+				"rules": map[string]any{"direction": tc.direction, "topics": topics, "tasks": 2, "rename_topics": true,
+					"add_source_header": true, "start_offset": "earliest", "compression": "lz4"},
+			}
+			var answers []string
+			code, res := s.call(http.MethodPost, "/api/v1/connectivity", body)
+			raw, _ := json.Marshal(res)
+			answers = append(answers, string(raw))
+			if code != http.StatusOK || res["ok"] != true {
+				t.Fatalf("connectivity: %d %s", code, raw)
+			}
+			code, res = s.call(http.MethodPost, "/api/v1/tasks", body)
+			raw, _ = json.Marshal(res)
+			answers = append(answers, string(raw))
+			if code != http.StatusCreated {
+				t.Fatalf("create: %d %s", code, raw)
+			}
+			for _, f := range flows {
+				if _, err := e2e.WaitFor(ctx, f.dst, f.dstT, n, nil); err != nil {
+					_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+					t.Fatalf("wait for %s: %v\nstatus: %v", f.dstT, err, st)
+				}
+				r, err := e2e.Verify(ctx, f.src, f.srcTopic, f.dst, f.dstT, e2e.VerifyOptions{SourceAlias: f.srcAlias})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !r.OK() {
+					t.Fatalf("%s: %v", f.dstT, r)
+				}
+				t.Logf("%s: %v", f.dstT, r)
+			}
+			code, res = s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+			raw, _ = json.Marshal(res)
+			answers = append(answers, string(raw))
+			if st, _ := res["status"].(map[string]any); code != http.StatusOK || st["state"] != "RUNNING" {
+				t.Fatalf("status: %d %s", code, raw)
+			}
+			_, res = s.call(http.MethodGet, "/api/v1/clusters/east", nil)
+			raw, _ = json.Marshal(res)
+			answers = append(answers, string(raw))
+
+			secrets := append(secretsOf(tc.current), secretsOf(tc.peer)...)
+			for _, a := range answers {
+				for _, sec := range secrets {
+					if strings.Contains(a, sec) {
+						t.Fatalf("an answer holds a secret: %s", a)
+					}
+				}
+			}
+			for _, sec := range secrets {
+				if strings.Contains(s.logs.String(), sec) {
+					t.Fatal("the log holds a secret")
+				}
+			}
+		})
+	}
+}
+
+// oauthWithCert reaches c's MTLS listener with OAUTHBEARER and Alice's
+// certificate.
+func oauthWithCert(t *testing.T, c *kafkatest.Cluster) cluster.Settings {
+	t.Helper()
+	s, err := c.SettingsWithCert(kafkatest.ListenerMTLS, cluster.MechanismOAuthBearer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := c.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Username, s.Password, s.OAuth = "", "", o.OAuth
+	return s
+}
+
+// secretsOf are the secret values of s to look for in answers and logs: a
+// key is looked for by a line of its base64.
+func secretsOf(s cluster.Settings) []string {
+	var out []string
+	x := s.Secrets()
+	for _, v := range []string{x.Password, x.ClientKeyPassword, x.OAuthClientSecret} {
+		if v != "" {
+			out = append(out, v)
+		}
+	}
+	if lines := strings.Split(x.ClientKeyPEM, "\n"); len(lines) > 2 {
+		out = append(out, lines[1])
+	}
+	return out
+}
