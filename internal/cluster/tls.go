@@ -78,6 +78,20 @@ func (s Settings) ClientCertificate() (tls.Certificate, error) {
 	return cert, nil
 }
 
+// ClientKeyPKCS8 is the client key as unencrypted PKCS#8 PEM, the form
+// Java's PEM keystore reads without a password (Kafka Connect workers).
+func (s Settings) ClientKeyPKCS8() (string, error) {
+	cert, err := s.ClientCertificate()
+	if err != nil {
+		return "", err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(cert.PrivateKey)
+	if err != nil {
+		return "", fmt.Errorf("encode the client key as PKCS#8: %w", err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), nil
+}
+
 // ParseCertificates reads every CERTIFICATE block of a PEM text, in order;
 // at least one, and nothing that is not a certificate.
 func ParseCertificates(text string) ([]*x509.Certificate, error) {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // loginModules are the JAAS login modules for kmirror's SASL mechanisms.
@@ -13,31 +14,69 @@ var loginModules = map[string]string{
 	cluster.MechanismSCRAMSHA512: "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
 
+// Kafka's OAuth client-credentials login (KIP-768): a login callback
+// handler that fetches tokens from sasl.oauthbearer.token.endpoint.url.
+const (
+	oauthLoginModule  = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+	oauthLoginHandler = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
+)
+
 // putClient writes how a Java client reaches s, each key behind prefix
 // ("source.cluster.", "producer.override.", ...). With a config provider
-// named (config.providers on the workers), the password is a reference the
-// workers resolve, ${<provider>:<cluster name>.password} (no path), instead
-// of the password itself: Connect stores connector configs in its config
-// topic and shows them through its REST API.
-func putClient(m map[string]string, prefix string, s cluster.Settings, provider string) {
+// named (config.providers on the workers), each secret is a reference the
+// workers resolve, ${<provider>:<cluster name>.<secret>} (no path; secrets
+// password, client_key, oauth_client_secret), instead of the secret itself:
+// Connect stores connector configs in its config topic and shows them
+// through its REST API. A client certificate goes inline as a PEM keystore
+// (no file on the workers); its key as unencrypted PKCS#8, the only
+// unencrypted form Kafka's PEM keystore reads. It returns what Kafka's
+// clients cannot do, by field of cluster.Settings.
+func putClient(m map[string]string, prefix string, s cluster.Settings, provider string) []task.FieldError {
+	var refused []task.FieldError
+	secret := func(name, value string) string {
+		if provider != "" {
+			return "${" + provider + ":" + s.Name + "." + name + "}"
+		}
+		return value
+	}
 	m[prefix+"bootstrap.servers"] = strings.Join(s.BootstrapServers, ",")
 	protocol := s.SecurityProtocol
 	if protocol == "" {
 		protocol = cluster.Plaintext
 	}
 	m[prefix+"security.protocol"] = protocol
-	if s.UsesSASL() {
-		password := s.Password
-		if provider != "" {
-			password = "${" + provider + ":" + s.Name + ".password}"
+	switch {
+	case s.UsesOAuth():
+		o := s.OAuth
+		m[prefix+"sasl.mechanism"] = cluster.MechanismOAuthBearer
+		m[prefix+"sasl.login.callback.handler.class"] = oauthLoginHandler
+		m[prefix+"sasl.oauthbearer.token.endpoint.url"] = o.TokenEndpoint
+		jaas := oauthLoginModule + ` required clientId="` + jaasQuote(o.ClientID) + `" clientSecret="` + jaasQuote(secret("oauth_client_secret", o.ClientSecret)) + `"`
+		if o.Scope != "" {
+			jaas += ` scope="` + jaasQuote(o.Scope) + `"`
 		}
+		m[prefix+"sasl.jaas.config"] = jaas + ";"
+		if o.Audience != "" {
+			refused = append(refused, task.FieldError{Field: "oauth.audience", Message: "Kafka's OAuth login handler on Connect workers cannot ask for an audience: leave it out if the identity provider's default audience is accepted by the brokers, or run the task on the embedded engine"})
+		}
+	case s.UsesSASL():
 		m[prefix+"sasl.mechanism"] = s.SASLMechanism
-		m[prefix+"sasl.jaas.config"] = JAAS(s.SASLMechanism, s.Username, password)
+		m[prefix+"sasl.jaas.config"] = JAAS(s.SASLMechanism, s.Username, secret("password", s.Password))
 	}
 	if s.UsesTLS() && s.CAPEM != "" {
 		m[prefix+"ssl.truststore.type"] = "PEM"
 		m[prefix+"ssl.truststore.certificates"] = s.CAPEM
 	}
+	if s.UsesTLS() && s.HasClientCert() {
+		key, err := s.ClientKeyPKCS8()
+		if err != nil {
+			refused = append(refused, task.FieldError{Field: "client_key_pem", Message: err.Error()})
+		}
+		m[prefix+"ssl.keystore.type"] = "PEM"
+		m[prefix+"ssl.keystore.certificate.chain"] = s.ClientCertPEM
+		m[prefix+"ssl.keystore.key"] = secret("client_key", key)
+	}
+	return refused
 }
 
 // JAAS is the sasl.jaas.config line for a mechanism and credentials, its

@@ -125,8 +125,15 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 		if r.RenameTopics {
 			common["replication.policy.class"] = renamePolicy
 		}
-		putClient(common, "source.cluster.", src, on.ConfigProvider)
-		putClient(common, "target.cluster.", dst, on.ConfigProvider)
+		for _, side := range []task.Side{f.Source, f.Target} {
+			prefix := "source.cluster."
+			if side == f.Target {
+				prefix = "target.cluster."
+			}
+			for _, fe := range putClient(common, prefix, sides[side], on.ConfigProvider) {
+				refuse(clientField(t, side, fe.Field), "%s", fe.Message)
+			}
+		}
 		// The workers' producer writes the connectors' records: to this
 		// flow's target only if that is the cluster the workers use.
 		overrides := map[string]string{}
@@ -134,7 +141,7 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 			if !on.OverridesAllowed {
 				refuse("engine", "Kafka Connect cluster %s writes to %s, not to %s (the target of %s), and its workers do not allow per-connector producer overrides (connector.client.config.override.policy=All): run the task on a Connect cluster that writes to %s, allow overrides, or use the embedded engine", on.Name, on.KafkaCluster, dst.Name, f.Name(), dst.Name)
 			}
-			putClient(overrides, "producer.override.", dst, on.ConfigProvider)
+			_ = putClient(overrides, "producer.override.", dst, on.ConfigProvider) // refused above already
 		}
 		if on.OverridesAllowed {
 			// The producer settings that made MirrorMaker 2 fastest in
@@ -232,6 +239,19 @@ func with(maps ...map[string]string) map[string]string {
 
 // dedupe keeps one message per field and message (a refusal repeats for
 // each flow of a bidirectional task).
+// clientField is the task field where a problem with the settings of one
+// side belongs: the peer's own field when it is given by address, else the
+// registered cluster's name (its settings are the cluster's).
+func clientField(t task.Task, side task.Side, settingsField string) string {
+	switch {
+	case side == task.SidePeer && t.Peer.ConfigType == task.PeerByAddress:
+		return "peer." + settingsField
+	case side == task.SidePeer:
+		return "peer.cluster"
+	}
+	return "current.cluster"
+}
+
 func dedupe(fe task.FieldErrors) task.FieldErrors {
 	seen := map[task.FieldError]bool{}
 	var out task.FieldErrors

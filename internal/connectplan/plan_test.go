@@ -1,13 +1,18 @@
 package connectplan
 
 import (
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connectengine"
+	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -233,5 +238,74 @@ func TestBuildConfigProvider(t *testing.T) {
 		if !strings.Contains(c.Config["target.cluster.sasl.jaas.config"], `password="${secrets:west.password}"`) {
 			t.Errorf("%s: %s", c.Name, c.Config["target.cluster.sasl.jaas.config"])
 		}
+	}
+}
+
+// A client certificate goes inline as a PEM keystore with a PKCS#8 key,
+// OAUTHBEARER as Kafka's own login handler; what Kafka's clients cannot do
+// (an audience) is refused on the peer's field.
+func TestBuildMapsClientCertificatesAndOAuth(t *testing.T) {
+	ca, err := kafkatest.NewCA("test CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(kafkatest.CertSpec{CommonName: "rep", RSA: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs1 := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(cert.Key.(*rsa.PrivateKey))}))
+	tk := baseTask()
+	tk.Peer = task.Peer{Alias: "B", ConfigType: task.PeerByAddress, Address: []string{"w1:9093"}, SecurityProtocol: cluster.SASLSSL,
+		SASLMechanism: cluster.MechanismOAuthBearer, ClientCertPEM: cert.ChainPEM, ClientKeyPEM: pkcs1,
+		OAuth: cluster.OAuth{TokenEndpoint: "https://idp/token", ClientID: "kmirror", ClientSecret: `s"cr\t`, Scope: "kafka"}}
+	on := onWest
+	on.OverridesAllowed = true // the workers write to west, not to the peer
+	cs, err := Build(tk, east, tk.Peer.Settings(), on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := byName(cs)["kmirror.t1.A-B.source"]
+	for k, want := range map[string]string{
+		"target.cluster.security.protocol":                   "SASL_SSL",
+		"target.cluster.sasl.mechanism":                      "OAUTHBEARER",
+		"target.cluster.sasl.login.callback.handler.class":   oauthLoginHandler,
+		"target.cluster.sasl.oauthbearer.token.endpoint.url": "https://idp/token",
+		"target.cluster.sasl.jaas.config":                    oauthLoginModule + ` required clientId="kmirror" clientSecret="s\"cr\\t" scope="kafka";`,
+		"target.cluster.ssl.keystore.type":                   "PEM",
+		"target.cluster.ssl.keystore.certificate.chain":      strings.TrimSpace(cert.ChainPEM),
+	} {
+		if got := src[k]; strings.TrimSpace(got) != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	key := src["target.cluster.ssl.keystore.key"]
+	if b, _ := pem.Decode([]byte(key)); b == nil || b.Type != "PRIVATE KEY" {
+		t.Fatalf("keystore key %q: want PKCS#8 PEM (Java's PEM keystore reads no PKCS#1)", key)
+	}
+	if _, ok := src["target.cluster.ssl.key.password"]; ok {
+		t.Error("an unencrypted key needs no ssl.key.password")
+	}
+
+	tk.Peer.OAuth.Audience = "kafka"
+	_, err = Build(tk, east, tk.Peer.Settings(), on)
+	var fe task.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "peer.oauth.audience" {
+		t.Fatalf("audience: %v, want refused on peer.oauth.audience", err)
+	}
+
+	// With a config provider, the secrets are references.
+	withProvider := on
+	withProvider.ConfigProvider = "vault"
+	tk.Peer.OAuth.Audience = ""
+	cs, err = Build(tk, east, tk.Peer.Settings(), withProvider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src = byName(cs)["kmirror.t1.A-B.source"]
+	if got := src["target.cluster.ssl.keystore.key"]; got != "${vault:B.client_key}" {
+		t.Errorf("key with a provider: %q", got)
+	}
+	if got := src["target.cluster.sasl.jaas.config"]; !strings.Contains(got, `clientSecret="${vault:B.oauth_client_secret}"`) {
+		t.Errorf("secret with a provider: %q", got)
 	}
 }

@@ -241,6 +241,10 @@ func StartConnect(ctx context.Context, kafka *Cluster, opts ...ConnectOpt) (*Con
 }
 
 func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Jars, o connectOptions) (*ConnectCluster, error) {
+	idp, err := Identity()
+	if err != nil {
+		return nil, err
+	}
 	suffix, err := newClusterID()
 	if err != nil {
 		return nil, err
@@ -277,6 +281,9 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 			fmt.Sprintf("-Xms%dm", o.heapMB), fmt.Sprintf("-Xmx%dm", o.heapMB),
 			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
 			"-Dlog4j2.configurationFile=" + log4j,
+			// Connectors' clients may fetch OAUTHBEARER tokens from the
+			// test's identity provider (Kafka 4 allows no URL by default).
+			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=" + idp.JWKSURL() + "," + idp.TokenURL(),
 			"-cp", jars.Classpath(),
 			"org.apache.kafka.connect.cli.ConnectDistributed", props}
 		cc.workers = append(cc.workers, w)
