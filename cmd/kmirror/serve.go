@@ -174,7 +174,15 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	// Metrics and charts cover the tasks of both engines.
 	running := engine.Union(eng, onConnect)
-	metricsHandler := promhttp.HandlerFor(metrics.Registry(running), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
+	certs := metrics.NewCertCollector(func(ctx context.Context) ([]metrics.CertExpiry, error) {
+		list, err := svc.ClientCertExpiries(ctx)
+		out := make([]metrics.CertExpiry, len(list))
+		for i, c := range list {
+			out[i] = metrics.CertExpiry{Cluster: c.Cluster, Task: c.Task, NotAfter: c.NotAfter}
+		}
+		return out, err
+	}, log)
+	metricsHandler := promhttp.HandlerFor(metrics.Registry(running, certs), promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)})
 	// The task page's charts and recent errors: the engine sampled every 5s,
 	// kept 15 minutes, in memory.
 	hist := history.New(running, history.DefaultEvery, history.DefaultKeep)

@@ -128,10 +128,12 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-// Registry returns a registry with the Collector and the Go runtime and
-// process collectors, ready for promhttp.HandlerFor.
-func Registry(src Source) *prometheus.Registry {
+// Registry returns a registry with the Collector, the Go runtime and
+// process collectors and more (e.g. a CertCollector), ready for
+// promhttp.HandlerFor.
+func Registry(src Source, more ...prometheus.Collector) *prometheus.Registry {
 	r := prometheus.NewRegistry()
 	r.MustRegister(NewCollector(src), collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	r.MustRegister(more...)
 	return r
 }

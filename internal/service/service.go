@@ -414,3 +414,47 @@ func (s *Service) tasksUsed(ctx context.Context, name string) (int, error) {
 	}
 	return n, nil
 }
+
+// ClientCertExpiry is when a client certificate kmirror presents ends: a
+// registered cluster's (Task empty) or a task's peer given by address
+// (Cluster is then the peer's alias).
+type ClientCertExpiry struct {
+	Cluster  string
+	Task     string
+	Subject  string
+	NotAfter time.Time
+}
+
+// ClientCertExpiries lists every client certificate of registered clusters
+// and of tasks' peers by address, for metrics and alerts. It reads the
+// store only (no secret is opened) and takes no role: metrics have their
+// own access control.
+func (s *Service) ClientCertExpiries(ctx context.Context) ([]ClientCertExpiry, error) {
+	recs, err := s.clusters.ListClusters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []ClientCertExpiry
+	for _, r := range recs {
+		if info := clusterOf(r).ClientCertInfo(); !info.NotAfter.IsZero() {
+			out = append(out, ClientCertExpiry{Cluster: r.Name, Subject: info.Subject, NotAfter: info.NotAfter})
+		}
+	}
+	if s.taskStore == nil {
+		return out, nil
+	}
+	tasks, err := s.taskStore.ListTasks(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		p := t.Spec.Peer
+		if p.ConfigType != task.PeerByAddress {
+			continue
+		}
+		if info := p.Settings().ClientCertInfo(); !info.NotAfter.IsZero() {
+			out = append(out, ClientCertExpiry{Cluster: p.Alias, Task: t.Name(), Subject: info.Subject, NotAfter: info.NotAfter})
+		}
+	}
+	return out, nil
+}

@@ -227,6 +227,10 @@ func TestClusterCredentialsAreSealedAndNeverShown(t *testing.T) {
 		t.Fatal("a certificate ending in 10 days: want it said to expire soon")
 	}
 	cs, err := svc.ClusterSettings(ctx, "east")
+	if exp, err := svc.ClientCertExpiries(ctx); err != nil || len(exp) != 1 || exp[0].Cluster != "east" || exp[0].Task != "" ||
+		!exp[0].NotAfter.Equal(info.ClientCert.NotAfter) {
+		t.Fatalf("certificate expiries: %+v, %v", exp, err)
+	}
 	in = service.NormalizeCluster(in) // PEM texts trimmed
 	if err != nil || cs.Secrets() != in.Secrets() || cs.ClientCertPEM != in.ClientCertPEM || cs.OAuth != in.OAuth {
 		t.Fatalf("settings round trip: %+v, %v", cs.Redacted(), err)
