@@ -13,13 +13,18 @@ import (
 	"text/tabwriter"
 
 	"github.com/kmirror/kmirror/internal/apiclient"
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
 const instanceUsage = `Usage:
   kmirror instance add -f cluster.json            register a Kafka instance (API shape of POST /api/v1/clusters)
   kmirror instance add --name N --bootstrap h:p[,h:p] [--security-protocol P --sasl-mechanism M --username U --ca-file F]
-                                                  (the password comes from KMIRROR_KAFKA_PASSWORD, never a flag)
+                       [--client-cert-file F --client-key-file F]
+                       [--oauth-token-endpoint URL --oauth-client-id ID --oauth-scope S --oauth-audience A]
+                                                  (secrets come from the environment, never a flag:
+                                                  KMIRROR_KAFKA_PASSWORD, KMIRROR_KAFKA_KEY_PASSWORD,
+                                                  KMIRROR_OAUTH_CLIENT_SECRET)
   kmirror instance list
   kmirror instance remove NAME
   kmirror instance smart-connect NAME --enable|--disable [--engine embedded|connect:<name>]
@@ -121,13 +126,16 @@ func (a *adminCmd) bodyOr(build func() (any, error)) ([]byte, error) {
 }
 
 // readCA reads a --ca-file flag's PEM; "" when none is given.
-func readCA(path string) (string, error) {
+func readCA(path string) (string, error) { return readPEM("CA", path) }
+
+// readPEM reads a PEM file given by a flag; "" is none.
+func readPEM(what, path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
 	pem, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read CA file: %w", err)
+		return "", fmt.Errorf("read %s file: %w", what, err)
 	}
 	return string(pem), nil
 }
@@ -238,22 +246,20 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 	a := newAdminCmd("instance "+sub, stderr, stdout, sub == "add")
 	switch sub {
 	case "add":
-		var in struct {
-			Name             string   `json:"name"`
-			BootstrapServers []string `json:"bootstrap_servers"`
-			SecurityProtocol string   `json:"security_protocol,omitempty"`
-			SASLMechanism    string   `json:"sasl_mechanism,omitempty"`
-			Username         string   `json:"username,omitempty"`
-			Password         string   `json:"password,omitempty"`
-			CAPEM            string   `json:"ca_pem,omitempty"`
-		}
-		var bootstrap, caFile string
+		var in cluster.Settings
+		var bootstrap, caFile, certFile, keyFile string
 		a.fs.StringVar(&in.Name, "name", "", "instance name")
 		a.fs.StringVar(&bootstrap, "bootstrap", "", "bootstrap servers, comma-separated host:port")
-		a.fs.StringVar(&in.SecurityProtocol, "security-protocol", "", "PLAINTEXT, SASL_PLAINTEXT or SASL_SSL")
-		a.fs.StringVar(&in.SASLMechanism, "sasl-mechanism", "", "SCRAM-SHA-512, SCRAM-SHA-256 or PLAIN")
-		a.fs.StringVar(&in.Username, "username", "", "SASL user name")
+		a.fs.StringVar(&in.SecurityProtocol, "security-protocol", "", "PLAINTEXT, SASL_PLAINTEXT, SASL_SSL or SSL")
+		a.fs.StringVar(&in.SASLMechanism, "sasl-mechanism", "", "SCRAM-SHA-512, PLAIN, SCRAM-SHA-256 or OAUTHBEARER")
+		a.fs.StringVar(&in.Username, "username", "", "SASL user name (PLAIN, SCRAM; the password from $KMIRROR_KAFKA_PASSWORD)")
 		a.fs.StringVar(&caFile, "ca-file", "", "PEM file of the CA that signed the brokers' certificates")
+		a.fs.StringVar(&certFile, "client-cert-file", "", "PEM file of the client certificate chain (SSL, SASL_SSL)")
+		a.fs.StringVar(&keyFile, "client-key-file", "", "PEM file of the client certificate's private key (its password, if encrypted, from $KMIRROR_KAFKA_KEY_PASSWORD)")
+		a.fs.StringVar(&in.OAuth.TokenEndpoint, "oauth-token-endpoint", "", "OAUTHBEARER: the identity provider's token endpoint URL")
+		a.fs.StringVar(&in.OAuth.ClientID, "oauth-client-id", "", "OAUTHBEARER: the OAuth client id (the secret from $KMIRROR_OAUTH_CLIENT_SECRET)")
+		a.fs.StringVar(&in.OAuth.Scope, "oauth-scope", "", "OAUTHBEARER: scopes to ask for, space-separated (optional)")
+		a.fs.StringVar(&in.OAuth.Audience, "oauth-audience", "", "OAUTHBEARER: the audience to ask for (optional)")
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
@@ -261,9 +267,27 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 			if bootstrap != "" {
 				in.BootstrapServers = strings.Split(bootstrap, ",")
 			}
-			in.Password = getenv("KMIRROR_KAFKA_PASSWORD")
+			// Secrets from the environment, never from flags: a command
+			// line is visible to every local user and kept in shell history.
+			// Each only where its flags ask for it, so a variable left in
+			// the environment does not turn into a setting the cluster
+			// does not use.
+			if in.SASLMechanism != cluster.MechanismOAuthBearer {
+				in.Password = getenv("KMIRROR_KAFKA_PASSWORD")
+			} else {
+				in.OAuth.ClientSecret = getenv("KMIRROR_OAUTH_CLIENT_SECRET")
+			}
+			if keyFile != "" {
+				in.ClientKeyPassword = getenv("KMIRROR_KAFKA_KEY_PASSWORD")
+			}
 			var err error
-			in.CAPEM, err = readCA(caFile)
+			if in.CAPEM, err = readPEM("CA", caFile); err != nil {
+				return nil, err
+			}
+			if in.ClientCertPEM, err = readPEM("client certificate", certFile); err != nil {
+				return nil, err
+			}
+			in.ClientKeyPEM, err = readPEM("client key", keyFile)
 			return in, err
 		})
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/connect/connecttest"
+	"github.com/kmirror/kmirror/internal/kafkatest"
 )
 
 // serveDemo runs `kmirror serve --demo` and returns its URL.
@@ -327,5 +328,57 @@ func TestTaskMoveCommand(t *testing.T) {
 	checkFor(t, 30*time.Second, 200*time.Millisecond, onEmbedded("plain"))
 	if out, err := cli(t, base, "task", "list", "-o", "json"); err != nil || !strings.Contains(out, `"engine": "embedded"`) {
 		t.Fatalf("list -o json: %v\n%s", err, out)
+	}
+}
+
+// instance add takes a client certificate from files and OAuth settings
+// from flags, secrets from the environment; a key that does not match is
+// refused naming the field, and nothing is registered.
+func TestInstanceAddWithClientCertificateAndOAuth(t *testing.T) {
+	base, _ := serveDemo(t)
+	dir := t.TempDir()
+	ca, err := kafkatest.NewCA("cli CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, err := ca.Issue(kafkatest.CertSpec{CommonName: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := ca.Issue(kafkatest.CertSpec{CommonName: "bob"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	certFile, aliceKey, bobKey := write("cert.pem", alice.ChainPEM), write("alice.key", alice.KeyPEM), write("bob.key", bob.KeyPEM)
+	env := map[string]string{"KMIRROR_TOKEN": testToken, "KMIRROR_OAUTH_CLIENT_SECRET": "cli-oauth-secret"}
+	run1 := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(context.Background(), append(args, "--server", base), func(k string) string { return env[k] }, &out, &out)
+		return out.String(), err
+	}
+	out, err := run1("instance", "add", "--name", "mtls", "--bootstrap", "127.0.0.1:9093", "--security-protocol", "SSL",
+		"--client-cert-file", certFile, "--client-key-file", bobKey)
+	if err == nil || !strings.Contains(out+err.Error(), "client_key_pem") || !strings.Contains(out+err.Error(), "does not belong") {
+		t.Fatalf("a key of another certificate: %v\n%s", err, out)
+	}
+	if out, err := run1("instance", "add", "--name", "mtls", "--bootstrap", "127.0.0.1:9093", "--security-protocol", "SSL",
+		"--client-cert-file", certFile, "--client-key-file", aliceKey); err != nil {
+		t.Fatalf("add with a certificate: %v\n%s", err, out)
+	}
+	if out, err := run1("instance", "add", "--name", "sso", "--bootstrap", "127.0.0.1:9094", "--security-protocol", "SASL_SSL",
+		"--sasl-mechanism", "OAUTHBEARER", "--oauth-token-endpoint", "https://idp.example.com/token", "--oauth-client-id", "kmirror"); err != nil {
+		t.Fatalf("add with OAuth: %v\n%s", err, out)
+	}
+	out, err = run1("instance", "list", "-o", "json")
+	if err != nil || !strings.Contains(out, `"subject": "CN=alice,O=kmirror tests"`) || !strings.Contains(out, `"client_id": "kmirror"`) ||
+		strings.Contains(out, "cli-oauth-secret") || strings.Contains(out, strings.Split(alice.KeyPEM, "\n")[1]) {
+		t.Fatalf("list: %v\n%s", err, out)
 	}
 }
