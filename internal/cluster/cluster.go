@@ -53,8 +53,9 @@ const (
 // Mechanisms lists the SASL mechanisms in the order the console offers them.
 var Mechanisms = []string{MechanismSCRAMSHA512, MechanismPlain, MechanismSCRAMSHA256, MechanismOAuthBearer}
 
-// secretMask stands for a set secret in Redacted settings.
-const secretMask = "********"
+// SecretMask stands for a set secret in Redacted settings and in answers
+// (task.PasswordMask is the same).
+const SecretMask = "********"
 
 // KafkaVersion is the protocol version sarama speaks. Kafka 4.x brokers and
 // kfake both accept it; older than 2.1 is not supported by Kafka 4 anyway.
@@ -140,13 +141,17 @@ func (s Settings) WithSecrets(x Secrets) Settings {
 
 // Redacted returns a copy safe to log or show: each secret is replaced by a
 // marker saying that one is set.
-func (s Settings) Redacted() Settings {
-	for _, v := range []*string{&s.Password, &s.ClientKeyPEM, &s.ClientKeyPassword, &s.OAuth.ClientSecret} {
+func (s Settings) Redacted() Settings { return s.WithSecrets(s.Secrets().Masked()) }
+
+// Masked replaces each set secret by a marker ("********"), so what shows
+// them says which are set without their values.
+func (x Secrets) Masked() Secrets {
+	for _, v := range []*string{&x.Password, &x.ClientKeyPEM, &x.ClientKeyPassword, &x.OAuthClientSecret} {
 		if *v != "" {
-			*v = secretMask
+			*v = SecretMask
 		}
 	}
-	return s
+	return x
 }
 
 // String never prints the password.

@@ -216,10 +216,17 @@ func Adopt(in AdoptInput) (task.Task, task.FieldErrors) {
 		problem("current", "neither side of %s -> %s is a registered instance: register one of them (with the bootstrap servers MM2 uses) first", f.SourceAlias, f.TargetAlias)
 	}
 	if t.Rules.Direction != "" && t.Peer.Cluster == "" {
-		// The other side by address: only plain connections, whose
-		// settings are all in the address.
+		// The other side by address: plain connections, and TLS whose
+		// certificates are inline PEM in the config; SASL credentials
+		// may be references kmirror cannot read.
 		t.Peer = task.Peer{Alias: t.Peer.Alias, ConfigType: task.PeerByAddress, Address: splitList(peerBootstrap), SecurityProtocol: cluster.Plaintext}
-		if sec := strings.ToUpper(strings.TrimSpace(src[peerSecurity])); sec != "" && sec != cluster.Plaintext {
+		side := strings.TrimSuffix(peerSecurity, "security.protocol")
+		switch sec := strings.ToUpper(strings.TrimSpace(src[peerSecurity])); sec {
+		case "", cluster.Plaintext:
+		case cluster.SSL:
+			t.Peer.SecurityProtocol = cluster.SSL
+			adoptInlineTLS(&t.Peer, src, side, problem)
+		default:
 			problem(peerSecurity, "the peer at %s connects with %s, and its credentials cannot be read from the connector (they may be references): register that cluster as an instance first, so it is matched by its bootstrap servers", peerBootstrap, sec)
 		}
 	}
@@ -322,6 +329,45 @@ func Adopt(in AdoptInput) (task.Task, task.FieldErrors) {
 	}
 	probs = append(probs, unmapped(f.Source, src, known)...)
 	return t, probs
+}
+
+// adoptInlineTLS reads a TLS peer's CA and client certificate from the
+// connector's config (side is "source.cluster." or "target.cluster."):
+// only inline PEM maps (ssl.truststore.type / ssl.keystore.type PEM); a
+// keystore or truststore file lives on the workers, where kmirror cannot
+// read it, and a config-provider reference is not the value.
+func adoptInlineTLS(p *task.Peer, c map[string]string, side string, problem func(field, format string, a ...any)) {
+	get := func(k string) string { return strings.TrimSpace(c[side+k]) }
+	for _, k := range []string{"ssl.keystore.location", "ssl.truststore.location"} {
+		if get(k) != "" {
+			problem(side+k, "the peer's TLS material is a file on the workers (%s), which kmirror cannot read: give it inline as PEM (ssl.keystore.type=PEM with ssl.keystore.certificate.chain and ssl.keystore.key; ssl.truststore.type=PEM with ssl.truststore.certificates), or register that cluster as an instance first", get(k))
+		}
+	}
+	inline := func(typeKey string, keys ...string) (map[string]string, bool) {
+		if get(typeKey) == "" {
+			return nil, false
+		}
+		if !strings.EqualFold(get(typeKey), "PEM") {
+			problem(side+typeKey, "%s=%s: only PEM given inline maps", typeKey, get(typeKey))
+			return nil, false
+		}
+		out := map[string]string{}
+		for _, k := range keys {
+			v := get(k)
+			if strings.HasPrefix(v, "${") {
+				problem(side+k, "%s is a config-provider reference, which only the workers can resolve: give the value, or register that cluster as an instance first", k)
+				return nil, false
+			}
+			out[k] = v
+		}
+		return out, true
+	}
+	if v, ok := inline("ssl.truststore.type", "ssl.truststore.certificates"); ok {
+		p.CAPEM = v["ssl.truststore.certificates"]
+	}
+	if v, ok := inline("ssl.keystore.type", "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.key.password"); ok {
+		p.ClientCertPEM, p.ClientKeyPEM, p.ClientKeyPassword = v["ssl.keystore.certificate.chain"], v["ssl.keystore.key"], v["ssl.key.password"]
+	}
 }
 
 // unmapped checks the settings Adopt did not read: the ones kmirror sets

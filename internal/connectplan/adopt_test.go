@@ -79,6 +79,19 @@ func TestAdoptMapsEachSetting(t *testing.T) {
 					t.Errorf("peer %+v", tk.Peer)
 				}
 			}},
+		{name: "unregistered SSL target with inline PEM: peer by address with its certificate", current: "east", extra: map[string]string{
+			"target.cluster.bootstrap.servers": "x1:9093", "target.cluster.security.protocol": "SSL",
+			"target.cluster.ssl.truststore.type": "PEM", "target.cluster.ssl.truststore.certificates": "CA-PEM",
+			"target.cluster.ssl.keystore.type": "PEM", "target.cluster.ssl.keystore.certificate.chain": "CHAIN-PEM",
+			"target.cluster.ssl.keystore.key": "KEY-PEM", "target.cluster.ssl.key.password": "kp"},
+			rules: func(*task.Rules) {},
+			check: func(t *testing.T, tk task.Task) {
+				p := tk.Peer
+				if p.ConfigType != task.PeerByAddress || p.SecurityProtocol != "SSL" || p.CAPEM != "CA-PEM" ||
+					p.ClientCertPEM != "CHAIN-PEM" || p.ClientKeyPEM != "KEY-PEM" || p.ClientKeyPassword != "kp" {
+					t.Errorf("peer %+v", p)
+				}
+			}},
 		{name: "one shared broker matches", current: "east", extra: map[string]string{"source.cluster.bootstrap.servers": "e1:9092"}, rules: func(*task.Rules) {}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,6 +129,12 @@ func TestAdoptNamesWhatDoesNotMap(t *testing.T) {
 		{"current neither side", nil, "south", "current", "neither side"},
 		{"nothing registered", map[string]string{"source.cluster.bootstrap.servers": "q:1", "target.cluster.bootstrap.servers": "r:1"}, "", "current", "register one"},
 		{"secured peer by address", map[string]string{"target.cluster.bootstrap.servers": "x:9093", "target.cluster.security.protocol": "SASL_SSL"}, "east", "target.cluster.security.protocol", "register that cluster"},
+		{"peer keystore file", map[string]string{"target.cluster.bootstrap.servers": "x:9093", "target.cluster.security.protocol": "SSL",
+			"target.cluster.ssl.keystore.location": "/etc/kafka/client.p12"}, "east", "target.cluster.ssl.keystore.location", "a file on the workers"},
+		{"peer key as a reference", map[string]string{"target.cluster.bootstrap.servers": "x:9093", "target.cluster.security.protocol": "SSL",
+			"target.cluster.ssl.keystore.type": "PEM", "target.cluster.ssl.keystore.certificate.chain": "C", "target.cluster.ssl.keystore.key": "${file:/s:key}"}, "east", "target.cluster.ssl.keystore.key", "config-provider reference"},
+		{"peer PKCS12 inline", map[string]string{"target.cluster.bootstrap.servers": "x:9093", "target.cluster.security.protocol": "SSL",
+			"target.cluster.ssl.keystore.type": "PKCS12"}, "east", "target.cluster.ssl.keystore.type", "only PEM"},
 		{"bad tasks.max", map[string]string{"tasks.max": "zero"}, "east", "tasks.max", "positive"},
 		{"bad offset reset", map[string]string{"source.consumer.auto.offset.reset": "none"}, "east", "source.consumer.auto.offset.reset", "earliest or latest"},
 		{"custom filter", map[string]string{"topic.filter.class": "com.acme.F"}, "east", "topic.filter.class", "custom topic filter"},

@@ -89,7 +89,11 @@ func (s *Service) ListAdoptable(ctx context.Context, connectCluster string) ([]A
 	flows := connectplan.GroupMM2(configsOf(views))
 	out := make([]AdoptCandidate, 0, len(flows))
 	for _, f := range flows {
-		out = append(out, candidate(f, flows, views, regs, AdoptRequest{}))
+		c := candidate(f, flows, views, regs, AdoptRequest{})
+		// A peer adopted by address may carry a client key read from the
+		// connector: the listing shows only that it is set.
+		c.Task.Peer = c.Task.Peer.WithSecrets(c.Task.Peer.Secrets().Masked())
+		out = append(out, c)
 	}
 	return out, nil
 }

@@ -110,7 +110,7 @@ const DefaultReplicationFactor = -1
 // PasswordMask stands for a set password in exported JSON. A task holding it
 // as its password is refused (the real password must be given again), so a
 // masked export is never created with "********" as a credential.
-const PasswordMask = "********"
+const PasswordMask = cluster.SecretMask
 
 // UnmarshalJSON decodes a task strictly (an unknown field is an error).
 // Numbers the body omits take their defaults here, at decoding, because only
