@@ -179,3 +179,79 @@ func secretsOf(s cluster.Settings) []string {
 	}
 	return out
 }
+
+// A task whose source refuses its client certificate, or whose token
+// endpoint refuses its secret, shows FAILED with the reason and its kind
+// within seconds: not a hung task or a healthy-looking stall. (Creating a
+// task already refuses a peer it cannot reach; the source, a registered
+// cluster, is first reached when the task runs.)
+func TestTaskFailsNamingARefusedCertificateOrToken(t *testing.T) {
+	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	other, err := kafkatest.NewCA("another CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := other.ClientCert(kafkatest.Alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badCert, err := east.SettingsWithCert(cluster.SSL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	badCert.ClientCertPEM, badCert.ClientKeyPEM = foreign.ChainPEM, foreign.KeyPEM
+	badSecret, err := east.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	badSecret.OAuth.ClientSecret = "not-the-secret"
+	for _, tc := range []struct {
+		name, kind string
+		current    cluster.Settings
+		says       []string
+	}{
+		{"certificate", "certificate", badCert, []string{"did not accept the client certificate", "CN=alice"}},
+		{"token", "credentials", badSecret, []string{"could not get an OAuth token", "invalid_client"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			s := newServer(t)
+			s.register("east", tc.current)
+			topic := kafkatest.NewTopic(t, east, 1, nil)
+			name := "refused-" + tc.name
+			body := map[string]any{
+				"name": name, "type": "kafka-replication",
+				"current": map[string]any{"cluster": "east", "alias": "A"},
+				"peer":    peerByAddress(t, "B", west.Settings(cluster.Plaintext, "")),
+				"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 1, "rename_topics": true,
+					"start_offset": "earliest", "compression": "none"},
+			}
+			if code, res := s.call(http.MethodPost, "/api/v1/tasks", body); code != http.StatusCreated {
+				t.Fatalf("create: %d %v", code, res)
+			}
+			var last map[string]any
+			for ctx.Err() == nil {
+				_, last = s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+				st, _ := last["status"].(map[string]any)
+				flows, _ := st["flows"].([]any)
+				if st["state"] == "FAILED" && len(flows) == 1 {
+					f := flows[0].(map[string]any)
+					reason := st["reason"].(string) + " " + f["reason"].(string)
+					for _, w := range tc.says {
+						if !strings.Contains(reason, w) {
+							t.Fatalf("reason %q does not say %q", reason, w)
+						}
+					}
+					if f["error_kind"] != tc.kind {
+						t.Fatalf("error kind %v, want %s", f["error_kind"], tc.kind)
+					}
+					t.Logf("FAILED: %s", reason)
+					return
+				}
+				time.Sleep(500 * time.Millisecond)
+			}
+			t.Fatalf("no FAILED status naming the cause: %v", last)
+		})
+	}
+}

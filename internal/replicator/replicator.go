@@ -12,6 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connectivity"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -104,6 +105,18 @@ func (r *Replicator) Run(ctx context.Context) error {
 	}
 }
 
+// explainConnect says a connection failure the connectivity check
+// recognises (an address, TLS, a certificate, SASL, an OAuth token) in its
+// words, so a failed flow's reason says what to fix; others stay as sarama
+// said them.
+func explainConnect(s cluster.Settings, err error) error {
+	var e *connectivity.Error
+	if errors.As(connectivity.Explain(s, "", err), &e) && e.Step != connectivity.StepMetadata {
+		return e
+	}
+	return err
+}
+
 func adminClient(s cluster.Settings, id string) (sarama.Client, sarama.ClusterAdmin, error) {
 	cfg, err := s.Config(id)
 	if err != nil {
@@ -115,7 +128,7 @@ func adminClient(s cluster.Settings, id string) (sarama.Client, sarama.ClusterAd
 	cfg.Producer.Return.Errors = true
 	client, err := sarama.NewClient(s.BootstrapServers, cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connect to %s: %w", s.Name, err)
+		return nil, nil, fmt.Errorf("connect to %s: %w", s.Name, explainConnect(s, err))
 	}
 	admin, err := sarama.NewClusterAdminFromClient(client)
 	if err != nil {
