@@ -119,7 +119,9 @@ func (p podUser) serve(t *testing.T, dir string) (string, func()) {
 // the sealing key, the session key, the generated API token (which the API
 // then takes) and the generated admin password. backup, restore and admin
 // set-password given the same --data-dir find the same files: the password
-// set on the stopped server signs in on the next start.
+// set on the stopped server signs in on the next start, which also makes
+// the files private again after kubelet's fsGroup pass opened them to the
+// group.
 func TestServeOnAVolumeRootOwnedByRoot(t *testing.T) {
 	shared, err := os.MkdirTemp("", "kmirror-pod-")
 	if err != nil {
@@ -188,15 +190,20 @@ func TestServeOnAVolumeRootOwnedByRoot(t *testing.T) {
 			t.Errorf("%s: mode %v owner %d:%d, want %v %d:%d", path, fi.Mode().Perm(), st.Uid, st.Gid, mode, uid, gid)
 		}
 	}
-	checkFile(vol, 0o775, 0, podUID)
-	checkFile(data, 0o700, podUID, podUID)
-	for _, name := range []string{store.FileName, store.LockFileName, secrets.KeyFile, web.SessionKeyFile, apiTokenFile, adminPasswordFile} {
-		checkFile(filepath.Join(data, name), 0o600, podUID, podUID)
+	files := []string{store.FileName, store.LockFileName, secrets.KeyFile, web.SessionKeyFile, apiTokenFile, adminPasswordFile}
+	checkPrivate := func() {
+		t.Helper()
+		checkFile(vol, 0o775, 0, podUID)
+		checkFile(data, 0o700, podUID, podUID)
+		for _, name := range files {
+			checkFile(filepath.Join(data, name), 0o600, podUID, podUID)
+		}
+		entries, _ := os.ReadDir(vol)
+		if len(entries) != 1 || entries[0].Name() != store.SubDirName {
+			t.Errorf("the volume's root holds %v, want only %s", entries, store.SubDirName)
+		}
 	}
-	entries, _ := os.ReadDir(vol)
-	if len(entries) != 1 || entries[0].Name() != store.SubDirName {
-		t.Errorf("the volume's root holds %v, want only %s", entries, store.SubDirName)
-	}
+	checkPrivate()
 
 	if out := pod.run(t, "", "restore", "--data-dir", vol, file); !strings.Contains(out, "into "+data+";") {
 		t.Errorf("restore does not say it restored into %s:\n%s", data, out)
@@ -210,7 +217,18 @@ func TestServeOnAVolumeRootOwnedByRoot(t *testing.T) {
 		t.Errorf("a directory inside the data directory: %v", names)
 	}
 
-	base, _ = pod.serve(t, vol)
+	// What kubelet does to a volume at a mount with fsGroup (unless the
+	// chart's fsGroupChangePolicy OnRootMismatch spares it): the next start
+	// takes it back.
+	if err := os.Chmod(data, 0o770|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if err := os.Chmod(filepath.Join(data, name), 0o660); err != nil {
+			t.Fatal(err)
+		}
+	}
+	base, stop = pod.serve(t, vol)
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 	resp, err = c.Get(base + "signin")
@@ -231,4 +249,6 @@ func TestServeOnAVolumeRootOwnedByRoot(t *testing.T) {
 	if resp.Request.URL.Path != "/instances" {
 		t.Fatalf("sign-in with the password set by admin set-password ended at %s (%d)", resp.Request.URL.Path, resp.StatusCode)
 	}
+	stop()
+	checkPrivate()
 }

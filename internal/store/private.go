@@ -63,10 +63,11 @@ func ownedByMe(fi fs.FileInfo) bool {
 // read-only file system), saying what to fix. A dir that is not the data
 // directory (a volume's root) is left as it is, whatever its mode.
 //
-// The files in the data directory are all kmirror's; those open to others
-// are made owner-only too, as far as that works (the directory keeps others
-// out anyway): kubelet's fsGroup pass gives every file of a volume group
-// read and write at each mount. Open is stricter with the database files.
+// kmirror's other files in it (dataFiles) are made owner-only too when
+// they are open to others, as far as that works (the directory keeps
+// others out anyway): kubelet's fsGroup pass gives every file of a volume
+// group read and write at each mount. Open is stricter with the database
+// files.
 func PrepareDataDir(dir string) (string, error) {
 	dataDir, err := DataDir(dir)
 	if err != nil {
@@ -82,19 +83,25 @@ func PrepareDataDir(dir string) (string, error) {
 		}
 		return "", err
 	}
-	entries, err := os.ReadDir(dataDir)
-	if err != nil {
-		return "", fmt.Errorf("read data directory %s: %w", dataDir, err)
-	}
-	for _, e := range entries {
-		if !e.Type().IsRegular() {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && fi.Mode().Perm()&0o077 != 0 {
-			_ = os.Chmod(filepath.Join(dataDir, e.Name()), fi.Mode().Perm()&0o700) // best effort, see above
+	for _, name := range dataFiles {
+		path := filepath.Join(dataDir, name)
+		if fi, err := os.Lstat(path); err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o077 != 0 {
+			_ = os.Chmod(path, fi.Mode().Perm()&0o700) // best effort, see above
 		}
 	}
 	return dataDir, nil
+}
+
+// dataFiles are the names of kmirror's files in the data directory, as the
+// parts that write them name them (internal/secrets' key, web's session
+// keys, cmd/kmirror's API token and admin password, the restore's copy of
+// the database it replaced): only these are changed, never a file kmirror
+// does not know (--data-dir may be a directory that holds others' files).
+// cmd/kmirror's TestServeOnAVolumeRootOwnedByRoot keeps the list complete.
+var dataFiles = []string{
+	FileName, FileName + "-wal", FileName + "-shm", LockFileName,
+	FileName + ".bak", FileName + ".bak-wal", FileName + ".bak-shm",
+	"secret.key", "session.key", "api.token", "admin.password",
 }
 
 // makePrivate prepares the data directory of dir (PrepareDataDir) and makes

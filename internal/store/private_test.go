@@ -17,7 +17,8 @@ import (
 // TestOpenMakesTheDataPrivate: a data directory and database readable by
 // others (made by hand, or by an older version under a lax umask) are made
 // 0700 and 0600 at start, and a new database is private from its creation,
-// its WAL and shared-memory files included.
+// its WAL and shared-memory files included; a file that is not kmirror's is
+// left as it is.
 func TestOpenMakesTheDataPrivate(t *testing.T) {
 	ctx := context.Background()
 	lax := filepath.Join(t.TempDir(), "lax")
@@ -37,6 +38,11 @@ func TestOpenMakesTheDataPrivate(t *testing.T) {
 	if err := os.Chmod(lax, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A file kmirror does not know is not its to change.
+	other := filepath.Join(lax, "notes.txt")
+	if err := os.WriteFile(other, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 
 	fresh := filepath.Join(t.TempDir(), "fresh")
 	for _, dir := range []string{lax, fresh} {
@@ -54,6 +60,7 @@ func TestOpenMakesTheDataPrivate(t *testing.T) {
 		}
 		db.Close()
 	}
+	checkMode(t, other, 0o644)
 }
 
 func checkMode(t *testing.T, path string, want fs.FileMode) {
