@@ -31,8 +31,10 @@ type manifest struct {
 			Spec struct {
 				AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
 				SecurityContext              struct {
-					RunAsNonRoot *bool `yaml:"runAsNonRoot"`
-					RunAsUser    int   `yaml:"runAsUser"`
+					RunAsNonRoot        *bool  `yaml:"runAsNonRoot"`
+					RunAsUser           int    `yaml:"runAsUser"`
+					FSGroup             int    `yaml:"fsGroup"`
+					FSGroupChangePolicy string `yaml:"fsGroupChangePolicy"`
 				} `yaml:"securityContext"`
 				Containers []struct {
 					Args []string
@@ -139,10 +141,24 @@ func TestHelmChartLintsAndRenders(t *testing.T) {
 		secretData  map[string]string // decoded, when given by values
 	}{
 		{
-			name:      "defaults: plain HTTP behind a TLS-terminating ingress",
+			name:      "defaults: plain HTTP behind a TLS-terminating ingress, whose X-Forwarded-For is believed from the private ranges",
 			wantKinds: []string{"Deployment", "Secret", "Service", "PersistentVolumeClaim"},
-			wantArgs:  []string{"serve", "--listen", "0.0.0.0:8080", "--data-dir", "/data", "--allow-insecure-http"},
-			notArgs:   []string{"--tls-cert"}, wantScheme: "HTTP", wantSecret: true, secretName: "kmirror", claimName: "kmirror-data",
+			wantArgs: []string{"serve", "--listen", "0.0.0.0:8080", "--data-dir", "/data", "--allow-insecure-http",
+				"--trusted-proxies", "10.0.0.0/8,172.16.0.0/12,192.168.0.0/16,fc00::/7"},
+			notArgs: []string{"--tls-cert"}, wantScheme: "HTTP", wantSecret: true, secretName: "kmirror", claimName: "kmirror-data",
+		},
+		{
+			name:      "only the proxy's own network trusted",
+			set:       []string{"trustedProxies={10.42.0.0/16}"},
+			wantKinds: []string{"Deployment", "Secret", "Service", "PersistentVolumeClaim"},
+			wantArgs:  []string{"--trusted-proxies", "10.42.0.0/16"},
+			notArgs:   []string{"10.0.0.0/8"}, wantScheme: "HTTP", wantSecret: true, secretName: "kmirror", claimName: "kmirror-data",
+		},
+		{
+			name:      "no proxy: X-Forwarded-For is never believed",
+			set:       []string{"trustedProxies=null"},
+			wantKinds: []string{"Deployment", "Secret", "Service", "PersistentVolumeClaim"},
+			notArgs:   []string{"--trusted-proxies"}, wantScheme: "HTTP", wantSecret: true, secretName: "kmirror", claimName: "kmirror-data",
 		},
 		{
 			name:      "TLS from a Secret, ServiceMonitor, existing Secret and claim",
@@ -184,6 +200,12 @@ func TestHelmChartLintsAndRenders(t *testing.T) {
 			ps := d.Spec.Template.Spec
 			if ps.SecurityContext.RunAsNonRoot == nil || !*ps.SecurityContext.RunAsNonRoot || ps.SecurityContext.RunAsUser == 0 {
 				t.Errorf("pod security context %+v: want non-root", ps.SecurityContext)
+			}
+			// The volume is the pod's group's (its root root:65532, 2775,
+			// which kmirror leaves as it is: its files go in /data/kmirror),
+			// and kubelet does not walk it at every start.
+			if sc := ps.SecurityContext; sc.FSGroup != sc.RunAsUser || sc.FSGroupChangePolicy != "OnRootMismatch" {
+				t.Errorf("pod security context %+v: want fsGroup %d with fsGroupChangePolicy OnRootMismatch", sc, sc.RunAsUser)
 			}
 			if ps.AutomountServiceAccountToken == nil || *ps.AutomountServiceAccountToken {
 				t.Error("the pod mounts a service account token it does not need")

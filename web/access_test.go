@@ -3,16 +3,20 @@ package web_test
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -183,7 +187,8 @@ func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		proxies string
-		// whether failures sent as 1.2.3.4 throttle a sign-in sent as 5.6.7.8
+		// whether a client sent as 1.2.3.4 trying many names throttles a
+		// sign-in sent as 5.6.7.8
 		shared bool
 	}{
 		{"no trusted proxies: the header is ignored", "", true},
@@ -198,21 +203,95 @@ func TestForwardedForOnlyFromTrustedProxies(t *testing.T) {
 				}
 				d.TrustedProxies = nets
 			})
-			signInFrom := func(addr, password string) page {
+			signInFrom := func(addr, user, password string) page {
 				p := e.get(e.client, "/signin")
-				return e.postForm(e.client, "/signin", url.Values{"_csrf": {p.csrf(t)}, "user": {"admin"}, "password": {password}},
+				return e.postForm(e.client, "/signin", url.Values{"_csrf": {p.csrf(t)}, "user": {user}, "password": {password}},
 					http.Header{"X-Forwarded-For": {addr}})
 			}
+			// Many names from one address (spraying) make the address wait.
 			var p page
-			for i := 0; i < 10 && p.status != http.StatusTooManyRequests; i++ {
-				p = signInFrom("1.2.3.4", "wrong")
+			for i := 0; i < 30 && p.status != http.StatusTooManyRequests; i++ {
+				p = signInFrom("1.2.3.4", fmt.Sprintf("sprayed%02d", i), "wrong")
 			}
 			if p.status != http.StatusTooManyRequests {
 				t.Fatalf("never throttled: %d", p.status)
 			}
-			p = signInFrom("5.6.7.8", "wrong")
+			p = signInFrom("5.6.7.8", "admin", adminPassword)
 			if got := p.status == http.StatusTooManyRequests; got != tc.shared {
-				t.Fatalf("other forwarded address throttled = %v, want %v", got, tc.shared)
+				t.Fatalf("other forwarded address throttled = %v (status %d), want %v", got, p.status, tc.shared)
+			}
+		})
+	}
+}
+
+// Behind a proxy every user may come from one address: the proxy's, when
+// kmirror does not trust it, or one forwarded address (a NAT) when it does.
+// A hundred wrong passwords for one account through that address — each
+// waited for, so every one is checked — slow that account only: another
+// user signs in through the same address at once, in a browser of their own.
+func TestWrongPasswordsOfOneAccountDoNotLockOutTheAddress(t *testing.T) {
+	for _, tc := range []struct {
+		name, proxies, forwarded string
+	}{
+		{"the proxy is not trusted: its address is everyone's", "", ""},
+		{"a trusted proxy forwards one client address", "127.0.0.0/8", "203.0.113.50"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			now := time.Unix(1_000_000, 0)
+			clock := func() time.Time { return now }
+			e := newEnvWithService(t, func(d *service.Deps) {
+				d.Throttle, d.AddressThrottle = account.NewThrottle(), account.NewThrottle()
+				d.AddressThrottle.Free = 20
+				d.Throttle.Now, d.AddressThrottle.Now = clock, clock
+			}, func(d *web.Deps) {
+				nets, err := web.ParseCIDRs(tc.proxies)
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.TrustedProxies = nets
+			})
+			if status, _, body := e.api(http.MethodPost, "/api/v1/users", apiToken,
+				`{"name": "bob", "role": "viewer", "password": "bob-password"}`); status != http.StatusCreated {
+				t.Fatalf("create bob: %d %v", status, body)
+			}
+			header := http.Header{}
+			if tc.forwarded != "" {
+				header.Set("X-Forwarded-For", tc.forwarded)
+			}
+			signIn := func(c *http.Client, user, password string) page {
+				p := e.get(c, "/signin")
+				return e.postForm(c, "/signin", url.Values{"_csrf": {p.csrf(t)}, "user": {user}, "password": {password}}, header)
+			}
+			attacker := e.newBrowser()
+			for i := range 100 {
+				p := signIn(attacker, "admin", "wrong")
+				if p.status == http.StatusTooManyRequests {
+					wait, err := strconv.Atoi(p.header.Get("Retry-After"))
+					if err != nil || wait <= 0 || wait > 300 {
+						t.Fatalf("attempt %d: Retry-After %q, want 1 to 300 seconds", i, p.header.Get("Retry-After"))
+					}
+					now = now.Add(time.Duration(wait) * time.Second)
+					p = signIn(attacker, "admin", "wrong")
+				}
+				if p.status != http.StatusUnauthorized {
+					t.Fatalf("wrong password %d, after waiting: status %d, want 401", i, p.status)
+				}
+			}
+			bob := e.newBrowser()
+			if p := signIn(bob, "bob", "bob-password"); p.url != "/instances" || p.testid("current-user").Text() != "bob" {
+				t.Fatalf("bob after 100 wrong passwords of admin through the same address: at %s with status %d, user %q",
+					p.url, p.status, p.testid("current-user").Text())
+			}
+			// admin's own right password waits (at most 5 minutes), then works.
+			admin := e.newBrowser()
+			p := signIn(admin, "admin", adminPassword)
+			wait, err := strconv.Atoi(p.header.Get("Retry-After"))
+			if p.status != http.StatusTooManyRequests || err != nil || wait > 300 {
+				t.Fatalf("admin right after the failures: status %d Retry-After %q, want 429 for at most 300 s", p.status, p.header.Get("Retry-After"))
+			}
+			now = now.Add(time.Duration(wait) * time.Second)
+			if p := signIn(admin, "admin", adminPassword); p.url != "/instances" {
+				t.Fatalf("admin after the wait: at %s with status %d", p.url, p.status)
 			}
 		})
 	}

@@ -37,11 +37,19 @@ type env struct {
 func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
 
 // newEnvWith is newEnv with the server's Deps adjusted by set first.
-func newEnvWith(t *testing.T, set func(*web.Deps)) *env {
+func newEnvWith(t *testing.T, set func(*web.Deps)) *env { return newEnvWithService(t, nil, set) }
+
+// newEnvWithService is newEnvWith with the service's Deps adjusted by
+// setService first.
+func newEnvWithService(t *testing.T, setService func(*service.Deps), set func(*web.Deps)) *env {
 	t.Helper()
 	ctx := context.Background()
 	dir, db, box := servicetest.OpenStore(t, "")
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db, ConnectClusters: db})
+	sd := service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db, ConnectClusters: db}
+	if setService != nil {
+		setService(&sd)
+	}
+	svc, err := service.New(sd)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,12 +56,17 @@ func accountAdminCommand(ctx context.Context, args []string, stdout, stderr io.W
 	if password == "" {
 		return errors.New("no password on standard input: pipe it in, e.g. `printf '%s\\n' \"$PW\" | kmirror admin set-password NAME`")
 	}
-	db, err := store.Open(ctx, *dataDir)
+	// The files serve uses: the data directory of --data-dir.
+	dir, err := store.PrepareDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	db, err := store.Open(ctx, dir)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	box, err := secrets.Load(*dataDir)
+	box, err := secrets.Load(dir)
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,11 @@ func backupCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
+	// Where serve keeps the database; nothing is created if it is not there.
+	dataDir, err = store.DataDir(dataDir)
+	if err != nil {
+		return err
+	}
 	if err := store.Backup(ctx, filepath.Join(dataDir, store.FileName), file); err != nil {
 		return err
 	}
@@ -57,6 +62,10 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	version, err := store.Restore(ctx, file, dataDir)
 	if err != nil {
+		return err
+	}
+	// Where Restore put it: the data directory of --data-dir.
+	if dataDir, err = store.DataDir(dataDir); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "kmirror: restored %s (schema version %d) into %s; the previous database is %s\n",

@@ -112,16 +112,19 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return fmt.Errorf("create data directory: %w", err)
-	}
 	// Held until serve returns: a second serve or a restore on this data
-	// directory is refused instead of fighting over the database.
+	// directory is refused instead of fighting over the database. Taking it
+	// creates the data directory and makes it private.
 	lock, err := store.LockDataDir(cfg.DataDir)
 	if err != nil {
 		return err
 	}
 	defer lock.Unlock() //nolint:errcheck // the process is ending; the kernel drops the lock anyway
+	if dir := lock.Dir(); dir != cfg.DataDir {
+		log.Info("data kept in a private directory inside --data-dir, which is not kmirror's own", "data_dir", dir, "given", cfg.DataDir)
+		// From here on every file (database, keys, token, password) is in it.
+		cfg.DataDir = dir
+	}
 	db, err := store.Open(ctx, cfg.DataDir)
 	if err != nil {
 		return err

@@ -118,3 +118,45 @@ func TestThrottleMemoryIsBounded(t *testing.T) {
 		t.Fatal("a spray of one-off keys freed a key that was being held back")
 	}
 }
+
+// FailDistinct counts a key's names, not its attempts: one name failing a
+// hundred times makes no wait, the Free+1st different name does, and a
+// name seen before counts again once the key has tried more names than it
+// remembers (stricter, never looser).
+func TestThrottleFailDistinctCountsNames(t *testing.T) {
+	now := time.Unix(1000, 0)
+	th := account.NewThrottle()
+	th.Free = 20
+	th.Now = func() time.Time { return now }
+	for range 100 {
+		th.FailDistinct("addr", "admin")
+	}
+	if w := th.Wait("addr"); w != 0 {
+		t.Fatalf("one name failing 100 times: wait %v, want none", w)
+	}
+	for i := 1; i < th.Free; i++ {
+		th.FailDistinct("addr", "user"+strconv.Itoa(i))
+		th.FailDistinct("addr", "admin")
+	}
+	if w := th.Wait("addr"); w != 0 {
+		t.Fatalf("after %d names: wait %v, want none", th.Free, w)
+	}
+	th.FailDistinct("addr", "one-more")
+	if w := th.Wait("addr"); w != time.Second {
+		t.Fatalf("after %d names: wait %v, want 1s", th.Free+1, w)
+	}
+	for i := range 40 {
+		th.FailDistinct("addr", "more"+strconv.Itoa(i))
+	}
+	now = now.Add(th.Max)
+	th.FailDistinct("addr", "admin") // forgotten among the last 32 names: counts
+	if w := th.Wait("addr"); w != th.Max {
+		t.Fatalf("a name older than the remembered ones: wait %v, want %v", w, th.Max)
+	}
+	// Forget still forgets.
+	now = now.Add(th.Forget + time.Second)
+	th.FailDistinct("addr", "admin")
+	if w := th.Wait("addr"); w != 0 {
+		t.Fatalf("after Forget: wait %v, want none", w)
+	}
+}

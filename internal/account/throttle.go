@@ -2,15 +2,22 @@ package account
 
 import (
 	"crypto/sha256"
+	"slices"
 	"sync"
 	"time"
 )
 
-// Throttle slows down password guessing. Each key (a user name with the
-// client's address, or an address alone) gets a few free failures; after that
-// every further attempt must wait twice as long as the last, up to a cap. A
-// success forgets the key. It is in memory: a restart forgives, which is fine
-// for a console that also needs the attacker to beat bcrypt.
+// Throttle slows down password guessing. Each key (an account name, or a
+// client address) gets a few free failures; after that every further
+// attempt must wait twice as long as the last, up to a cap: a key is held
+// back, never locked for good, and the right password works again once the
+// wait is over. A success forgets the key. It is in memory: a restart
+// forgives, which is fine for a console that also needs the attacker to
+// beat bcrypt.
+//
+// Fail counts every failure; FailDistinct counts only the failures of names
+// the key has not failed with lately, for an address that many people may
+// share (see FailDistinct).
 //
 // Its memory is bounded whatever is sent: keys are kept as fixed-size
 // digests, and at most MaxKeys of them; past that the ones not holding
@@ -45,9 +52,21 @@ type attempts struct {
 	failures int
 	last     time.Time
 	until    time.Time // no attempt before this
+	// names are FailDistinct's last distinct names, a ring of digests of
+	// which the first held are in use and next is where the next goes; nil
+	// for a key only Fail counts.
+	names      *[distinctNames]uint32
+	held, next int
 }
 
-// DefaultMaxKeys bounds a throttle's memory to about a megabyte.
+// distinctNames is how many of a key's names FailDistinct remembers: more
+// than an address's Free, so that up to the wait one name is counted once.
+// A name older than that counts again, which only makes a key that tried
+// so many names wait sooner.
+const distinctNames = 32
+
+// DefaultMaxKeys bounds a throttle's memory to about a megabyte (two and a
+// half for keys that FailDistinct counts).
 const DefaultMaxKeys = 10000
 
 // NewThrottle returns a Throttle with defaults fit for a sign-in form: five
@@ -72,7 +91,21 @@ func (t *Throttle) Wait(key string) time.Duration {
 }
 
 // Fail records a failed attempt for key.
-func (t *Throttle) Fail(key string) {
+func (t *Throttle) Fail(key string) { t.fail(key, "", false) }
+
+// FailDistinct records a failed attempt for key with name (the account
+// tried), counted only when key has not failed with name lately (among its
+// last 32 names, within Forget): key then waits after Free different
+// names, however often each was tried. It is meant for a client address,
+// which a proxy or a NAT may give many users at once: counted per attempt,
+// one person mistyping a password, or an attacker hammering one account,
+// would make everyone behind that address wait, while what an address
+// limit is for is a client trying many accounts (password spraying, or
+// guessing which names exist). The attempts on one account are that
+// account's throttle's business.
+func (t *Throttle) FailDistinct(key, name string) { t.fail(key, name, true) }
+
+func (t *Throttle) fail(key, name string, distinct bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.Now()
@@ -87,6 +120,20 @@ func (t *Throttle) Fail(key string) {
 	if a == nil || now.Sub(a.last) > t.Forget {
 		a = &attempts{}
 		t.keys[k] = a
+	}
+	if distinct {
+		n := digest(name)
+		h := uint32(n[0]) | uint32(n[1])<<8 | uint32(n[2])<<16 | uint32(n[3])<<24
+		if a.names == nil {
+			a.names = new([distinctNames]uint32)
+		}
+		if slices.Contains(a.names[:a.held], h) {
+			a.last = now // still trying: remembered as long as it goes on
+			return
+		}
+		a.names[a.next] = h
+		a.next = (a.next + 1) % distinctNames
+		a.held = min(a.held+1, distinctNames)
 	}
 	a.failures++
 	a.last = now

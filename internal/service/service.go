@@ -60,11 +60,12 @@ type Deps struct {
 	Kafka Kafka
 	// Logger is optional (slog.Default). Passwords are never logged.
 	Logger *slog.Logger
-	// Throttle slows down sign-in guessing per user name and address;
+	// Throttle slows down sign-in guessing per account name (see SignIn);
 	// optional (a default one is made).
 	Throttle *account.Throttle
-	// AddressThrottle slows down guessing from one address (or IPv6 /64)
-	// whatever names it tries; optional (a default one is made).
+	// AddressThrottle slows down one address (or IPv6 /64) trying many
+	// names, counting names, not attempts (see SignIn); optional (a default
+	// one is made).
 	AddressThrottle *account.Throttle
 	// MaxConcurrentSignIns caps password checks in progress (bcrypt is
 	// costly on purpose); past it a sign-in is told to retry. Optional
@@ -115,8 +116,8 @@ func New(d Deps) (*Service, error) {
 	}
 	if d.AddressThrottle == nil {
 		d.AddressThrottle = account.NewThrottle()
-		// An office behind one NAT shares an address: more room before it
-		// waits than one account gets.
+		// Twenty different names: an office behind one NAT shares an
+		// address, and its people mistype their names too.
 		d.AddressThrottle.Free = 20
 	}
 	if d.MaxConcurrentSignIns <= 0 {

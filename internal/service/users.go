@@ -36,11 +36,23 @@ type Principal struct {
 var errWrongCredentials = &Error{Code: CodeBadCredentials, Message: "wrong user name or password"}
 
 // SignIn checks a console user's password. client identifies where the
-// attempt comes from (the remote address). Failures are throttled per user
-// name and address and per address alone (IPv6 by /64); a throttled
-// attempt is a too_many_attempts Error with RetryAfter, answered before the
-// password is looked at so a throttled guesser learns nothing. A name
-// longer than MaxUserNameLength is refused before any work; at most
+// attempt comes from (the remote address). A throttled attempt is a
+// too_many_attempts Error with RetryAfter, answered before the password is
+// looked at so a throttled guesser learns nothing. Two throttles, each
+// doubling its wait up to 5 minutes, never locking for good:
+//
+//   - per account, by the name alone (whatever address it comes from, so
+//     rotating addresses gains nothing): after 5 failures that account's
+//     next attempt waits, the right password included, and works once the
+//     wait is over. Other accounts are not slowed.
+//   - per address (IPv6 by /64), counting the different names that failed
+//     from it (account.Throttle.FailDistinct), not the attempts: after 20
+//     names the address waits. That stops a client trying many accounts
+//     (password spraying), while failures of one account never stop
+//     another account signing in from the same address — which a proxy
+//     kmirror does not trust (--trusted-proxies), or a NAT, gives everyone.
+//
+// A name longer than MaxUserNameLength is refused before any work; at most
 // MaxConcurrentSignIns passwords are checked at once, and past that the
 // answer is too_many_attempts with a short RetryAfter.
 func (s *Service) SignIn(ctx context.Context, name, password, client string) (Principal, error) {
@@ -49,10 +61,10 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 		return Principal{}, throttled(wait)
 	}
 	if len(name) > MaxUserNameLength || name == "" {
-		s.addrThr.Fail(addrKey)
+		s.addrThr.FailDistinct(addrKey, name)
 		return Principal{}, errWrongCredentials
 	}
-	key := name + "|" + client
+	key := "user|" + name
 	if wait := s.throttle.Wait(key); wait > 0 {
 		return Principal{}, throttled(wait)
 	}
@@ -67,7 +79,7 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 	if errors.Is(err, store.ErrNotFound) {
 		account.VerifyNobody(password)
 		s.throttle.Fail(key)
-		s.addrThr.Fail(addrKey)
+		s.addrThr.FailDistinct(addrKey, name)
 		// Not the name as typed: it is the caller's text, maybe a password.
 		s.appendAudit(WithActor(ctx, Actor{Name: "unknown user " + Fingerprint(name), Address: client}), "signin", "", "failed: "+string(CodeBadCredentials))
 		return Principal{}, errWrongCredentials
@@ -78,7 +90,7 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 	actx := WithActor(ctx, Actor{Name: u.Name, Role: roleOf(u), Address: client})
 	if !account.Verify(u.PasswordHash, password) {
 		s.throttle.Fail(key)
-		s.addrThr.Fail(addrKey)
+		s.addrThr.FailDistinct(addrKey, name)
 		s.appendAudit(actx, "signin", u.Name, "failed: "+string(CodeBadCredentials))
 		return Principal{}, errWrongCredentials
 	}

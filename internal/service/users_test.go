@@ -2,9 +2,11 @@ package service_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/service"
@@ -84,6 +86,108 @@ func TestSignInThrottlesPerAddressAcrossNames(t *testing.T) {
 	}
 	if _, err := svc.SignIn(ctx, "admin", "admin-password", "2001:db8:9::1"); err != nil {
 		t.Fatalf("another network: %v", err)
+	}
+}
+
+// throttledService is a service whose sign-in throttles run on a clock the
+// test moves, with the accounts admin and bob.
+func throttledService(t *testing.T) (svc *service.Service, now *time.Time) {
+	t.Helper()
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	if _, err := account.EnsureAdmin(ctx, db, "admin-password"); err != nil {
+		t.Fatal(err)
+	}
+	hash, err := account.Hash("bob-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateUser(ctx, store.User{Name: "bob", PasswordHash: hash, Role: service.RoleViewer}); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_000_000, 0)
+	now = &clock
+	perAccount, perAddress := account.NewThrottle(), account.NewThrottle()
+	perAddress.Free = 20
+	perAccount.Now, perAddress.Now = func() time.Time { return *now }, func() time.Time { return *now }
+	svc, err = service.New(service.Deps{Clusters: db, Users: db, Secrets: box, Throttle: perAccount, AddressThrottle: perAddress})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, now
+}
+
+// A hundred wrong passwords for one account from one address, each waited
+// for so every one is checked: that account waits (from any address, so
+// rotating addresses gains nothing), never more than 5 minutes, and the
+// right password works after the wait; another account signs in from the
+// same address at once, all along.
+func TestSignInThrottlesTheAccountNotTheAddress(t *testing.T) {
+	ctx := context.Background()
+	svc, now := throttledService(t)
+	const shared = "192.0.2.80" // a proxy's, say
+	longest := time.Duration(0)
+	for i := range 100 {
+		_, err := svc.SignIn(ctx, "admin", "wrong", shared)
+		if e := service.AsError(err); e.Code == service.CodeTooManyAttempts {
+			longest = max(longest, e.RetryAfter)
+			*now = now.Add(e.RetryAfter) // wait, then try again
+			_, err = svc.SignIn(ctx, "admin", "wrong", shared)
+		}
+		if !service.IsCode(err, service.CodeBadCredentials) {
+			t.Fatalf("wrong password %d, after waiting: %v, want bad_credentials", i, err)
+		}
+		if i%10 == 0 {
+			if _, err := svc.SignIn(ctx, "bob", "bob-password", shared); err != nil {
+				t.Fatalf("after %d wrong passwords of admin, bob from the same address: %v", i+1, err)
+			}
+		}
+	}
+	if longest != 5*time.Minute {
+		t.Errorf("longest wait %v, want the cap, 5m", longest)
+	}
+	for _, client := range []string{shared, "198.51.100.7"} {
+		_, err := svc.SignIn(ctx, "admin", "admin-password", client)
+		if e := service.AsError(err); e.Code != service.CodeTooManyAttempts || e.RetryAfter > 5*time.Minute {
+			t.Fatalf("admin right after the last failure, from %s: %v (retry after %v), want a wait of at most 5m", client, err, e.RetryAfter)
+		}
+	}
+	if _, err := svc.SignIn(ctx, "bob", "bob-password", shared); err != nil {
+		t.Fatalf("bob from the same address: %v", err)
+	}
+	*now = now.Add(5 * time.Minute)
+	if _, err := svc.SignIn(ctx, "admin", "admin-password", shared); err != nil {
+		t.Fatalf("admin's right password after the wait: %v", err)
+	}
+	// The success forgave the account.
+	for range 5 {
+		if _, err := svc.SignIn(ctx, "admin", "wrong", shared); !service.IsCode(err, service.CodeBadCredentials) {
+			t.Fatalf("after a success: %v, want the free failures again", err)
+		}
+	}
+}
+
+// A client trying many names (password spraying) waits after 20 different
+// names, whatever their passwords, and the address waiting stops even an
+// account with its right password; another address is not slowed.
+func TestSignInStopsSprayingFromOneAddress(t *testing.T) {
+	ctx := context.Background()
+	svc, _ := throttledService(t)
+	var err error
+	names := 0
+	for ; names < 25 && !service.IsCode(err, service.CodeTooManyAttempts); names++ {
+		for range 2 { // twice each: a name counts once
+			_, err = svc.SignIn(ctx, fmt.Sprintf("user%02d", names), "Summer2026!", "203.0.113.9")
+		}
+	}
+	if !service.IsCode(err, service.CodeTooManyAttempts) || names != 21 {
+		t.Fatalf("after %d names: %v, want too_many_attempts at the 21st", names, err)
+	}
+	if _, err := svc.SignIn(ctx, "bob", "bob-password", "203.0.113.9"); !service.IsCode(err, service.CodeTooManyAttempts) {
+		t.Fatalf("bob from the spraying address: %v, want too_many_attempts", err)
+	}
+	if _, err := svc.SignIn(ctx, "bob", "bob-password", "198.51.100.7"); err != nil {
+		t.Fatalf("bob from another address: %v", err)
 	}
 }
 

@@ -50,23 +50,24 @@ func Backup(ctx context.Context, srcPath, dstPath string) error {
 	return nil
 }
 
-// Restore replaces the database of dataDir with the backup at file. It
+// Restore replaces the database of dir's data directory (DataDir) with the
+// backup at file. It
 // refuses while a server holds the data directory (LockDataDir) and when
 // file is not a sound kmirror database with a schema this binary knows.
 // The database it replaces is kept as kmirror.db.bak (with its WAL, if
 // any). Restore returns the backup's schema version; the next start
 // migrates it forward when it is older.
-func Restore(ctx context.Context, file, dataDir string) (int, error) {
+func Restore(ctx context.Context, file, dir string) (int, error) {
 	version, err := checkDatabase(ctx, file)
 	if err != nil {
 		return 0, fmt.Errorf("restore: %s: %w", file, err)
 	}
-	lock, err := LockDataDir(dataDir)
+	lock, err := LockDataDir(dir)
 	if err != nil {
 		return 0, fmt.Errorf("restore refused: %w", err)
 	}
 	defer lock.Unlock() //nolint:errcheck // releasing a lock we hold does not fail in a way we could act on
-	dst := filepath.Join(dataDir, FileName)
+	dst := filepath.Join(lock.dir, FileName)
 	tmp := dst + ".restore"
 	_ = os.Remove(tmp)
 	if err := copyDatabase(ctx, file, tmp); err != nil {

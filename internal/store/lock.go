@@ -18,15 +18,22 @@ var ErrInUse = errors.New("data directory in use")
 // Lock is a held data directory lock; the kernel drops it when the process
 // ends, so a crashed server never leaves the directory locked.
 type Lock struct {
-	f *os.File
+	f   *os.File
+	dir string
 }
 
-// LockDataDir takes the data directory's exclusive lock without waiting: a
-// second server on the same database would fight the first over tasks, and
-// a restore must never replace a database under a running server.
-func LockDataDir(dataDir string) (*Lock, error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data directory %s: %w", dataDir, err)
+// Dir is the data directory the lock holds (DataDir of what LockDataDir
+// was given).
+func (l *Lock) Dir() string { return l.dir }
+
+// LockDataDir takes the exclusive lock of the data directory of dir
+// (PrepareDataDir) without waiting: a second server on the same database
+// would fight the first over tasks, and a restore must never replace a
+// database under a running server.
+func LockDataDir(dir string) (*Lock, error) {
+	dataDir, err := PrepareDataDir(dir)
+	if err != nil {
+		return nil, err
 	}
 	path := filepath.Join(dataDir, LockFileName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -40,7 +47,7 @@ func LockDataDir(dataDir string) (*Lock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	return &Lock{f: f}, nil
+	return &Lock{f: f, dir: dataDir}, nil
 }
 
 // Unlock releases the lock.

@@ -43,10 +43,12 @@ type DB struct {
 	db *sql.DB
 }
 
-// Open opens (creating if needed) <dataDir>/kmirror.db and applies pending
-// migrations.
-func Open(ctx context.Context, dataDir string) (*DB, error) {
-	if err := makePrivate(dataDir); err != nil {
+// Open opens (creating if needed) kmirror.db in the data directory of dir
+// (DataDir: dir itself, or dir/kmirror when dir is not kmirror's) and
+// applies pending migrations.
+func Open(ctx context.Context, dir string) (*DB, error) {
+	dataDir, err := makePrivate(dir)
+	if err != nil {
 		return nil, err
 	}
 	return OpenFile(ctx, filepath.Join(dataDir, FileName))
