@@ -255,3 +255,81 @@ func TestTaskFailsNamingARefusedCertificateOrToken(t *testing.T) {
 		})
 	}
 }
+
+// One-minute OAuth tokens under a copy of two and a half minutes: tokens
+// are fetched again before they end and connections re-authenticate
+// (the brokers end a session with its token), so every record is copied
+// once, in order, with no restart of the flow.
+func TestShortLivedTokensUnderALongCopy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 150 s copy: the full run's")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	current, err := east.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceShortOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := west.SettingsOAuth(cluster.SASLPlaintext, kafkatest.AliceShortOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp, err := kafkatest.Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newServer(t)
+	s.register("east", current)
+	topic := kafkatest.NewTopic(t, east, 3, nil)
+	name := "short-tokens"
+	body := map[string]any{
+		"name": name, "type": "kafka-replication",
+		"current": map[string]any{"cluster": "east", "alias": "A"},
+		"peer":    peerByAddress(t, "B", peer),
+		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
+			"start_offset": "earliest", "compression": "lz4"},
+	}
+	if code, res := s.call(http.MethodPost, "/api/v1/tasks", body); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, res)
+	}
+	issuedBefore := idp.Issued()
+	// 150 rounds of 60 records a second: bounded in count (9,000) and time.
+	const rounds, perRound = 150, 60
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for i := range rounds {
+		if _, err := e2e.Produce(ctx, east.Settings(cluster.Plaintext, ""), topic, 3, perRound, 100); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+		<-tick.C
+	}
+	if _, err := e2e.WaitFor(ctx, peer, "A."+topic, rounds*perRound, nil); err != nil {
+		_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+		t.Fatalf("wait for the copy: %v\nstatus: %v", err, st)
+	}
+	rep, err := e2e.Verify(ctx, east.Settings(cluster.Plaintext, ""), topic, peer, "A."+topic, e2e.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("copy under short-lived tokens: %v", rep)
+	}
+	_, res := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+	st, _ := res["status"].(map[string]any)
+	flows, _ := st["flows"].([]any)
+	if st["state"] != "RUNNING" || len(flows) != 1 {
+		t.Fatalf("status: %v", res)
+	}
+	f := flows[0].(map[string]any)
+	if f["restarts"] != float64(0) || f["recopied"] != float64(0) {
+		t.Fatalf("the flow restarted %v times, recopied %v records: re-authentication must not cost a restart", f["restarts"], f["recopied"])
+	}
+	// Every client (both sides, admin, consumers, producers) asked for a
+	// new token at least once during the copy.
+	issued := idp.Issued() - issuedBefore
+	if issued < 4 {
+		t.Fatalf("%d tokens issued during a 150 s copy with 60 s tokens: they were not refreshed", issued)
+	}
+	t.Logf("%v; %d tokens issued during the copy, 0 restarts", rep, issued)
+}
