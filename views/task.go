@@ -29,6 +29,8 @@ type TaskInfo struct {
 type PeerInfo struct {
 	task.Peer
 	PasswordSet bool
+	// ClientKeySet says the peer's client key is stored (never shown).
+	ClientKeySet bool
 }
 
 // TaskStatus is what a task is doing, and why when it failed; Flows are

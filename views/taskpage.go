@@ -75,13 +75,18 @@ func DirectionArrow(direction string) string {
 const PasswordMask = task.PasswordMask
 
 // ExportTask is the task as the JSON API accepts it (POST /api/v1/tasks),
-// with the peer password masked. The engine goes along: the copy runs where
-// the task runs, not wherever the importing instance defaults to.
+// with the peer's secrets masked (the password, the client key, the OAuth
+// client secret): the import refuses the mask, asking for the real value.
+// The engine goes along: the copy runs where the task runs, not wherever
+// the importing instance defaults to.
 func ExportTask(info TaskInfo) task.Task {
 	t := task.Task{Name: info.Name, Type: info.Type, Current: info.Current, Peer: info.Peer.Peer, Rules: info.Rules, Engine: info.Engine}
-	t.Peer.Password = ""
+	t.Peer.Password, t.Peer.ClientKeyPEM, t.Peer.ClientKeyPassword = "", "", ""
 	if info.Peer.PasswordSet {
 		t.Peer.Password = PasswordMask
+	}
+	if info.Peer.ClientKeySet {
+		t.Peer.ClientKeyPEM = PasswordMask
 	}
 	return t
 }

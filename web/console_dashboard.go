@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/views"
@@ -101,7 +102,7 @@ func (h *dashboardPages) importTask(c echo.Context) error {
 	// A masked password is refused by the service, as for the API and CLI.
 	err := decodeTaskJSON([]byte(raw), &in)
 	form := views.ImportForm{}
-	form.JSON, form.PasswordRemoved = withoutPassword(raw, in.Peer.Password)
+	form.JSON, form.PasswordRemoved = withoutSecrets(raw, in.Peer.Secrets())
 	var info service.TaskInfo
 	if err == nil {
 		info, err = h.s.svc.CreateTask(c.Request().Context(), in)
@@ -124,26 +125,29 @@ func (h *dashboardPages) importTask(c echo.Context) error {
 	return Redirect(c, views.TaskPath(info.Name, ""))
 }
 
-// passwordValue is a JSON "password" member's string value. Keys match
-// case-insensitively, as encoding/json matches them.
-var passwordValue = regexp.MustCompile(`(?i)("password"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+// secretValue is the string value of a JSON member holding a secret (a
+// password, a client key or its password, an OAuth client secret). Keys
+// match case-insensitively, as encoding/json matches them.
+var secretValue = regexp.MustCompile(`(?i)("(?:password|client_key_pem|client_key_password|client_secret)"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 
-// withoutPassword is the pasted JSON to show again after a refusal, with any
-// password blanked: a page never echoes a password back (it would sit in
-// the browser's history and caches). decoded is the password the JSON
-// decoded to; should it still appear (a key spelled with escapes), nothing
-// is echoed. removed says a password was taken out, so the form asks for it.
-func withoutPassword(raw, decoded string) (echo string, removed bool) {
-	out := passwordValue.ReplaceAllStringFunc(raw, func(m string) string {
-		sub := passwordValue.FindStringSubmatch(m)
+// withoutSecrets is the pasted JSON to show again after a refusal, with
+// every secret blanked: a page never echoes one back (it would sit in the
+// browser's history and caches). decoded are the secrets the JSON decoded
+// to; should one still appear (a key spelled with escapes), nothing is
+// echoed. removed says a secret was taken out, so the form asks for it.
+func withoutSecrets(raw string, decoded cluster.Secrets) (echo string, removed bool) {
+	out := secretValue.ReplaceAllStringFunc(raw, func(m string) string {
+		sub := secretValue.FindStringSubmatch(m)
 		if strings.HasSuffix(m, `""`) && len(m) == len(sub[1])+2 {
 			return m // already empty
 		}
 		removed = true
 		return sub[1] + `""`
 	})
-	if decoded != "" && decoded != task.PasswordMask && strings.Contains(out, decoded) {
-		return "", true
+	for _, d := range decoded.Values() {
+		if d != task.PasswordMask && strings.Contains(out, d) {
+			return "", true
+		}
 	}
 	return out, removed
 }

@@ -13,7 +13,7 @@ import (
 func taskModel(info service.TaskInfo) views.TaskInfo {
 	t := views.TaskInfo{
 		Name: info.Name, Type: info.Type, Current: info.Current,
-		Peer:  views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet},
+		Peer:  views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet, ClientKeySet: info.Peer.ClientKeySet},
 		Rules: info.Rules, Engine: info.Engine, DesiredState: info.DesiredState,
 		Status:         views.TaskStatus{State: info.Status.State, Reason: info.Status.Reason},
 		LastAction:     views.LastAction{Action: info.LastAction.Action, By: info.LastAction.By, At: info.LastAction.At},

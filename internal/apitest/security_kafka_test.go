@@ -167,14 +167,11 @@ func oauthWithCert(t *testing.T, c *kafkatest.Cluster) cluster.Settings {
 // secretsOf are the secret values of s to look for in answers and logs: a
 // key is looked for by a line of its base64.
 func secretsOf(s cluster.Settings) []string {
-	var out []string
 	x := s.Secrets()
-	for _, v := range []string{x.Password, x.ClientKeyPassword, x.OAuthClientSecret} {
-		if v != "" {
-			out = append(out, v)
-		}
-	}
-	if lines := strings.Split(x.ClientKeyPEM, "\n"); len(lines) > 2 {
+	key := x.ClientKeyPEM
+	x.ClientKeyPEM = ""
+	out := x.Values()
+	if lines := strings.Split(key, "\n"); len(lines) > 2 {
 		out = append(out, lines[1])
 	}
 	return out

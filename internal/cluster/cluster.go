@@ -146,12 +146,28 @@ func (s Settings) Redacted() Settings { return s.WithSecrets(s.Secrets().Masked(
 // Masked replaces each set secret by a marker ("********"), so what shows
 // them says which are set without their values.
 func (x Secrets) Masked() Secrets {
-	for _, v := range []*string{&x.Password, &x.ClientKeyPEM, &x.ClientKeyPassword, &x.OAuthClientSecret} {
+	for _, v := range x.fields() {
 		if *v != "" {
 			*v = SecretMask
 		}
 	}
 	return x
+}
+
+// Values are the secrets that are set, e.g. to make sure none reaches an
+// answer or a log.
+func (x Secrets) Values() []string {
+	var out []string
+	for _, v := range x.fields() {
+		if *v != "" {
+			out = append(out, *v)
+		}
+	}
+	return out
+}
+
+func (x *Secrets) fields() []*string {
+	return []*string{&x.Password, &x.ClientKeyPEM, &x.ClientKeyPassword, &x.OAuthClientSecret}
 }
 
 // String never prints the password.

@@ -191,6 +191,7 @@ func TestValidateTask(t *testing.T) {
 		{"certificate without key", func(x *task.Task) { x.Peer.ClientCertPEM = alice.ChainPEM }, []fp{{"peer.client_key_pem", "needs its private key"}}},
 		{"key without certificate", func(x *task.Task) { x.Peer.ClientKeyPEM = alice.KeyPEM }, []fp{{"peer.client_cert_pem", "needs its certificate"}}},
 		{"key of another certificate", func(x *task.Task) { x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = alice.ChainPEM, bob.KeyPEM }, []fp{{"peer.client_key_pem", "does not belong to the client certificate"}}},
+		{"masked key", func(x *task.Task) { x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = alice.ChainPEM, task.PasswordMask }, []fp{{"peer.client_key_pem", "masked"}}},
 		{"certificate not PEM", func(x *task.Task) { x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM = "garbage", alice.KeyPEM }, []fp{{"peer.client_cert_pem", "not PEM"}}},
 		{"key password on a plain key", func(x *task.Task) {
 			x.Peer.ClientCertPEM, x.Peer.ClientKeyPEM, x.Peer.ClientKeyPassword = alice.ChainPEM, alice.KeyPEM, "pw"

@@ -178,6 +178,9 @@ func checkClientCert(p *Problems, s cluster.Settings) {
 	case len(s.ClientKeyPassword) > maxPasswordLength:
 		p.Add("client_key_password", "key password is longer than %d bytes", maxPasswordLength)
 		return
+	case s.ClientKeyPEM == task.PasswordMask:
+		p.Add("client_key_pem", "the client key is masked (%s) as exported: paste the real key", task.PasswordMask)
+		return
 	case s.ClientCertPEM == "":
 		p.Add("client_cert_pem", "a client key needs its certificate: paste the PEM certificate chain, or clear the key")
 		return
