@@ -1,7 +1,6 @@
 package kafkatest
 
 import (
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
@@ -78,7 +77,7 @@ func startIdentityProvider() (*IdentityProvider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: identity provider signer: %w", err)
 	}
-	jwks, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public().(crypto.PublicKey), KeyID: kid, Algorithm: "RS256", Use: "sig"}}})
+	jwks, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key.Public(), KeyID: kid, Algorithm: "RS256", Use: "sig"}}})
 	if err != nil {
 		return nil, fmt.Errorf("kafkatest: identity provider JWKS: %w", err)
 	}
@@ -110,8 +109,10 @@ func (p *IdentityProvider) JWKSURL() string { return p.url + "/jwks" }
 // Issuer is the iss of every token.
 func (p *IdentityProvider) Issuer() string { return p.url }
 
-// Issued counts the tokens given out; Refused the grants refused.
-func (p *IdentityProvider) Issued() int64  { return p.issued.Load() }
+// Issued counts the tokens given out.
+func (p *IdentityProvider) Issued() int64 { return p.issued.Load() }
+
+// Refused counts the grants refused.
 func (p *IdentityProvider) Refused() int64 { return p.refused.Load() }
 
 // token serves the client-credentials grant, with credentials in the form

@@ -196,7 +196,7 @@ func TestOpenOnAVolumeRootOwnedByRoot(t *testing.T) {
 		if err != nil {
 			t.Fatalf("lock: %v", err)
 		}
-		defer lock.Unlock()
+		defer func() { _ = lock.Unlock() }()
 		if lock.Dir() != want {
 			t.Fatalf("lock in %s, want %s", lock.Dir(), want)
 		}
