@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -94,8 +95,19 @@ func run(args []string, out io.Writer) error {
 
 func describe(out io.Writer, c *kafkatest.Cluster) {
 	fmt.Fprintf(out, "\n%s (Apache Kafka %s, cluster id %s, files in %s)\n", c.Name(), c.Version(), c.ID(), c.Dir())
-	for _, p := range []string{cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL} {
+	for _, p := range []string{cluster.Plaintext, cluster.SASLPlaintext, cluster.SASLSSL, cluster.SSL, kafkatest.ListenerMTLS} {
 		fmt.Fprintf(out, "  %-15s %s\n", p, c.Bootstrap(p))
+	}
+	fmt.Fprintf(out, "  %-15s SSL, and %s (SASL_SSL), require a client certificate signed by the CA below\n", "", kafkatest.ListenerMTLS)
+	if cert, err := c.CA().ClientCert(kafkatest.Alice); err == nil {
+		certFile, keyFile := filepath.Join(c.Dir(), "config", "alice.pem"), filepath.Join(c.Dir(), "config", "alice.key")
+		if os.WriteFile(certFile, []byte(cert.ChainPEM), 0o600) == nil && os.WriteFile(keyFile, []byte(cert.KeyPEM), 0o600) == nil {
+			fmt.Fprintf(out, "  client cert     %s, key %s (CN=alice)\n", certFile, keyFile)
+		}
+	}
+	if idp, err := kafkatest.Identity(); err == nil {
+		fmt.Fprintf(out, "  OAUTHBEARER     token endpoint %s, client %s/%s (on SASL_PLAINTEXT, SASL_SSL, %s)\n",
+			idp.TokenURL(), kafkatest.AliceOAuth.ID, kafkatest.AliceOAuth.Secret, kafkatest.ListenerMTLS)
 	}
 	var users []string
 	for _, u := range kafkatest.Users() {
