@@ -2,9 +2,18 @@ package connect
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -362,6 +371,175 @@ func TestMirrorSourceRejectsOtherShapes(t *testing.T) {
 	} {
 		if _, err := o.MirrorSource(); err == nil {
 			t.Errorf("%+v read as a MirrorSourceConnector offset", o)
+		}
+	}
+}
+
+// A 3xx is never followed: a config PUT answered 307 comes back as an
+// error naming the Location, and nothing reaches the Location (net/http
+// would send the PUT there, or turn a 301-303 into a GET that succeeds).
+func TestRedirectIsNeverFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		_, _ = io.WriteString(w, `{"name":"m","config":{},"tasks":[]}`)
+	}))
+	defer other.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound, http.StatusSeeOther} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+r.URL.Path, status)
+		}))
+		c := newClient(t, Config{URLs: []string{redirecting.URL}})
+		info, created, err := c.CreateOrUpdate(context.Background(), "m", map[string]string{"connector.class": "X"})
+		redirecting.Close()
+		var e *Error
+		if err == nil || !errors.As(err, &e) || e.Status != status {
+			t.Fatalf("%d on a config PUT: got %+v, %v, %v; want an *Error with status %d", status, info, created, err, status)
+		}
+		if !strings.Contains(err.Error(), "redirected to "+other.URL+"/connectors/m/config") || !strings.Contains(err.Error(), "follows no redirect") {
+			t.Errorf("%d: the error does not name the Location: %v", status, err)
+		}
+		if IsTransient(err) {
+			t.Errorf("%d: a redirect counts as transient: it would be retried as is for ever", status)
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the Location got %d requests, want none", n)
+	}
+}
+
+// A bearer token goes in the Authorization header, and not with basic
+// auth (one header): New refuses both, and a token with spaces.
+func TestBearerToken(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		_, _ = io.WriteString(w, `{"version":"4.3.1"}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, Config{URLs: []string{srv.URL}, BearerToken: "eyJ.abc-_~+/="})
+	if _, err := c.ServerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got != "Bearer eyJ.abc-_~+/=" {
+		t.Errorf("Authorization: %q", got)
+	}
+	if _, err := New(Config{URLs: []string{srv.URL}, BearerToken: "t", Username: "u", Password: "p"}); err == nil || !strings.Contains(err.Error(), "one of them") {
+		t.Errorf("basic auth and a bearer token: %v", err)
+	}
+	if _, err := New(Config{URLs: []string{srv.URL}, BearerToken: "Bearer t"}); err == nil {
+		t.Error("a token with a space was taken")
+	}
+}
+
+// A worker that requires a client certificate (ssl.client.auth=required)
+// takes kmirror's, signed by the CA it trusts, and refuses a client
+// without one.
+func TestClientCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM := ca.issue(t, "kmirror", key.Public()), pemBlock("PRIVATE KEY", der)
+	var peer string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peer = r.TLS.PeerCertificates[0].Subject.CommonName
+		_, _ = io.WriteString(w, `{"version":"4.3.1"}`)
+	}))
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	defer srv.Close()
+	serverCA := pemOf(srv.Certificate().Raw)
+
+	c := newClient(t, Config{URLs: []string{srv.URL}, CAPEM: serverCA, ClientCertPEM: certPEM, ClientKeyPEM: keyPEM})
+	if _, err := c.ServerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if peer != "kmirror" {
+		t.Errorf("the worker saw client certificate %q", peer)
+	}
+	c = newClient(t, Config{URLs: []string{srv.URL}, CAPEM: serverCA})
+	if _, err := c.ServerInfo(context.Background()); err == nil {
+		t.Error("a worker requiring a client certificate answered a client without one")
+	}
+}
+
+// Keys in the three PEM forms are read; what does not parse, does not
+// match or is encrypted is refused with the reason.
+func TestClientCertificateChecks(t *testing.T) {
+	ca := newTestCA(t)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(ec)
+	sec1, _ := x509.MarshalECPrivateKey(ec)
+	ecCert, rsaCert := ca.issue(t, "ec", ec.Public()), ca.issue(t, "rsa", rsaKey.Public())
+	for _, c := range []struct {
+		name, cert, key string
+		want            error
+	}{
+		{"PKCS#8", ecCert, pemBlock("PRIVATE KEY", pkcs8), nil},
+		{"EC", ecCert, pemBlock("EC PRIVATE KEY", sec1), nil},
+		{"EC after its parameters", ecCert, pemBlock("EC PARAMETERS", []byte{6, 8, 42, 134, 72, 206, 61, 3, 1, 7}) + pemBlock("EC PRIVATE KEY", sec1), nil},
+		{"PKCS#1", rsaCert, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), nil},
+		{"chain", ecCert + ca.pem, pemBlock("PRIVATE KEY", pkcs8), nil},
+		{"another key", ecCert, pemBlock("EC PRIVATE KEY", mustSEC1(t, other)), ErrKeyMismatch},
+		{"RSA key for an EC certificate", ecCert, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), ErrKeyMismatch},
+		{"encrypted PKCS#8", ecCert, pemBlock("ENCRYPTED PRIVATE KEY", []byte{1, 2}), ErrEncryptedKey},
+		{"key in the certificate's place", pemBlock("PRIVATE KEY", pkcs8), pemBlock("PRIVATE KEY", pkcs8), ErrNoCertificate},
+		{"certificate garbage", pemBlock("CERTIFICATE", []byte("nope")), pemBlock("PRIVATE KEY", pkcs8), ErrBadCertificate},
+		{"key garbage", ecCert, pemBlock("PRIVATE KEY", []byte("nope")), ErrBadKey},
+		{"no key block", ecCert, ecCert, ErrNoKey},
+		{"certificate alone", ecCert, "", ErrCertificateNoKey},
+		{"key alone", "", pemBlock("PRIVATE KEY", pkcs8), ErrKeyNoCertificate},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ClientCertificate(c.cert, c.key)
+			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
+				t.Errorf("got %v, want %v", err, c.want)
+			}
+		})
+	}
+	// The legacy OpenSSL encryption shows in a header.
+	legacy := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Headers: map[string]string{"Proc-Type": "4,ENCRYPTED", "DEK-Info": "AES-256-CBC,00"}, Bytes: []byte{1}}))
+	if _, err := ParsePrivateKey(legacy); !errors.Is(err, ErrEncryptedKey) {
+		t.Errorf("legacy encrypted key: %v", err)
+	}
+}
+
+func mustSEC1(t *testing.T, k *ecdsa.PrivateKey) []byte {
+	t.Helper()
+	der, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return der
+}
+
+// A Config printed or logged shows none of its secrets.
+func TestConfigHidesSecrets(t *testing.T) {
+	cfg := Config{URLs: []string{"https://c:8083"}, Username: "alice", Password: "pw-secret", BearerToken: "tok-secret",
+		ClientCertPEM: "CERT", ClientKeyPEM: "key-secret"}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("x", "cfg", cfg)
+	for _, out := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), logged.String()} {
+		for _, secret := range []string{"pw-secret", "tok-secret", "key-secret"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%q shows %s", out, secret)
+			}
+		}
+		if !strings.Contains(out, "basic auth as alice") {
+			t.Errorf("%q does not say how it authenticates", out)
 		}
 	}
 }
