@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,6 +177,42 @@ func (cc *ConnectCluster) WorkerIndex(id string) int {
 		}
 	}
 	return -1
+}
+
+// joinedRE is a worker's log line for each assignment it gets: the group's
+// generation and the leader's advertised URL.
+var joinedRE = regexp.MustCompile(`Joined group at generation (\d+) .*leaderUrl='([^']*)'`)
+
+// Leader is the index of the group's leader: the worker whose advertised
+// URL the newest assignment in the running workers' logs names (Connect
+// tells it nowhere else). The leader matters to a test that kills a
+// worker: a leader's successor has no record of what the dead leader had
+// assigned, so it hands the dead leader's work out as soon as its session
+// times out; a follower's waits scheduled.rebalance.max.delay.ms.
+func (cc *ConnectCluster) Leader() (int, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	gen, leader := -1, ""
+	for _, w := range cc.workers {
+		if w.proc == nil {
+			continue
+		}
+		b, err := os.ReadFile(w.logPath())
+		if err != nil {
+			return -1, err
+		}
+		for _, m := range joinedRE.FindAllStringSubmatch(string(b), -1) {
+			if g, err := strconv.Atoi(m[1]); err == nil && g > gen {
+				gen, leader = g, m[2]
+			}
+		}
+	}
+	for i := range cc.workers {
+		if leader == fmt.Sprintf("http://%s/", cc.WorkerID(i)) {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("kafkatest: no worker of %s is the leader %q (generation %d) its logs name", cc.name, leader, gen)
 }
 
 // WorkerPID is the process id of worker i's JVM, or 0 while it is down:
