@@ -427,13 +427,23 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 	if err != nil {
 		return connectengine.Cluster{}, err
 	}
-	return ConnectTarget(ctx, cs)
+	target, err := ConnectTarget(ctx, cs)
+	if err != nil {
+		return connectengine.Cluster{}, err
+	}
+	// The status poll reads the workers' group there (connectengine's
+	// poller): a dead worker shows without reaching any worker.
+	if target.Kafka, err = s.ClusterSettings(ctx, cs.KafkaCluster); err != nil {
+		return connectengine.Cluster{}, fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", cs.KafkaCluster, name, err)
+	}
+	return target, nil
 }
 
 // ConnectTarget is a Connect cluster as the Connect engine deploys to it:
 // its REST settings, password included, and whether its workers allow
 // per-connector producer overrides (asked now: a worker restarted with
-// another policy answers differently).
+// another policy answers differently). The caller sets Kafka, the settings
+// of cs.KafkaCluster, for the status poll.
 func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengine.Cluster, error) {
 	cfg := connectConfig(cs)
 	client, err := connect.New(cfg)
