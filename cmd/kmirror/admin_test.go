@@ -272,7 +272,7 @@ func TestConnectClusterCheckCommand(t *testing.T) {
 // and a bearer token from the environment (or a file); the check reaches
 // a worker that requires both, and no output shows the key or the token.
 func TestConnectClusterAddWithClientCertificateAndToken(t *testing.T) {
-	base, _ := serveDemo(t)
+	base, logs := serveDemo(t)
 	ca := connecttest.NewCA(t)
 	cert, key := ca.Issue(t, "kmirror")
 	_, otherKey := ca.Issue(t, "other")
@@ -320,6 +320,12 @@ func TestConnectClusterAddWithClientCertificateAndToken(t *testing.T) {
 	}
 	if strings.Contains(out, token) || strings.Contains(out, "PRIVATE KEY") {
 		t.Fatalf("show prints a secret:\n%s", out)
+	}
+	// Nor does the server's log, refusals and checks included.
+	for _, secret := range []string{token, strings.Split(strings.TrimSpace(key), "\n")[1], strings.Split(strings.TrimSpace(otherKey), "\n")[1]} {
+		if strings.Contains(logs.String(), secret) {
+			t.Fatalf("the server's log holds a secret:\n%s", logs.String())
+		}
 	}
 }
 
