@@ -184,3 +184,38 @@ func TestConnectMemberWorker(t *testing.T) {
 		t.Errorf("https default port: %s", hostPort(u))
 	}
 }
+
+// A worker URL that redirects (a proxy or an ingress sending elsewhere)
+// does not deploy anything: the PUT of a connector's config answered 307
+// fails the start naming the Location, and the task is not watched as
+// running.
+func TestStartRefusesARedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { elsewhere.Add(1) }))
+	t.Cleanup(other.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	e := New(Deps{
+		Cluster: func(context.Context, string) (Cluster, error) {
+			return Cluster{Name: "c1", Client: connect.Config{URLs: []string{redirecting.URL}}}, nil
+		},
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
+			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
+		},
+		Names: func(task.Task) []string { return []string{"c"} },
+	})
+	t.Cleanup(e.Close)
+	tk := task.Task{Name: "t1", Engine: task.ConnectEngine("c1")}
+	err := e.Start(tk, cluster.Settings{}, cluster.Settings{})
+	if err == nil || !strings.Contains(err.Error(), "307") || !strings.Contains(err.Error(), "redirected to "+other.URL+"/connectors/c/config") {
+		t.Fatalf("Start through a redirect: %v, want the 307 naming its Location", err)
+	}
+	if st, ok := e.Status(tk.Name); ok {
+		t.Fatalf("a task whose deploy was redirected is watched: %+v", st)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the Location got %d requests", n)
+	}
+}
