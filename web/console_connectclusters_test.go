@@ -173,7 +173,7 @@ func TestConnectClusterFormTakesClientCertificateAndToken(t *testing.T) {
 			t.Errorf("no message next to %s:\n%s", field, p.body)
 		}
 	}
-	if !strings.Contains(p.testid("error-client_key_pem").Text(), "does not match the client certificate") {
+	if !strings.Contains(p.testid("error-client_key_pem").Text(), "does not belong to the client certificate") {
 		t.Errorf("key message: %q", p.testid("error-client_key_pem").Text())
 	}
 	if !strings.Contains(p.testid("error-bearer_token").Text(), "enter it again") {
@@ -191,7 +191,7 @@ func TestConnectClusterFormTakesClientCertificateAndToken(t *testing.T) {
 	e.get(e.client, "/lang?to=zh-TW&next=/connect-clusters")
 	p = e.postForm(e.client, "/connect-clusters", connectForm(csrf, "name", "bad", "urls", "https://c1:8443", "kafka_cluster", "west",
 		"username", "u", "password", "p", "bearer_token", token, "client_cert_pem", cert, "client_key_pem", otherKey), nil)
-	if got := p.testid("error-client_key_pem").Text(); !strings.Contains(got, "私鑰與客戶端證書不匹配") {
+	if got := p.testid("error-client_key_pem").Text(); !strings.Contains(got, "私鑰與客戶端證書（證書鏈中的第一個證書）不匹配") {
 		t.Errorf("zh-TW key message: %q", got)
 	}
 	if got := p.testid("error-bearer_token").Text(); !strings.Contains(got, "Basic認證") {

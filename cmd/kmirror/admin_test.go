@@ -292,7 +292,7 @@ func TestConnectClusterAddWithClientCertificateAndToken(t *testing.T) {
 	add := []string{"connect-cluster", "add", "--name", "m1", "--url", url, "--kafka-cluster", "west", "--ca-file", caFile, "--client-cert-file", certFile}
 
 	out, err := cliEnv(t, base, env, append(add, "--client-key-file", otherKeyFile)...)
-	if err == nil || !strings.Contains(err.Error(), "client_key_pem: the private key does not match the client certificate") {
+	if err == nil || !strings.Contains(err.Error(), "client_key_pem: the private key does not belong to the client certificate") {
 		t.Fatalf("a key of another certificate: %v\n%s", err, out)
 	}
 	if out, err := cliEnv(t, base, env, append(add, "--client-key-file", keyFile, "--bearer-token-file", tokenFile)...); err == nil ||

@@ -36,6 +36,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 )
 
 // Config says how to reach a Connect cluster.
@@ -145,7 +147,9 @@ func New(cfg Config) (*Client, error) {
 		tlsCfg.RootCAs = pool
 	}
 	if cfg.ClientCertPEM != "" || cfg.ClientKeyPEM != "" {
-		cert, err := ClientCertificate(cfg.ClientCertPEM, cfg.ClientKeyPEM)
+		// Read as a Kafka cluster's client certificate is: one parser, one
+		// set of rules (its errors are *cluster.CertError, by field).
+		cert, err := cluster.Settings{ClientCertPEM: cfg.ClientCertPEM, ClientKeyPEM: cfg.ClientKeyPEM}.ClientCertificate()
 		if err != nil {
 			return nil, fmt.Errorf("connect: client certificate: %w", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 )
 
 // recorded is one request a fake worker saw.
@@ -471,9 +472,11 @@ func TestClientCertificate(t *testing.T) {
 	}
 }
 
-// Keys in the three PEM forms are read; what does not parse, does not
-// match or is encrypted is refused with the reason.
-func TestClientCertificateChecks(t *testing.T) {
+// A client certificate is read as a Kafka cluster's is (internal/cluster,
+// whose tests cover the PEM forms): keys in PKCS#8, PKCS#1 and EC forms are
+// taken, and a key that is not the certificate's, or either half alone, is
+// refused naming the field.
+func TestNewChecksClientCertificate(t *testing.T) {
 	ca := newTestCA(t)
 	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -483,47 +486,32 @@ func TestClientCertificateChecks(t *testing.T) {
 	}
 	pkcs8, _ := x509.MarshalPKCS8PrivateKey(ec)
 	sec1, _ := x509.MarshalECPrivateKey(ec)
+	otherSEC1, _ := x509.MarshalECPrivateKey(other)
 	ecCert, rsaCert := ca.issue(t, "ec", ec.Public()), ca.issue(t, "rsa", rsaKey.Public())
 	for _, c := range []struct {
 		name, cert, key string
-		want            error
+		field           string // "" for accepted
 	}{
-		{"PKCS#8", ecCert, pemBlock("PRIVATE KEY", pkcs8), nil},
-		{"EC", ecCert, pemBlock("EC PRIVATE KEY", sec1), nil},
-		{"EC after its parameters", ecCert, pemBlock("EC PARAMETERS", []byte{6, 8, 42, 134, 72, 206, 61, 3, 1, 7}) + pemBlock("EC PRIVATE KEY", sec1), nil},
-		{"PKCS#1", rsaCert, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), nil},
-		{"chain", ecCert + ca.pem, pemBlock("PRIVATE KEY", pkcs8), nil},
-		{"another key", ecCert, pemBlock("EC PRIVATE KEY", mustSEC1(t, other)), ErrKeyMismatch},
-		{"RSA key for an EC certificate", ecCert, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), ErrKeyMismatch},
-		{"encrypted PKCS#8", ecCert, pemBlock("ENCRYPTED PRIVATE KEY", []byte{1, 2}), ErrEncryptedKey},
-		{"key in the certificate's place", pemBlock("PRIVATE KEY", pkcs8), pemBlock("PRIVATE KEY", pkcs8), ErrNoCertificate},
-		{"certificate garbage", pemBlock("CERTIFICATE", []byte("nope")), pemBlock("PRIVATE KEY", pkcs8), ErrBadCertificate},
-		{"key garbage", ecCert, pemBlock("PRIVATE KEY", []byte("nope")), ErrBadKey},
-		{"no key block", ecCert, ecCert, ErrNoKey},
-		{"certificate alone", ecCert, "", ErrCertificateNoKey},
-		{"key alone", "", pemBlock("PRIVATE KEY", pkcs8), ErrKeyNoCertificate},
+		{"PKCS#8", ecCert, pemBlock("PRIVATE KEY", pkcs8), ""},
+		{"EC", ecCert, pemBlock("EC PRIVATE KEY", sec1), ""},
+		{"PKCS#1", rsaCert, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), ""},
+		{"chain", ecCert + ca.pem, pemBlock("PRIVATE KEY", pkcs8), ""},
+		{"another key", ecCert, pemBlock("EC PRIVATE KEY", otherSEC1), "client_key_pem"},
+		{"certificate alone", ecCert, "", "client_key_pem"},
+		{"key alone", "", pemBlock("PRIVATE KEY", pkcs8), "client_cert_pem"},
+		{"certificate garbage", "nope", pemBlock("PRIVATE KEY", pkcs8), "client_cert_pem"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ClientCertificate(c.cert, c.key)
-			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
-				t.Errorf("got %v, want %v", err, c.want)
+			_, err := New(Config{URLs: []string{"https://c:8443"}, ClientCertPEM: c.cert, ClientKeyPEM: c.key})
+			var ce *cluster.CertError
+			switch {
+			case c.field == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field):
+				t.Errorf("got %v, want a problem on %s", err, c.field)
 			}
 		})
 	}
-	// The legacy OpenSSL encryption shows in a header.
-	legacy := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Headers: map[string]string{"Proc-Type": "4,ENCRYPTED", "DEK-Info": "AES-256-CBC,00"}, Bytes: []byte{1}}))
-	if _, err := ParsePrivateKey(legacy); !errors.Is(err, ErrEncryptedKey) {
-		t.Errorf("legacy encrypted key: %v", err)
-	}
-}
-
-func mustSEC1(t *testing.T, k *ecdsa.PrivateKey) []byte {
-	t.Helper()
-	der, err := x509.MarshalECPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
 }
 
 // A Config printed or logged shows none of its secrets.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/connectplan"
@@ -127,58 +128,46 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 }
 
 // checkClientCertificate says what is wrong with a client certificate and
-// its key, each on its own field: a PEM that does not parse, one half
-// without the other, a key that is not the certificate's, a certificate
-// that would never be presented (http URLs).
+// its key, each on its own field, by the rules and in the words of a Kafka
+// cluster's (cluster.Settings.ClientCertificate: a PEM that does not
+// parse, one half without the other, a key that is not the certificate's),
+// and two of a Connect cluster's own: an encrypted key is refused (a Connect
+// cluster takes no key password: give the key decrypted, kmirror seals it),
+// and so is a certificate with http URLs, where it would never be
+// presented.
 func checkClientCertificate(p *Problems, s ConnectClusterSettings) {
-	if s.ClientCertPEM == "" && s.ClientKeyPEM == "" {
+	switch {
+	case s.ClientCertPEM == "" && s.ClientKeyPEM == "":
 		return
-	}
-	if s.ClientKeyPEM == task.PasswordMask {
+	case s.ClientKeyPEM == task.PasswordMask:
 		p.Add("client_key_pem", "the private key is masked (%s) as kmirror shows a stored secret: paste the real key", task.PasswordMask)
 		return
-	}
-	var cert *x509.Certificate
-	switch {
-	case s.ClientCertPEM == "":
-		p.Add("client_cert_pem", "a private key needs its client certificate: paste the certificate (PEM, BEGIN CERTIFICATE), or leave the key out")
 	case len(s.ClientCertPEM) > maxCAPEMLength:
 		p.Add("client_cert_pem", "client certificate is larger than %d KiB", maxCAPEMLength>>10)
-	default:
-		certs, err := connect.ParseCertificates(s.ClientCertPEM)
-		switch {
-		case errors.Is(err, connect.ErrNoCertificate):
-			p.Add("client_cert_pem", "no PEM certificate found: paste the client certificate (its chain may follow it), BEGIN and END lines included")
-		case err != nil:
-			p.Add("client_cert_pem", "the client certificate does not parse: %v", err)
-		default:
-			cert = certs[0]
-		}
-		for _, u := range s.URLs {
-			if strings.HasPrefix(strings.ToLower(u), "http://") {
-				p.Add("client_cert_pem", "a client certificate is only presented over https, and %q is http: give https:// URLs or leave the certificate out", u)
-				break
-			}
-		}
-	}
-	if s.ClientKeyPEM == "" {
-		p.Add("client_key_pem", "a client certificate needs its private key: paste the key (PEM: PKCS#8, PKCS#1 or EC)")
+		return
+	case len(s.ClientKeyPEM) > maxCAPEMLength:
+		p.Add("client_key_pem", "client key is larger than %d KiB", maxCAPEMLength>>10)
+		return
+	case s.ClientCertPEM == "":
+		p.Add("client_cert_pem", "a client key needs its certificate: paste the PEM certificate chain, or clear the key")
 		return
 	}
-	if len(s.ClientKeyPEM) > maxCAPEMLength {
-		p.Add("client_key_pem", "private key is larger than %d KiB", maxCAPEMLength>>10)
-		return
+	for _, u := range s.URLs {
+		if strings.HasPrefix(strings.ToLower(u), "http://") {
+			p.Add("client_cert_pem", "a client certificate is only presented over https, and %q is http: give https:// URLs or leave the certificate out", u)
+			break
+		}
 	}
-	key, err := connect.ParsePrivateKey(s.ClientKeyPEM)
+	_, err := cluster.Settings{ClientCertPEM: s.ClientCertPEM, ClientKeyPEM: s.ClientKeyPEM}.ClientCertificate()
+	var ce *cluster.CertError
 	switch {
-	case errors.Is(err, connect.ErrNoKey):
-		p.Add("client_key_pem", "no PEM private key found: paste the key with its BEGIN PRIVATE KEY, BEGIN RSA PRIVATE KEY or BEGIN EC PRIVATE KEY line")
-	case errors.Is(err, connect.ErrEncryptedKey):
+	case err == nil:
+	case errors.As(err, &ce) && ce.Field == "client_key_password":
 		p.Add("client_key_pem", "the private key is encrypted: give it decrypted (openssl pkey -in key.pem -out plain.pem); kmirror seals it itself")
-	case err != nil:
-		p.Add("client_key_pem", "the private key does not parse: %v", err)
-	case cert != nil && !connect.KeyMatches(cert, key):
-		p.Add("client_key_pem", "the private key does not match the client certificate: give the key the certificate was issued for")
+	case errors.As(err, &ce):
+		p.Add(ce.Field, "%s", ce.Err.Error())
+	default:
+		p.Add("client_cert_pem", "%s", err.Error())
 	}
 }
 
