@@ -36,16 +36,18 @@ type groupWatch struct {
 
 	admin sarama.ClusterAdmin // nil until needed, or after a failure
 	group string              // the workers' group.id once found
-	// nextSearch is when a search for the group may be tried again: a
-	// search asks every broker for its groups.
+	// nextSearch is when a search for the group, or a connection to Kafka,
+	// may be tried again after one failed: a search asks every broker for
+	// its groups, a connection may take its dial timeout.
 	nextSearch time.Time
 	// failing is the last reason the group could not be read, so it is
 	// logged when it changes, not every poll.
 	failing string
 }
 
-// groupSearchBackoff spaces searches for the group that found nothing.
-const groupSearchBackoff = time.Minute
+// groupSearchBackoff spaces searches for the group that found nothing, and
+// connections to Kafka that failed.
+const groupSearchBackoff = 30 * time.Second
 
 // groupRequestTimeout bounds each request to Kafka.
 const groupRequestTimeout = 5 * time.Second
@@ -85,6 +87,9 @@ func (g *groupWatch) members(ids []string, now time.Time) (members map[string]bo
 
 func (g *groupWatch) read(ids []string, now time.Time) (map[string]bool, bool, error) {
 	if g.admin == nil {
+		if now.Before(g.nextSearch) {
+			return nil, false, errors.New(g.failing) // the last failure's reason, until the next try
+		}
 		cfg, err := g.kafka.Config("kmirror-connect-status")
 		if err != nil {
 			return nil, false, err
@@ -94,6 +99,8 @@ func (g *groupWatch) read(ids []string, now time.Time) (map[string]bool, bool, e
 		cfg.Metadata.Retry.Max = 1
 		a, err := sarama.NewClusterAdmin(g.kafka.BootstrapServers, cfg)
 		if err != nil {
+			// Not every poll: each try may take the dial timeout.
+			g.nextSearch = now.Add(groupSearchBackoff)
 			return nil, false, fmt.Errorf("Kafka cluster %s: %w", g.kafka.Name, err)
 		}
 		g.admin = a

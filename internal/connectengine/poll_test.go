@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -217,5 +218,26 @@ func TestStartRefusesARedirect(t *testing.T) {
 	}
 	if n := elsewhere.Load(); n != 0 {
 		t.Errorf("the Location got %d requests", n)
+	}
+}
+
+// Without a Kafka cluster to ask, or one that does not answer, the group
+// tells nothing (the poll then relies on the registered URLs), and a
+// failed connection is not tried again at every poll.
+func TestGroupWatchWithoutKafka(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	if _, known := newGroupWatch("c1", cluster.Settings{}, log).members([]string{"w:8083"}, time.Now()); known {
+		t.Error("a group read without a Kafka cluster")
+	}
+	dead := strings.TrimPrefix(connecttest.DeadURL(t), "http://")
+	g := newGroupWatch("c1", cluster.Settings{Name: "k", BootstrapServers: []string{dead}}, log)
+	defer g.close()
+	now := time.Now()
+	if _, known := g.members([]string{"w:8083"}, now); known {
+		t.Fatal("a group read from a Kafka cluster that does not answer")
+	}
+	began := time.Now()
+	if _, known := g.members([]string{"w:8083"}, now.Add(time.Second)); known || time.Since(began) > 100*time.Millisecond {
+		t.Errorf("tried Kafka again a second after it failed (took %s)", time.Since(began))
 	}
 }
