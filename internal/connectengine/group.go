@@ -109,9 +109,11 @@ func (g *groupWatch) read(ids []string, now time.Time) (map[string]bool, bool, e
 		if now.Before(g.nextSearch) {
 			return nil, false, errors.New(g.failing) // the last search's reason, until the next
 		}
-		group, err := g.search(ids)
+		group, rebalancing, err := g.search(ids)
 		if err != nil {
-			g.nextSearch = now.Add(groupSearchBackoff)
+			if !rebalancing { // a rebalancing group lists no members: asked again next poll
+				g.nextSearch = now.Add(groupSearchBackoff)
+			}
 			return nil, false, err
 		}
 		g.group = group
@@ -144,11 +146,13 @@ func (g *groupWatch) read(ids []string, now time.Time) (map[string]bool, bool, e
 }
 
 // search finds the Connect group whose members are the most of ids.
-func (g *groupWatch) search(ids []string) (string, error) {
+// rebalancing says a Connect group was rebalancing, when its members are
+// not listed: the search may find it a moment later.
+func (g *groupWatch) search(ids []string) (group string, rebalancing bool, err error) {
 	all, err := g.admin.ListConsumerGroups()
 	if err != nil {
 		g.close()
-		return "", fmt.Errorf("list groups on Kafka cluster %s: %w", g.kafka.Name, err)
+		return "", false, fmt.Errorf("list groups on Kafka cluster %s: %w", g.kafka.Name, err)
 	}
 	var candidates []string
 	for group, protocol := range all {
@@ -158,15 +162,18 @@ func (g *groupWatch) search(ids []string) (string, error) {
 	}
 	sort.Strings(candidates)
 	if len(candidates) == 0 {
-		return "", fmt.Errorf("no Connect group on Kafka cluster %s (or kmirror may not describe groups there)", g.kafka.Name)
+		return "", false, fmt.Errorf("no Connect group on Kafka cluster %s (or kmirror may not describe groups there)", g.kafka.Name)
 	}
 	ds, err := g.admin.DescribeConsumerGroups(candidates)
 	if err != nil {
 		g.close()
-		return "", fmt.Errorf("describe the Connect groups on Kafka cluster %s: %w", g.kafka.Name, err)
+		return "", false, fmt.Errorf("describe the Connect groups on Kafka cluster %s: %w", g.kafka.Name, err)
 	}
 	best, most := "", 0
 	for _, d := range ds {
+		if d.State == "PreparingRebalance" || d.State == "CompletingRebalance" {
+			rebalancing = true
+		}
 		m := memberWorkers(d)
 		n := 0
 		for _, id := range ids {
@@ -178,11 +185,15 @@ func (g *groupWatch) search(ids []string) (string, error) {
 			best, most = d.GroupId, n
 		}
 	}
+	if best == "" && rebalancing {
+		return "", true, fmt.Errorf("no Connect group on Kafka cluster %s lists a member advertising %s yet: one is rebalancing (asked again next poll)",
+			g.kafka.Name, strings.Join(ids, ", "))
+	}
 	if best == "" {
-		return "", fmt.Errorf("none of the %d Connect groups on Kafka cluster %s has a member advertising %s (is it the Kafka cluster the workers write to?)",
+		return "", false, fmt.Errorf("none of the %d Connect groups on Kafka cluster %s has a member advertising %s (is it the Kafka cluster the workers write to?)",
 			len(candidates), g.kafka.Name, strings.Join(ids, ", "))
 	}
-	return best, nil
+	return best, false, nil
 }
 
 // memberWorkers are the worker ids (the advertised REST host:port, as
