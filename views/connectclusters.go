@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"strings"
 
 	"github.com/kmirror/kmirror/internal/i18n"
 )
@@ -16,8 +17,8 @@ type ConnectClustersView struct {
 }
 
 // ConnectClusterForm is the add form's state: what the user typed (never
-// the password, which must be typed again) and the service's messages by
-// field.
+// the password, the client key or the bearer token, which must be typed
+// again) and the service's messages by field.
 type ConnectClusterForm struct {
 	Name string
 	// URLs is the text as typed: one per line or comma-separated.
@@ -25,6 +26,9 @@ type ConnectClusterForm struct {
 	KafkaCluster string
 	Username     string
 	CAPEM        string
+	// ClientCertPEM is the client certificate as pasted (public; its key
+	// is not kept).
+	ClientCertPEM string
 	// ConfigProvider names a config provider the workers define, so Kafka
 	// passwords go into connector configs as references; optional.
 	ConfigProvider string
@@ -45,13 +49,23 @@ func boolAttr(b bool) string {
 }
 
 // connectAuth says how kmirror authenticates to a Connect cluster's REST
-// API: never the password, only whether one is set.
+// API: never a secret, only whether each is set.
 func connectAuth(ctx context.Context, c ConnectClusterInfo) string {
-	if c.Username == "" {
+	var parts []string
+	switch {
+	case c.Username != "" && c.PasswordSet:
+		parts = append(parts, i18n.T(ctx, "connect.auth_basic_password", "User", c.Username))
+	case c.Username != "":
+		parts = append(parts, i18n.T(ctx, "connect.auth_basic", "User", c.Username))
+	}
+	if c.BearerTokenSet {
+		parts = append(parts, i18n.T(ctx, "connect.auth_bearer"))
+	}
+	if c.ClientCertSet {
+		parts = append(parts, i18n.T(ctx, "connect.auth_client_cert"))
+	}
+	if len(parts) == 0 {
 		return i18n.T(ctx, "connect.auth_none")
 	}
-	if c.PasswordSet {
-		return i18n.T(ctx, "connect.auth_basic_password", "User", c.Username)
-	}
-	return i18n.T(ctx, "connect.auth_basic", "User", c.Username)
+	return strings.Join(parts, i18n.T(ctx, "connect.auth_sep"))
 }

@@ -41,12 +41,16 @@ type ClusterHealth struct {
 // ConnectClusterInfo is a registered Kafka Connect cluster: never its
 // password, only whether one is set.
 type ConnectClusterInfo struct {
-	Name           string
-	URLs           []string
-	KafkaCluster   string
-	Username       string
-	PasswordSet    bool
-	CAPEM          string
+	Name         string
+	URLs         []string
+	KafkaCluster string
+	Username     string
+	PasswordSet  bool
+	CAPEM        string
+	// ClientCertSet says a client certificate is presented; its key, like
+	// the bearer token, is never shown, only whether it is set.
+	ClientCertSet  bool
+	BearerTokenSet bool
 	ConfigProvider string
 	CreatedAt      time.Time
 }

@@ -64,6 +64,46 @@ func TestConnectClusterAPI(t *testing.T) {
 	}
 }
 
+// A client certificate, its key and a bearer token are taken by the API;
+// the answers say which are set and never carry the key or the token; a
+// key that is not the certificate's is a problem on client_key_pem, and a
+// token with basic auth one on bearer_token.
+func TestConnectClusterAPIClientCertificateAndToken(t *testing.T) {
+	e := newEnv(t)
+	if code, _, body := e.api(http.MethodPost, "/api/v1/clusters", apiToken, `{"name":"west","bootstrap_servers":["127.0.0.1:9092"]}`); code != http.StatusCreated {
+		t.Fatalf("add cluster: %d %v", code, body)
+	}
+	ca := connecttest.NewCA(t)
+	cert, key := ca.Issue(t, "kmirror")
+	_, otherKey := ca.Issue(t, "other")
+	req := func(key, extra string) string {
+		b, _ := json.Marshal(map[string]string{"client_cert_pem": cert, "client_key_pem": key, "bearer_token": "api-token-secret"})
+		return `{"name":"m1","urls":["https://127.0.0.1:8443"],"kafka_cluster":"west"` + extra + `,` + string(b[1:])
+	}
+	code, _, body := e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken, req(otherKey, `,"username":"u","password":"p"`))
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("invalid: %d %v", code, body)
+	}
+	fields := map[string]bool{}
+	for _, p := range body["error"].(map[string]any)["problems"].([]any) {
+		fields[p.(map[string]any)["field"].(string)] = true
+	}
+	if !fields["client_key_pem"] || !fields["bearer_token"] || len(fields) != 2 {
+		t.Errorf("problems on %v, want client_key_pem and bearer_token", fields)
+	}
+	code, _, body = e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken, req(key, ""))
+	if code != http.StatusCreated || body["client_key_set"] != true || body["bearer_token_set"] != true || body["password_set"] != false ||
+		body["client_cert_pem"] != strings.TrimSpace(cert) {
+		t.Fatalf("add: %d %v", code, body)
+	}
+	for _, path := range []string{"/api/v1/connect-clusters/m1", "/api/v1/connect-clusters"} {
+		code, _, body = e.api(http.MethodGet, path, apiToken, "")
+		if raw, _ := json.Marshal(body); code != http.StatusOK || strings.Contains(string(raw), "api-token-secret") || strings.Contains(string(raw), "PRIVATE KEY") {
+			t.Fatalf("%s: %d %s (the key and the token must never come back)", path, code, raw)
+		}
+	}
+}
+
 // The check answers 200 whether the cluster is usable or not; ok and each
 // verdict say which.
 func TestConnectClusterCheckAPI(t *testing.T) {

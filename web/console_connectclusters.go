@@ -73,6 +73,9 @@ type connectClusterFormInput struct {
 	Username       string `form:"username"`
 	Password       string `form:"password"`
 	CAPEM          string `form:"ca_pem"`
+	ClientCertPEM  string `form:"client_cert_pem"`
+	ClientKeyPEM   string `form:"client_key_pem"`
+	BearerToken    string `form:"bearer_token"`
 	ConfigProvider string `form:"config_provider"`
 }
 
@@ -83,7 +86,8 @@ func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
 	}
 	in := service.ConnectClusterSettings{
 		Name: f.Name, URLs: splitServers(f.URLs), KafkaCluster: f.KafkaCluster, Username: f.Username,
-		Password: f.Password, CAPEM: f.CAPEM, ConfigProvider: f.ConfigProvider,
+		Password: f.Password, CAPEM: f.CAPEM, ClientCertPEM: f.ClientCertPEM, ClientKeyPEM: f.ClientKeyPEM,
+		BearerToken: f.BearerToken, ConfigProvider: f.ConfigProvider,
 	}
 	info, err := h.s.svc.AddConnectCluster(c.Request().Context(), in)
 	if err != nil {
@@ -93,12 +97,17 @@ func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
 		}
 		form := views.ConnectClusterForm{
 			Name: in.Name, URLs: f.URLs, KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
-			ConfigProvider: in.ConfigProvider, Errors: fieldErrors(e.Problems),
+			ClientCertPEM: in.ClientCertPEM, ConfigProvider: in.ConfigProvider, Errors: fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
-		} else if in.Password != "" {
-			form.Errors["password"] = append(form.Errors["password"], tr(c, "instances.password_again"))
+		} else {
+			// Secrets are never sent back: say so where one was typed.
+			for field, typed := range map[string]bool{"password": in.Password != "", "client_key_pem": in.ClientKeyPEM != "", "bearer_token": in.BearerToken != ""} {
+				if typed {
+					form.Errors[field] = append(form.Errors[field], tr(c, "connect.secret_again"))
+				}
+			}
 		}
 		// 422: htmx swaps the form with its messages in (see addInstance).
 		if IsHTMX(c) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
+	"github.com/kmirror/kmirror/internal/connect/connecttest"
 	"github.com/kmirror/kmirror/internal/service"
 )
 
@@ -145,6 +146,74 @@ func TestInvalidConnectClusterShowsMessagesByFields(t *testing.T) {
 		if got := p.testid("error-urls").Text(); !strings.Contains(got, want) {
 			t.Errorf("zh-TW message for %q: %q, want %q in it", urls, got, want)
 		}
+	}
+}
+
+// A Connect cluster behind a client certificate and a bearer token is
+// registered from the form; the list says both are set and never shows the
+// key or the token. Refused input keeps the certificate, not the secrets,
+// and asks for them again, in both languages.
+func TestConnectClusterFormTakesClientCertificateAndToken(t *testing.T) {
+	e := newTaskEnv(t)
+	p := e.signIn(e.client, "admin", adminPassword)
+	csrf := p.csrf(t)
+	ca := connecttest.NewCA(t)
+	cert, key := ca.Issue(t, "kmirror")
+	_, otherKey := ca.Issue(t, "other")
+	const token = "form-token-secret"
+	keyLine := strings.Split(strings.TrimSpace(key), "\n")[1]
+
+	p = e.postForm(e.client, "/connect-clusters", connectForm(csrf, "name", "bad", "urls", "https://c1:8443", "kafka_cluster", "west",
+		"username", "u", "password", "typed-password", "bearer_token", token, "client_cert_pem", cert, "client_key_pem", otherKey), nil)
+	if p.status != http.StatusUnprocessableEntity {
+		t.Fatalf("status %d, want 422", p.status)
+	}
+	for _, field := range []string{"bearer_token", "client_key_pem"} {
+		if p.testid("error-"+field).Length() == 0 {
+			t.Errorf("no message next to %s:\n%s", field, p.body)
+		}
+	}
+	if !strings.Contains(p.testid("error-client_key_pem").Text(), "does not belong to the client certificate") {
+		t.Errorf("key message: %q", p.testid("error-client_key_pem").Text())
+	}
+	if !strings.Contains(p.testid("error-bearer_token").Text(), "enter it again") {
+		t.Errorf("no ask to type the token again: %q", p.testid("error-bearer_token").Text())
+	}
+	if got := p.doc.Find("#cc-client-cert").Text(); strings.TrimSpace(got) != strings.TrimSpace(cert) {
+		t.Errorf("certificate not kept: %q", got)
+	}
+	for _, secret := range []string{token, "typed-password", strings.Split(strings.TrimSpace(otherKey), "\n")[1]} {
+		if strings.Contains(p.body, secret) {
+			t.Errorf("a typed secret came back in the page: %s", secret)
+		}
+	}
+
+	e.get(e.client, "/lang?to=zh-TW&next=/connect-clusters")
+	p = e.postForm(e.client, "/connect-clusters", connectForm(csrf, "name", "bad", "urls", "https://c1:8443", "kafka_cluster", "west",
+		"username", "u", "password", "p", "bearer_token", token, "client_cert_pem", cert, "client_key_pem", otherKey), nil)
+	if got := p.testid("error-client_key_pem").Text(); !strings.Contains(got, "私鑰與客戶端證書（證書鏈中的第一個證書）不匹配") {
+		t.Errorf("zh-TW key message: %q", got)
+	}
+	if got := p.testid("error-bearer_token").Text(); !strings.Contains(got, "Basic認證") {
+		t.Errorf("zh-TW token message: %q", got)
+	}
+	e.get(e.client, "/lang?to=en&next=/connect-clusters")
+
+	p = e.postForm(e.client, "/connect-clusters", connectForm(csrf, "name", "mtls", "urls", "https://c1:8443", "kafka_cluster", "west",
+		"bearer_token", token, "client_cert_pem", cert, "client_key_pem", key), nil)
+	if p.url != "/connect-clusters" || p.testid("flash-success").Length() != 1 {
+		t.Fatalf("add: %d at %s\n%s", p.status, p.url, p.body)
+	}
+	auth := p.doc.Find(`[data-testid="connect-cluster-row"][data-connect-cluster="mtls"] [data-testid="connect-cluster-auth"]`)
+	if auth.AttrOr("data-bearer-token-set", "") != "true" || auth.AttrOr("data-client-cert-set", "") != "true" ||
+		strings.TrimSpace(auth.Text()) != "bearer token set, client certificate" {
+		t.Errorf("auth cell %q %v", auth.Text(), auth.Nodes)
+	}
+	if strings.Contains(p.body, token) || strings.Contains(p.body, keyLine) {
+		t.Fatal("the bearer token or the client key is in the page")
+	}
+	if got, err := e.svc.ConnectClusterSettings(context.Background(), "mtls"); err != nil || got.BearerToken != token || got.ClientKeyPEM != strings.TrimSpace(key) {
+		t.Errorf("stored: %v", err)
 	}
 }
 

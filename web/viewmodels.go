@@ -127,7 +127,8 @@ func healthView(h service.ClusterHealth) views.ClusterHealth {
 func connectClusterViews(cs []service.ConnectClusterInfo) []views.ConnectClusterInfo {
 	return viewsOf(cs, func(c service.ConnectClusterInfo) views.ConnectClusterInfo {
 		return views.ConnectClusterInfo{Name: c.Name, URLs: c.URLs, KafkaCluster: c.KafkaCluster, Username: c.Username,
-			PasswordSet: c.PasswordSet, CAPEM: c.CAPEM, ConfigProvider: c.ConfigProvider, CreatedAt: c.CreatedAt}
+			PasswordSet: c.PasswordSet, CAPEM: c.CAPEM, ClientCertSet: c.ClientCertPEM != "" && c.ClientKeySet,
+			BearerTokenSet: c.BearerTokenSet, ConfigProvider: c.ConfigProvider, CreatedAt: c.CreatedAt}
 	})
 }
 

@@ -56,13 +56,19 @@ func serveDemo(t *testing.T) (base string, stderr *syncBuffer) {
 // cli runs an admin command against base with the test token.
 func cli(t *testing.T, base string, args ...string) (string, error) {
 	t.Helper()
+	return cliEnv(t, base, nil, args...)
+}
+
+// cliEnv is cli with more environment variables set.
+func cliEnv(t *testing.T, base string, env map[string]string, args ...string) (string, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	args = append(args, "--server", base)
 	err := run(context.Background(), args, func(k string) string {
 		if k == "KMIRROR_TOKEN" {
 			return testToken
 		}
-		return ""
+		return env[k]
 	}, &out, &errOut)
 	return out.String() + errOut.String(), err
 }
@@ -259,6 +265,67 @@ func TestConnectClusterCheckCommand(t *testing.T) {
 	}
 	if out, err := cli(t, base, "connect-cluster", "check"); err == nil {
 		t.Errorf("check without a name: %s", out)
+	}
+}
+
+// connect-cluster add takes a client certificate and its key from files
+// and a bearer token from the environment (or a file); the check reaches
+// a worker that requires both, and no output shows the key or the token.
+func TestConnectClusterAddWithClientCertificateAndToken(t *testing.T) {
+	base, logs := serveDemo(t)
+	ca := connecttest.NewCA(t)
+	cert, key := ca.Issue(t, "kmirror")
+	_, otherKey := ca.Issue(t, "other")
+	const token = "cli-token-secret"
+	url, serverCA := connecttest.StartTLS(t, connecttest.Worker{BearerToken: token}, ca)
+	dir := t.TempDir()
+	file := func(name, text string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	certFile, keyFile, otherKeyFile, caFile := file("cert.pem", cert), file("key.pem", key), file("other.pem", otherKey), file("ca.pem", serverCA)
+	tokenFile := file("token", token+"\n")
+	env := map[string]string{"KMIRROR_CONNECT_BEARER_TOKEN": token}
+	add := []string{"connect-cluster", "add", "--name", "m1", "--url", url, "--kafka-cluster", "west", "--ca-file", caFile, "--client-cert-file", certFile}
+
+	out, err := cliEnv(t, base, env, append(add, "--client-key-file", otherKeyFile)...)
+	if err == nil || !strings.Contains(err.Error(), "client_key_pem: the private key does not belong to the client certificate") {
+		t.Fatalf("a key of another certificate: %v\n%s", err, out)
+	}
+	if out, err := cliEnv(t, base, env, append(add, "--client-key-file", keyFile, "--bearer-token-file", tokenFile)...); err == nil ||
+		!strings.Contains(err.Error(), "not both") {
+		t.Fatalf("token from a file and the environment: %v\n%s", err, out)
+	}
+	out, err = cliEnv(t, base, env, append(add, "--client-key-file", keyFile)...)
+	if err != nil || !strings.Contains(out, "bearer token, client certificate") {
+		t.Fatalf("add: %v\n%s", err, out)
+	}
+	// The token from a file, with its line break, works as well.
+	if out, err := cliEnv(t, base, nil, "connect-cluster", "add", "--name", "m2", "--url", url, "--kafka-cluster", "west", "--ca-file", caFile,
+		"--client-cert-file", certFile, "--client-key-file", keyFile, "--bearer-token-file", tokenFile); err != nil {
+		t.Fatalf("add with the token from a file: %v\n%s", err, out)
+	}
+	for _, name := range []string{"m1", "m2"} {
+		out, err = cli(t, base, "connect-cluster", "check", name)
+		if err != nil || !strings.Contains(out, "is usable") {
+			t.Fatalf("check %s against a worker requiring the certificate and the token: %v\n%s", name, err, out)
+		}
+	}
+	out, err = cli(t, base, "connect-cluster", "show", "m1", "-o", "json")
+	if err != nil || !strings.Contains(out, `"client_key_set": true`) || !strings.Contains(out, `"bearer_token_set": true`) {
+		t.Fatalf("show: %v\n%s", err, out)
+	}
+	if strings.Contains(out, token) || strings.Contains(out, "PRIVATE KEY") {
+		t.Fatalf("show prints a secret:\n%s", out)
+	}
+	// Nor does the server's log, refusals and checks included.
+	for _, secret := range []string{token, strings.Split(strings.TrimSpace(key), "\n")[1], strings.Split(strings.TrimSpace(otherKey), "\n")[1]} {
+		if strings.Contains(logs.String(), secret) {
+			t.Fatalf("the server's log holds a secret:\n%s", logs.String())
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/service"
@@ -16,7 +17,10 @@ const connectUsage = `Usage:
   kmirror connect-cluster add -f connect.json     register a Kafka Connect cluster (API shape of POST /api/v1/connect-clusters)
   kmirror connect-cluster add --name N --url http://h:8083[,http://h2:8083] --kafka-cluster K
                                                   [--username U --ca-file F --config-provider P]
-                                                  (the basic-auth password comes from KMIRROR_CONNECT_PASSWORD, never a flag)
+                                                  [--client-cert-file F --client-key-file F] [--bearer-token-file F]
+                                                  (the basic-auth password comes from KMIRROR_CONNECT_PASSWORD, never a flag;
+                                                  the client key from its file or KMIRROR_CONNECT_CLIENT_KEY, the bearer token
+                                                  from its file or KMIRROR_CONNECT_BEARER_TOKEN)
   kmirror connect-cluster list
   kmirror connect-cluster show NAME
   kmirror connect-cluster remove NAME
@@ -42,12 +46,15 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 	switch sub {
 	case "add":
 		var in service.ConnectClusterSettings
-		var urls, caFile string
+		var urls, caFile, certFile, keyFile, tokenFile string
 		a.fs.StringVar(&in.Name, "name", "", "Connect cluster name")
 		a.fs.StringVar(&urls, "url", "", "REST URLs of its workers, comma-separated")
 		a.fs.StringVar(&in.KafkaCluster, "kafka-cluster", "", "the registered Kafka cluster (instance) its workers write to")
 		a.fs.StringVar(&in.Username, "username", "", "basic-auth user name")
 		a.fs.StringVar(&caFile, "ca-file", "", "PEM file of the CA that signed the workers' REST certificates")
+		a.fs.StringVar(&certFile, "client-cert-file", "", "PEM file of the client certificate presented to https workers (its chain may follow it)")
+		a.fs.StringVar(&keyFile, "client-key-file", "", "PEM file of the client certificate's private key (PKCS#8, PKCS#1 or EC; or KMIRROR_CONNECT_CLIENT_KEY)")
+		a.fs.StringVar(&tokenFile, "bearer-token-file", "", "file holding the bearer token sent as Authorization: Bearer (or KMIRROR_CONNECT_BEARER_TOKEN)")
 		a.fs.StringVar(&in.ConfigProvider, "config-provider", "", "a config provider the workers define, for secret references")
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
@@ -58,7 +65,16 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 			}
 			in.Password = getenv("KMIRROR_CONNECT_PASSWORD")
 			var err error
-			in.CAPEM, err = readCA(caFile)
+			if in.CAPEM, err = readCA(caFile); err != nil {
+				return nil, err
+			}
+			if in.ClientCertPEM, err = readFileFlag("--client-cert-file", certFile); err != nil {
+				return nil, err
+			}
+			if in.ClientKeyPEM, err = secretFromFileOrEnv("--client-key-file", keyFile, "KMIRROR_CONNECT_CLIENT_KEY", getenv); err != nil {
+				return nil, err
+			}
+			in.BearerToken, err = secretFromFileOrEnv("--bearer-token-file", tokenFile, "KMIRROR_CONNECT_BEARER_TOKEN", getenv)
 			return in, err
 		})
 		if err != nil {
@@ -154,10 +170,38 @@ func smartConnectCommand(ctx context.Context, args []string, getenv func(string)
 }
 
 type connectRow struct {
-	Name         string   `json:"name"`
-	URLs         []string `json:"urls"`
-	KafkaCluster string   `json:"kafka_cluster"`
-	Username     string   `json:"username"`
+	Name           string   `json:"name"`
+	URLs           []string `json:"urls"`
+	KafkaCluster   string   `json:"kafka_cluster"`
+	Username       string   `json:"username"`
+	BearerTokenSet bool     `json:"bearer_token_set"`
+	ClientKeySet   bool     `json:"client_key_set"`
+}
+
+// readFileFlag reads the file a flag names; "" when none is given.
+func readFileFlag(flag, path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", flag, err)
+	}
+	return string(b), nil
+}
+
+// secretFromFileOrEnv reads a secret from the file a flag names or from an
+// environment variable, never from the command line (which other users
+// of the machine can read); giving both is refused.
+func secretFromFileOrEnv(flag, path, env string, getenv func(string) string) (string, error) {
+	fromEnv := getenv(env)
+	if path != "" && fromEnv != "" {
+		return "", fmt.Errorf("give %s or %s, not both", flag, env)
+	}
+	if path == "" {
+		return fromEnv, nil
+	}
+	return readFileFlag(flag, path)
 }
 
 func connectTable(list bool) func(io.Writer, json.RawMessage) error {
@@ -168,11 +212,20 @@ func connectTable(list bool) func(io.Writer, json.RawMessage) error {
 		}
 		fmt.Fprintln(w, "NAME\tURLS\tKAFKA CLUSTER\tAUTH")
 		for _, r := range rows {
-			auth := "none"
+			var auth []string
 			if r.Username != "" {
-				auth = "basic as " + r.Username
+				auth = append(auth, "basic as "+r.Username)
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.URLs, ","), r.KafkaCluster, auth)
+			if r.BearerTokenSet {
+				auth = append(auth, "bearer token")
+			}
+			if r.ClientKeySet {
+				auth = append(auth, "client certificate")
+			}
+			if len(auth) == 0 {
+				auth = append(auth, "none")
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Name, strings.Join(r.URLs, ","), r.KafkaCluster, strings.Join(auth, ", "))
 		}
 		return nil
 	}

@@ -60,7 +60,13 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 		if !ok {
 			return connectengine.Cluster{}, fmt.Errorf("no Kafka Connect cluster %q in the spec", name)
 		}
-		return service.ConnectTarget(ctx, cs)
+		target, err := service.ConnectTarget(ctx, cs)
+		if err != nil {
+			return connectengine.Cluster{}, err
+		}
+		// For the status poll, which reads the workers' group there.
+		target.Kafka, _ = spec.Lookup(cs.KafkaCluster)
+		return target, nil
 	}, log)
 	defer onConnect.Close()
 	runnerFor := func(t task.Task) (service.Runner, error) {

@@ -10,6 +10,11 @@
 // repeating it is harmless: every method but POST (restart) and DELETE. Errors from Connect are
 // *Error, carrying its error_code and message and saying what to do.
 //
+// A redirect is never followed: net/http would follow a 307 or 308 with
+// the same request, and a 301, 302 or 303 as a GET, so a write could come
+// back as a read's success. Any 3xx answer is an *Error naming the
+// Location.
+//
 // It is written on net/http: the Go clients published for this API were
 // last released years ago and lack what kmirror needs (the offsets API of
 // KIP-875, stop, expand, several workers, a CA for https).
@@ -24,12 +29,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 )
 
 // Config says how to reach a Connect cluster.
@@ -44,6 +52,16 @@ type Config struct {
 	// CAPEM is the PEM of the CA that signed the workers' certificates, for
 	// https URLs; empty trusts the system's roots.
 	CAPEM string
+	// ClientCertPEM and ClientKeyPEM are a client certificate (the leaf
+	// first, then any intermediates) and its private key (PKCS#8, PKCS#1
+	// or EC), presented to https workers that ask for one
+	// (listeners.https.ssl.client.auth=required). Both or neither.
+	ClientCertPEM string
+	ClientKeyPEM  string
+	// BearerToken is sent as "Authorization: Bearer <token>" (a REST
+	// extension or a proxy in front of the workers checks it). It and
+	// basic auth use the same header: give one of them.
+	BearerToken string
 	// Timeout bounds one request to one worker; 0 means 30 s. Connect itself
 	// answers a request that waits on the herder after 90 s.
 	Timeout time.Duration
@@ -52,11 +70,37 @@ type Config struct {
 	DialTimeout time.Duration
 }
 
+// String shows cfg without its secrets (password, key, token): what a
+// log line or an error may carry.
+func (cfg Config) String() string {
+	var auth []string
+	if cfg.Username != "" {
+		auth = append(auth, "basic auth as "+cfg.Username)
+	}
+	if cfg.BearerToken != "" {
+		auth = append(auth, "bearer token")
+	}
+	if cfg.ClientCertPEM != "" {
+		auth = append(auth, "client certificate")
+	}
+	if len(auth) == 0 {
+		auth = append(auth, "no credentials")
+	}
+	return fmt.Sprintf("Kafka Connect at %s (%s)", strings.Join(cfg.URLs, ","), strings.Join(auth, ", "))
+}
+
+// GoString is String, so %#v does not print the secrets either.
+func (cfg Config) GoString() string { return cfg.String() }
+
+// LogValue is String, so slog never writes the secrets.
+func (cfg Config) LogValue() slog.Value { return slog.StringValue(cfg.String()) }
+
 // Client calls one Connect cluster. It is safe for concurrent use.
 type Client struct {
 	urls     []string
 	user     string
 	password string
+	bearer   string
 	http     *http.Client
 
 	mu   sync.Mutex
@@ -69,7 +113,13 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.URLs) == 0 {
 		return nil, errors.New("connect: no worker URL: give the REST address of at least one Connect worker, e.g. http://connect-1:8083")
 	}
-	c := &Client{user: cfg.Username, password: cfg.Password}
+	if cfg.BearerToken != "" && cfg.Username != "" {
+		return nil, errors.New("connect: both basic auth and a bearer token are set: they use the same Authorization header, give one of them")
+	}
+	if strings.ContainsAny(cfg.BearerToken, " \t\r\n") {
+		return nil, errors.New("connect: the bearer token holds spaces or line breaks: give the token alone, without \"Bearer \"")
+	}
+	c := &Client{user: cfg.Username, password: cfg.Password, bearer: cfg.BearerToken}
 	for _, raw := range cfg.URLs {
 		u, err := url.Parse(strings.TrimSpace(raw))
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -88,16 +138,32 @@ func New(cfg Config) (*Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.Proxy = nil // workers are addressed directly, as the cluster advertises them
 	tr.DialContext = (&net.Dialer{Timeout: dial, KeepAlive: 30 * time.Second}).DialContext
+	tlsCfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.CAPEM != "" {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM([]byte(cfg.CAPEM)) {
 			return nil, errors.New("connect: the CA certificate holds no PEM certificate: paste the CA's PEM (-----BEGIN CERTIFICATE-----)")
 		}
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		tlsCfg.RootCAs = pool
 	}
-	c.http = &http.Client{Transport: tr, Timeout: timeout}
+	if cfg.ClientCertPEM != "" || cfg.ClientKeyPEM != "" {
+		// Read as a Kafka cluster's client certificate is: one parser, one
+		// set of rules (its errors are *cluster.CertError, by field).
+		cert, err := cluster.Settings{ClientCertPEM: cfg.ClientCertPEM, ClientKeyPEM: cfg.ClientKeyPEM}.ClientCertificate()
+		if err != nil {
+			return nil, fmt.Errorf("connect: client certificate: %w", err)
+		}
+		tlsCfg.Certificates = []tls.Certificate{cert}
+	}
+	tr.TLSClientConfig = tlsCfg
+	c.http = &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: refuseRedirect}
 	return c, nil
 }
+
+// refuseRedirect makes the client hand back a 3xx answer as it is
+// (once reports it as an *Error): following it could send a write's body
+// elsewhere or turn it into a GET that succeeds.
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close lets go of the client's idle connections: each client has its own
 // transport, whose keep-alive connections would otherwise stay open until
@@ -134,7 +200,7 @@ func (e *Error) hint() string {
 	case http.StatusBadRequest:
 		return "the request or the connector's configuration is invalid: fix it (ValidateConfig lists each setting's errors)"
 	case http.StatusUnauthorized:
-		return "the worker wants credentials: set the Connect username and password"
+		return "the worker wants credentials: set the Connect cluster's username and password, bearer token or client certificate"
 	case http.StatusForbidden:
 		return "these credentials may not do this: use a user the Connect cluster allows"
 	case http.StatusNotFound:
@@ -148,6 +214,9 @@ func (e *Error) hint() string {
 	}
 	if e.Status >= 500 {
 		return "the worker failed: check its log"
+	}
+	if e.Status >= 300 && e.Status < 400 {
+		return "kmirror follows no redirect (a write could become a read): register the URL the workers answer at themselves"
 	}
 	return "see the worker's log"
 }
@@ -236,8 +305,11 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if c.user != "" {
+	switch {
+	case c.user != "":
 		req.SetBasicAuth(c.user, c.password)
+	case c.bearer != "":
+		req.Header.Set("Authorization", "Bearer "+c.bearer)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
@@ -253,6 +325,16 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("connect: read the answer to %s %s: %w", method, base+path, err)
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Never followed (refuseRedirect): nothing went to the Location,
+		// and the answer is no success.
+		loc := resp.Header.Get("Location")
+		if loc == "" {
+			loc = "(no Location given)"
+		}
+		return resp.StatusCode, &Error{Method: method, URL: base + path, Status: resp.StatusCode, Code: resp.StatusCode,
+			Msg: "redirected to " + loc + ", not followed"}
 	}
 	if resp.StatusCode >= 400 {
 		e := &Error{Method: method, URL: base + path, Status: resp.StatusCode}

@@ -2,9 +2,17 @@ package connect
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +20,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 )
 
 // recorded is one request a fake worker saw.
@@ -362,6 +372,162 @@ func TestMirrorSourceRejectsOtherShapes(t *testing.T) {
 	} {
 		if _, err := o.MirrorSource(); err == nil {
 			t.Errorf("%+v read as a MirrorSourceConnector offset", o)
+		}
+	}
+}
+
+// A 3xx is never followed: a config PUT answered 307 comes back as an
+// error naming the Location, and nothing reaches the Location (net/http
+// would send the PUT there, or turn a 301-303 into a GET that succeeds).
+func TestRedirectIsNeverFollowed(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		_, _ = io.WriteString(w, `{"name":"m","config":{},"tasks":[]}`)
+	}))
+	defer other.Close()
+	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect, http.StatusFound, http.StatusSeeOther} {
+		redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+r.URL.Path, status)
+		}))
+		c := newClient(t, Config{URLs: []string{redirecting.URL}})
+		info, created, err := c.CreateOrUpdate(context.Background(), "m", map[string]string{"connector.class": "X"})
+		redirecting.Close()
+		var e *Error
+		if err == nil || !errors.As(err, &e) || e.Status != status {
+			t.Fatalf("%d on a config PUT: got %+v, %v, %v; want an *Error with status %d", status, info, created, err, status)
+		}
+		if !strings.Contains(err.Error(), "redirected to "+other.URL+"/connectors/m/config") || !strings.Contains(err.Error(), "follows no redirect") {
+			t.Errorf("%d: the error does not name the Location: %v", status, err)
+		}
+		if IsTransient(err) {
+			t.Errorf("%d: a redirect counts as transient: it would be retried as is for ever", status)
+		}
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the Location got %d requests, want none", n)
+	}
+}
+
+// A bearer token goes in the Authorization header, and not with basic
+// auth (one header): New refuses both, and a token with spaces.
+func TestBearerToken(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Get("Authorization")
+		_, _ = io.WriteString(w, `{"version":"4.3.1"}`)
+	}))
+	defer srv.Close()
+	c := newClient(t, Config{URLs: []string{srv.URL}, BearerToken: "eyJ.abc-_~+/="})
+	if _, err := c.ServerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got != "Bearer eyJ.abc-_~+/=" {
+		t.Errorf("Authorization: %q", got)
+	}
+	if _, err := New(Config{URLs: []string{srv.URL}, BearerToken: "t", Username: "u", Password: "p"}); err == nil || !strings.Contains(err.Error(), "one of them") {
+		t.Errorf("basic auth and a bearer token: %v", err)
+	}
+	if _, err := New(Config{URLs: []string{srv.URL}, BearerToken: "Bearer t"}); err == nil {
+		t.Error("a token with a space was taken")
+	}
+}
+
+// A worker that requires a client certificate (ssl.client.auth=required)
+// takes kmirror's, signed by the CA it trusts, and refuses a client
+// without one.
+func TestClientCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM := ca.issue(t, "kmirror", key.Public()), pemBlock("PRIVATE KEY", der)
+	var peer string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		peer = r.TLS.PeerCertificates[0].Subject.CommonName
+		_, _ = io.WriteString(w, `{"version":"4.3.1"}`)
+	}))
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.cert)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	defer srv.Close()
+	serverCA := pemOf(srv.Certificate().Raw)
+
+	c := newClient(t, Config{URLs: []string{srv.URL}, CAPEM: serverCA, ClientCertPEM: certPEM, ClientKeyPEM: keyPEM})
+	if _, err := c.ServerInfo(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if peer != "kmirror" {
+		t.Errorf("the worker saw client certificate %q", peer)
+	}
+	c = newClient(t, Config{URLs: []string{srv.URL}, CAPEM: serverCA})
+	if _, err := c.ServerInfo(context.Background()); err == nil {
+		t.Error("a worker requiring a client certificate answered a client without one")
+	}
+}
+
+// A client certificate is read as a Kafka cluster's is (internal/cluster,
+// whose tests cover the PEM forms): keys in PKCS#8, PKCS#1 and EC forms are
+// taken, and a key that is not the certificate's, or either half alone, is
+// refused naming the field.
+func TestNewChecksClientCertificate(t *testing.T) {
+	ca := newTestCA(t)
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	other, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkcs8, _ := x509.MarshalPKCS8PrivateKey(ec)
+	sec1, _ := x509.MarshalECPrivateKey(ec)
+	otherSEC1, _ := x509.MarshalECPrivateKey(other)
+	ecCert, rsaCert := ca.issue(t, "ec", ec.Public()), ca.issue(t, "rsa", rsaKey.Public())
+	for _, c := range []struct {
+		name, cert, key string
+		field           string // "" for accepted
+	}{
+		{"PKCS#8", ecCert, pemBlock("PRIVATE KEY", pkcs8), ""},
+		{"EC", ecCert, pemBlock("EC PRIVATE KEY", sec1), ""},
+		{"PKCS#1", rsaCert, pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(rsaKey)), ""},
+		{"chain", ecCert + ca.pem, pemBlock("PRIVATE KEY", pkcs8), ""},
+		{"another key", ecCert, pemBlock("EC PRIVATE KEY", otherSEC1), "client_key_pem"},
+		{"certificate alone", ecCert, "", "client_key_pem"},
+		{"key alone", "", pemBlock("PRIVATE KEY", pkcs8), "client_cert_pem"},
+		{"certificate garbage", "nope", pemBlock("PRIVATE KEY", pkcs8), "client_cert_pem"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(Config{URLs: []string{"https://c:8443"}, ClientCertPEM: c.cert, ClientKeyPEM: c.key})
+			var ce *cluster.CertError
+			switch {
+			case c.field == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.field != "" && (!errors.As(err, &ce) || ce.Field != c.field):
+				t.Errorf("got %v, want a problem on %s", err, c.field)
+			}
+		})
+	}
+}
+
+// A Config printed or logged shows none of its secrets.
+func TestConfigHidesSecrets(t *testing.T) {
+	cfg := Config{URLs: []string{"https://c:8083"}, Username: "alice", Password: "pw-secret", BearerToken: "tok-secret",
+		ClientCertPEM: "CERT", ClientKeyPEM: "key-secret"}
+	var logged strings.Builder
+	slog.New(slog.NewTextHandler(&logged, nil)).Info("x", "cfg", cfg)
+	for _, out := range []string{fmt.Sprint(cfg), fmt.Sprintf("%+v", cfg), fmt.Sprintf("%#v", cfg), logged.String()} {
+		for _, secret := range []string{"pw-secret", "tok-secret", "key-secret"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%q shows %s", out, secret)
+			}
+		}
+		if !strings.Contains(out, "basic auth as alice") {
+			t.Errorf("%q does not say how it authenticates", out)
 		}
 	}
 }

@@ -5,9 +5,11 @@
 //
 // It answers the same Runner calls as the in-process engine. Status is read
 // from one poll per Connect cluster (GET /connectors?expand=status&
-// expand=info), never one request per task per look, and the workers the
-// tasks run on are asked whether they answer, so a killed worker shows as
-// DEGRADED at once rather than after Connect's rebalance delay.
+// expand=info), never one request per task per look. A worker that dies
+// shows as DEGRADED, naming it, before Connect moves its work: once it
+// leaves the workers' group on Kafka (its session timed out), or at once
+// when it is a registered URL that stops answering. Addresses the workers
+// advertise are never needed (poller says why).
 //
 // Stopping kmirror never stops a connector: Close only ends the polls.
 package connectengine
@@ -18,6 +20,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -52,6 +55,10 @@ type Cluster struct {
 	// OverridesAllowed says the workers accept per-connector producer
 	// overrides (connector.client.config.override.policy=All).
 	OverridesAllowed bool
+	// Kafka is how to reach KafkaCluster, where the status poll reads the
+	// workers' group to see a worker die (see poller); without bootstrap
+	// servers only the registered URLs are asked.
+	Kafka cluster.Settings
 }
 
 // Deps are the engine's collaborators.
@@ -285,10 +292,10 @@ func (e *Engine) deployed(name string, dep *deployment, cc Cluster) (*deployment
 	e.tasks[name] = dep
 	p, ok := e.pollers[dep.cluster]
 	if !ok {
-		p = newPoller(dep.cluster, cc.Client, e.d.PollInterval, e.log)
+		p = newPoller(dep.cluster, cc, e.d.PollInterval, e.log)
 		e.pollers[dep.cluster] = p
 	}
-	p.setConfig(cc.Client)
+	p.setCluster(cc)
 	return old, nil
 }
 
@@ -543,8 +550,31 @@ func (e *Engine) Close() {
 	}
 }
 
-// poller reads one Connect cluster's connectors and asks the workers they
-// run on whether they answer.
+// poller reads one Connect cluster's connectors and tells which workers
+// they run on have died.
+//
+// Connect's own statuses do not tell: a worker killed outright goes on
+// being shown as running its connectors and tasks until Connect has moved
+// them, session.timeout.ms and then scheduled.rebalance.max.delay.ms later
+// (seen on Kafka 4.3.1 after a SIGKILL: RUNNING on the dead worker, then
+// RUNNING on the one that took them over, never UNASSIGNED between). So the
+// poll adds two signals, each where it means something:
+//
+//   - the Connect group on the Kafka cluster the workers write to
+//     (groupWatch): a worker that stops heartbeating is no longer a member
+//     once its session times out. It is what Connect's leader decides on,
+//     names workers as the statuses do, and needs no route to any worker.
+//   - the registered URLs: a worker whose worker_id is the host:port of a
+//     URL the operator registered is asked whether it answers, as kmirror
+//     is expected to reach that address (and so sees a dead worker at the
+//     next poll, before its session times out).
+//
+// Any other advertised address is never probed: behind a Kubernetes
+// Service or an ingress the workers advertise pod names or pod IPs that
+// kmirror cannot resolve or route to, and a probe that fails there says
+// nothing about the worker (it made every healthy task DEGRADED for ever).
+// Whether a name resolves is no test either: a pod IP "resolves" and still
+// cannot be reached from outside the cluster.
 type poller struct {
 	name string
 	log  *slog.Logger
@@ -552,27 +582,40 @@ type poller struct {
 	done chan struct{}
 
 	mu   sync.Mutex
-	cfg  connect.Config
+	cc   Cluster
 	obs  observed
 	seen bool
+
+	// Kept from poll to poll by the poll's goroutine: the REST client
+	// remembers the last URL that answered, so a hung or dead first URL
+	// costs one try, not one per poll.
+	client    *connect.Client
+	clientCfg connect.Config
+	group     *groupWatch
 }
 
-func newPoller(name string, cfg connect.Config, every time.Duration, log *slog.Logger) *poller {
-	p := &poller{name: name, cfg: cfg, log: log, quit: make(chan struct{}), done: make(chan struct{})}
+func newPoller(name string, cc Cluster, every time.Duration, log *slog.Logger) *poller {
+	p := &poller{name: name, cc: cc, log: log, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run(every)
 	return p
 }
 
-func (p *poller) setConfig(cfg connect.Config) {
+func (p *poller) setCluster(cc Cluster) {
 	p.mu.Lock()
-	p.cfg = cfg
+	p.cc = cc
 	p.mu.Unlock()
 }
 
 func (p *poller) config() connect.Config {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.cfg
+	return p.cc.Client
+}
+
+func (p *poller) cluster() Cluster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cc
 }
 
 func (p *poller) last() (observed, bool) {
@@ -588,9 +631,15 @@ func (p *poller) stop() {
 
 func (p *poller) run(every time.Duration) {
 	defer close(p.done)
+	defer func() {
+		p.client.Close()
+		if p.group != nil {
+			p.group.close()
+		}
+	}()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
-	var dead map[string]time.Time
+	var dead map[string]lostWorker
 	for {
 		o := p.poll(dead)
 		dead = o.deadWorkers
@@ -605,57 +654,145 @@ func (p *poller) run(every time.Duration) {
 	}
 }
 
-// workerProbeTimeout bounds asking one worker whether it answers.
-const workerProbeTimeout = 2 * time.Second
+const (
+	// pollBudget bounds one poll's reading of the connectors.
+	pollBudget = 30 * time.Second
+	// workerProbeTimeout bounds asking one registered URL whether it
+	// answers.
+	workerProbeTimeout = 2 * time.Second
+)
 
-// poll reads the connectors and probes their workers. dead are the
-// workers the last poll found not answering, and since when: a worker
-// still not answering keeps its first time, so a reason says how long.
-func (p *poller) poll(dead map[string]time.Time) observed {
-	cfg := p.config()
+// pollRequestTimeout bounds one request of the poll to one URL, well under
+// the budget: a worker that accepts connections and never answers costs one
+// try, and the next URL answers in the same poll. (Connect's own timeout
+// for a request waiting on its herder is 90 s; a listing is answered from
+// the worker's memory.) A variable for tests.
+var pollRequestTimeout = 10 * time.Second
+
+// restClient is the poll's REST client, made again when the cluster's
+// settings changed.
+func (p *poller) restClient(cfg connect.Config) (*connect.Client, error) {
+	if cfg.Timeout <= 0 || cfg.Timeout > pollRequestTimeout {
+		cfg.Timeout = pollRequestTimeout
+	}
+	if p.client != nil && reflect.DeepEqual(cfg, p.clientCfg) {
+		return p.client, nil
+	}
+	c, err := connect.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	p.client.Close()
+	p.client, p.clientCfg = c, cfg
+	return c, nil
+}
+
+// groupOf is the poll's group watch, made again when the Kafka cluster's
+// settings changed.
+func (p *poller) groupOf(cc Cluster) *groupWatch {
+	if p.group != nil && reflect.DeepEqual(p.group.kafka, cc.Kafka) {
+		return p.group
+	}
+	if p.group != nil {
+		p.group.close()
+	}
+	p.group = newGroupWatch(p.name, cc.Kafka, p.log)
+	return p.group
+}
+
+// poll reads the connectors and tells which of the workers they run on
+// are lost (see poller). dead are the workers the last poll found lost,
+// and since when: a worker still lost keeps its first time, so a reason
+// says how long.
+func (p *poller) poll(dead map[string]lostWorker) observed {
+	cc := p.cluster()
 	now := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client, err := connect.New(cfg)
+	client, err := p.restClient(cc.Client)
 	if err != nil {
 		return observed{err: err, at: now, deadWorkers: dead}
 	}
-	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), pollBudget)
+	defer cancel()
 	views, err := client.Connectors(ctx)
 	if err != nil {
 		return observed{err: err, at: now, deadWorkers: dead}
 	}
-	o := observed{views: views, deadWorkers: map[string]time.Time{}, at: now}
-	workers := map[string]bool{}
+	o := observed{views: views, deadWorkers: map[string]lostWorker{}, at: now}
+	var ids []string
+	seen := map[string]bool{}
 	for _, v := range views {
-		workers[v.Status.Connector.WorkerID] = true
-		for _, t := range v.Status.Tasks {
-			workers[t.WorkerID] = true
+		for _, id := range append([]string{v.Status.Connector.WorkerID}, taskWorkers(v)...) {
+			if id != "" && !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
 		}
 	}
-	scheme := "http"
-	if u, err := url.Parse(cfg.URLs[0]); err == nil && u.Scheme != "" {
-		scheme = u.Scheme
-	}
-	for id := range workers {
-		if id == "" {
+	sort.Strings(ids)
+	silent := probeRegistered(ctx, cc.Client, ids)
+	members, known := p.groupOf(cc).members(ids, now)
+	for _, id := range ids {
+		var left bool
+		switch {
+		case silent[id]:
+		case known && !members[workerKey(id)]:
+			left = true
+		case !known && dead[id].left:
+			left = true // the group cannot be read this round (rebalancing): as last seen
+		default:
 			continue
 		}
-		wc := cfg
-		wc.URLs = []string{scheme + "://" + id}
-		wc.Timeout, wc.DialTimeout = workerProbeTimeout, workerProbeTimeout
-		c, err := connect.New(wc)
-		if err == nil {
-			_, err = c.ServerInfo(ctx)
-			c.Close()
+		since := now
+		if d, ok := dead[id]; ok {
+			since = d.since
 		}
-		if err != nil {
-			since, ok := dead[id]
-			if !ok {
-				since = now
-			}
-			o.deadWorkers[id] = since
-		}
+		o.deadWorkers[id] = lostWorker{since: since, left: left}
 	}
 	return o
+}
+
+func taskWorkers(v connect.ConnectorView) []string {
+	ids := make([]string, len(v.Status.Tasks))
+	for i, t := range v.Status.Tasks {
+		ids[i] = t.WorkerID
+	}
+	return ids
+}
+
+// probeRegistered asks, at once, each registered URL that is one of ids
+// (a worker_id is its advertised host:port) whether it answers, and
+// returns the ids that did not. Other ids are not asked (see poller).
+func probeRegistered(ctx context.Context, cfg connect.Config, ids []string) map[string]bool {
+	registered := map[string]string{} // by worker key: the URL
+	for _, raw := range cfg.URLs {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil && u.Host != "" {
+			registered[workerKey(hostPort(u))] = strings.TrimRight(u.String(), "/")
+		}
+	}
+	silent := map[string]bool{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		u, ok := registered[workerKey(id)]
+		if !ok {
+			continue
+		}
+		wg.Go(func() {
+			wc := cfg
+			wc.URLs = []string{u}
+			wc.Timeout, wc.DialTimeout = workerProbeTimeout, workerProbeTimeout
+			c, err := connect.New(wc)
+			if err == nil {
+				_, err = c.ServerInfo(ctx)
+				c.Close()
+			}
+			if err != nil {
+				mu.Lock()
+				silent[id] = true
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return silent
 }

@@ -2,7 +2,10 @@ package connectengine
 
 import (
 	"context"
+	"io"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +176,153 @@ func waitCount(t *testing.T, c *kafkatest.Cluster, topic string, want int64) int
 		t.Fatal(err)
 	}
 	return n
+}
+
+// A Connect cluster reached through one URL, a TCP proxy to one worker (as
+// a Kubernetes Service or an ingress), whose workers advertise names only
+// they resolve (StatefulSet pod names): the task is RUNNING, and a worker
+// killed shows as DEGRADED naming it within 30 s, from the workers' group
+// on Kafka, without kmirror reaching any advertised address.
+//
+// The worker killed is a follower, the proxy goes to the leader: a dead
+// leader's successor hands its work out as soon as its session times out
+// (it has no record of the old assignment), so Connect itself shows it
+// running elsewhere about when it leaves the group; a follower's work
+// waits scheduled.rebalance.max.delay.ms, the time kmirror's verdict is
+// for.
+func TestStatusThroughOneURLWithUnresolvableWorkers(t *testing.T) {
+	target, source := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	cc := kafkatest.NewConnect(t, target, kafkatest.ConnectName("svc"),
+		kafkatest.AdvertisedHostNames("connect-0.connect.svc", "connect-1.connect.svc"))
+	if _, err := net.LookupHost("connect-1.connect.svc"); err == nil {
+		t.Fatal("this machine resolves connect-1.connect.svc: the test needs a name only the workers resolve")
+	}
+	leader, err := cc.Leader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	follower := 1 - leader
+	// The only address kmirror is given: the leader, through the proxy.
+	service := tcpProxy(t, strings.TrimPrefix(cc.URL(leader), "http://"))
+	topic := kafkatest.NewTopic(t, source, 2, nil)
+	name := "kmirror-" + kafkatest.TopicName(t.Name())[:20]
+	plan := func(tk task.Task, _, _ cluster.Settings, on Cluster) ([]Connector, error) {
+		return []Connector{{Name: name, Flow: "src->dst", Config: map[string]string{
+			"connector.class":                       "org.apache.kafka.connect.mirror.MirrorSourceConnector",
+			"tasks.max":                             "2",
+			"source.cluster.alias":                  "src",
+			"target.cluster.alias":                  "dst",
+			"source.cluster.bootstrap.servers":      source.Bootstrap(cluster.Plaintext),
+			"target.cluster.bootstrap.servers":      target.Bootstrap(cluster.Plaintext),
+			"topics":                                topic,
+			"replication.factor":                    "1",
+			"offset-syncs.topic.replication.factor": "1",
+			"sync.topic.acls.enabled":               "false",
+		}}}, nil
+	}
+	e := New(Deps{
+		Cluster: func(context.Context, string) (Cluster, error) {
+			return Cluster{Name: "svc", Client: connect.Config{URLs: []string{service}}, Kafka: target.Settings(cluster.Plaintext, "")}, nil
+		},
+		Plan:         plan,
+		Names:        func(task.Task) []string { return []string{name} },
+		PollInterval: time.Second,
+	})
+	defer e.Close()
+	tk := task.Task{Name: "behind-a-service", Engine: task.ConnectEngine("svc")}
+	if err := e.Start(tk, cluster.Settings{}, cluster.Settings{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := connect.New(connect.Config{URLs: []string{service}, Timeout: 2 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	t.Cleanup(func() { _ = client.Delete(context.Background(), name) })
+	waitState(t, e, tk.Name, task.StateRunning, "", 3*time.Minute)
+	produce(t, source, topic, 100)
+	waitCount(t, target, "src."+topic, 100)
+
+	// Running on both workers, as the listing says, and still RUNNING: no
+	// verdict came from the advertised names.
+	st, err := client.Status(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := map[string]bool{st.Connector.WorkerID: true}
+	for _, ts := range st.Tasks {
+		on[ts.WorkerID] = true
+	}
+	victim := cc.WorkerID(follower)
+	if !on[victim] || !on[cc.WorkerID(leader)] {
+		t.Fatalf("connector %s and its tasks run on %v, want both %s and %s", name, on, cc.WorkerID(leader), victim)
+	}
+	if s, _ := e.Status(tk.Name); s.State != task.StateRunning {
+		t.Fatalf("status %s (%s), want RUNNING with every worker alive", s.State, s.Reason)
+	}
+	t.Logf("RUNNING on %v, reached only at %s (the leader, worker %d); killing the follower %s", on, service, leader, victim)
+
+	if err := cc.KillWorker(follower); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	reason := waitState(t, e, tk.Name, task.StateDegraded, "worker "+victim+" has left the Connect group", 30*time.Second)
+	t.Logf("%s after the kill: DEGRADED: %s", time.Since(killed).Round(time.Millisecond), reason)
+	waitState(t, e, tk.Name, task.StateRunning, "", 3*time.Minute)
+	t.Logf("%s after the kill: RUNNING again (Connect moved the work to %s)", time.Since(killed).Round(time.Millisecond), cc.WorkerID(leader))
+	produce(t, source, topic, 50)
+	waitCount(t, target, "src."+topic, 150)
+}
+
+// tcpProxy forwards every connection to target, both ways, until the test
+// ends, and returns its http:// URL on 127.0.0.1.
+func tcpProxy(t *testing.T, target string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		open  []net.Conn
+		conns sync.WaitGroup
+	)
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		conns.Wait()
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns.Go(func() {
+				defer c.Close()
+				up, err := net.DialTimeout("tcp", target, 5*time.Second)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				mu.Lock()
+				open = append(open, c, up)
+				mu.Unlock()
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					_, _ = io.Copy(up, c)
+					_ = up.(*net.TCPConn).CloseWrite()
+				}()
+				_, _ = io.Copy(c, up)
+				_ = c.(*net.TCPConn).CloseWrite()
+				<-done
+			})
+		}
+	}()
+	return "http://" + l.Addr().String()
 }

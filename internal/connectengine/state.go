@@ -20,14 +20,23 @@ type observed struct {
 	// views are the listed connectors by name; a name missing was not
 	// listed (deleted on Connect behind kmirror's back).
 	views map[string]connect.ConnectorView
-	// deadWorkers are worker ids (host:port) that did not answer, with
-	// when they were first seen not answering: tasks still shown RUNNING
-	// there are not running until Connect moves them.
-	deadWorkers map[string]time.Time
+	// deadWorkers are worker ids (host:port) found lost, with since when
+	// and how: tasks still shown RUNNING there are not running until
+	// Connect moves them.
+	deadWorkers map[string]lostWorker
 	// at is when the poll was made.
 	at time.Time
 	// err is why the Connect cluster could not be read, or nil.
 	err error
+}
+
+// lostWorker is a worker the poll found dead.
+type lostWorker struct {
+	// since is when a poll first found it lost.
+	since time.Time
+	// left: it is no longer a member of the workers' group on Kafka (its
+	// session timed out); else it does not answer at its registered URL.
+	left bool
 }
 
 // severity orders states for "the worst wins".
@@ -111,13 +120,13 @@ func (o observed) isDead(worker string) bool {
 	return dead
 }
 
-// stranded are, per worker that does not answer, what of a flow Connect
+// stranded are, per lost worker, what of a flow Connect
 // still shows running there.
 type stranded map[string][]string
 
 func (s stranded) add(worker, what string) { s[worker] = append(s[worker], what) }
 
-// reason says which workers do not answer and since when, what of the
+// reason says which workers are lost, how and since when, what of the
 // flow they held, whether records are still copied meanwhile, and when
 // Connect moves the work: what an operator needs to decide whether to
 // wait or act.
@@ -129,9 +138,13 @@ func (s stranded) reason(o observed, copiersDead, copiers int) string {
 	sort.Strings(workers)
 	parts := make([]string, len(workers))
 	for i, w := range workers {
-		since := o.deadWorkers[w]
-		parts[i] = fmt.Sprintf("worker %s does not answer (since %s, %s): %s run there", w, since.UTC().Format("15:04:05 UTC"),
-			o.at.Sub(since).Round(time.Second), strings.Join(s[w], ", "))
+		lost := o.deadWorkers[w]
+		format := "worker %s does not answer (since %s, %s): %s run there"
+		if lost.left {
+			format = "worker %s has left the Connect group (since %s, %s): %s run there"
+		}
+		parts[i] = fmt.Sprintf(format, w, lost.since.UTC().Format("15:04:05 UTC"),
+			o.at.Sub(lost.since).Round(time.Second), strings.Join(s[w], ", "))
 	}
 	copying := "the records are still copied by the tasks on live workers"
 	switch {

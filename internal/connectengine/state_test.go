@@ -51,15 +51,17 @@ func TestVerdict(t *testing.T) {
 			Connector: connect.WorkerState{State: "FAILED", WorkerID: "w1:8083", Trace: "boom"}}})}, task.StateFailed, "connector ckpt failed"},
 		{"paused outside", observed{views: with("src", view("src", "PAUSED", ts(0, "PAUSED", "w1:8083", "")))}, task.StatePaused, "paused outside kmirror"},
 		{"unassigned", observed{views: with("src", view("src", "RUNNING", ts(0, "UNASSIGNED", "w1:8083", "")))}, task.StateDegraded, "src task 0 is unassigned"},
-		{"a copy task on a dead worker", observed{views: running, deadWorkers: map[string]time.Time{"w2:8083": since}, at: since.Add(8 * time.Second)},
+		{"a copy task on a dead worker", observed{views: running, deadWorkers: map[string]lostWorker{"w2:8083": {since: since}}, at: since.Add(8 * time.Second)},
 			task.StateDegraded, "worker w2:8083 does not answer (since 06:10:00 UTC, 8s): src task 1, ckpt task 0 run there; only the partitions of the other 1 copy tasks are copied until they move. Connect moves them"},
-		{"every copy task on a dead worker", observed{views: running, deadWorkers: map[string]time.Time{"w1:8083": since, "w2:8083": since.Add(time.Second)}, at: since.Add(3 * time.Second)},
+		{"every copy task on a dead worker", observed{views: running, deadWorkers: map[string]lostWorker{"w1:8083": {since: since}, "w2:8083": {since: since.Add(time.Second)}}, at: since.Add(3 * time.Second)},
 			task.StateDegraded, "worker w1:8083 does not answer (since 06:10:00 UTC, 3s): connector src, src task 0, connector ckpt run there; worker w2:8083 does not answer (since 06:10:01 UTC, 2s): src task 1, ckpt task 0 run there; no record is copied until they move"},
-		{"only checkpoints on a dead worker", observed{views: with("src", view("src", "RUNNING", ts(0, "RUNNING", "w1:8083", ""))), deadWorkers: map[string]time.Time{"w2:8083": since}, at: since},
+		{"only checkpoints on a dead worker", observed{views: with("src", view("src", "RUNNING", ts(0, "RUNNING", "w1:8083", ""))), deadWorkers: map[string]lostWorker{"w2:8083": {since: since}}, at: since},
 			task.StateDegraded, "ckpt task 0 run there; the records are still copied by the tasks on live workers"},
 		{"restarting", observed{views: with("src", view("src", "RUNNING", ts(0, "RESTARTING", "w1:8083", "")))}, task.StateStarting, "restarting"},
 		{"failed beats degraded", observed{views: with("src", view("src", "RUNNING", ts(0, "UNASSIGNED", "", ""), ts(1, "FAILED", "w2:8083", "x"))),
-			deadWorkers: map[string]time.Time{"w2:8083": since}}, task.StateFailed, "src task 1 failed"},
+			deadWorkers: map[string]lostWorker{"w2:8083": {since: since}}}, task.StateFailed, "src task 1 failed"},
+		{"a copy task on a worker that left the group", observed{views: running, deadWorkers: map[string]lostWorker{"w2:8083": {since: since, left: true}}, at: since.Add(12 * time.Second)},
+			task.StateDegraded, "worker w2:8083 has left the Connect group (since 06:10:00 UTC, 12s): src task 1, ckpt task 0 run there; only the partitions of the other 1 copy tasks are copied"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, reason := verdict(names, "src", "c1", c.o, false)

@@ -216,4 +216,9 @@ func TestMsgConnectDeadWorker(t *testing.T) {
 	if got := Msg(zhCtx(), in); got != want {
 		t.Errorf("Msg(%q) =\n%q, want\n%q", in, got, want)
 	}
+	in = strings.Replace(in, "does not answer", "has left the Connect group", 1)
+	want = strings.Replace(want, "無應答", "已離開Connect組", 1)
+	if got := Msg(zhCtx(), in); got != want {
+		t.Errorf("Msg(%q) =\n%q, want\n%q", in, got, want)
+	}
 }

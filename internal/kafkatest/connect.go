@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,7 @@ type connectOptions struct {
 	startTimeout   time.Duration
 	rebalanceDelay time.Duration
 	props          map[string]string
+	advertised     []string // rest.advertised.host.name by worker; nil: 127.0.0.1
 }
 
 func connectDefaults() connectOptions {
@@ -70,6 +72,18 @@ func WorkerProps(props map[string]string) ConnectOpt {
 	}
 }
 
+// AdvertisedHostNames makes worker i advertise names[i] as its REST host
+// (rest.advertised.host.name, so its worker_id is names[i]:port) instead of
+// 127.0.0.1. The workers resolve every one of these names to 127.0.0.1
+// through a hosts file given to their JVMs only (-Djdk.net.hosts.file), as
+// the pods of a Kubernetes StatefulSet resolve each other's names: they
+// forward to their leader and reach each other as usual, while nothing
+// else on the machine (kmirror, a test) can resolve the names. Give one
+// name per worker, e.g. connect-0.connect.svc.
+func AdvertisedHostNames(names ...string) ConnectOpt {
+	return func(o *connectOptions) { o.advertised = slices.Clone(names) }
+}
+
 // ConnectCluster is a running distributed Kafka Connect cluster: N workers
 // (ConnectDistributed, one JVM each) in one group, with their config,
 // offset and status topics on one kafkatest Cluster.
@@ -79,6 +93,8 @@ type ConnectCluster struct {
 	groupID string
 	kafka   *Cluster
 	version string
+	// advertised are the workers' REST host names, by index.
+	advertised []string
 
 	startTimeout time.Duration
 
@@ -140,9 +156,17 @@ func (cc *ConnectCluster) URLs() []string {
 func (cc *ConnectCluster) URL(i int) string { return cc.worker(i).url() }
 
 // WorkerID is how Connect names worker i in statuses (worker_id): its
-// advertised REST host and port.
+// advertised REST host and port (see AdvertisedHostNames).
 func (cc *ConnectCluster) WorkerID(i int) string {
-	return fmt.Sprintf("127.0.0.1:%d", cc.worker(i).port)
+	return fmt.Sprintf("%s:%d", cc.advertisedHost(i), cc.worker(i).port)
+}
+
+// advertisedHost is the REST host worker i advertises.
+func (cc *ConnectCluster) advertisedHost(i int) string {
+	if i < len(cc.advertised) {
+		return cc.advertised[i]
+	}
+	return "127.0.0.1"
 }
 
 // WorkerIndex is the index of the worker Connect calls id, or -1.
@@ -153,6 +177,42 @@ func (cc *ConnectCluster) WorkerIndex(id string) int {
 		}
 	}
 	return -1
+}
+
+// joinedRE is a worker's log line for each assignment it gets: the group's
+// generation and the leader's advertised URL.
+var joinedRE = regexp.MustCompile(`Joined group at generation (\d+) .*leaderUrl='([^']*)'`)
+
+// Leader is the index of the group's leader: the worker whose advertised
+// URL the newest assignment in the running workers' logs names (Connect
+// tells it nowhere else). The leader matters to a test that kills a
+// worker: a leader's successor has no record of what the dead leader had
+// assigned, so it hands the dead leader's work out as soon as its session
+// times out; a follower's waits scheduled.rebalance.max.delay.ms.
+func (cc *ConnectCluster) Leader() (int, error) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	gen, leader := -1, ""
+	for _, w := range cc.workers {
+		if w.proc == nil {
+			continue
+		}
+		b, err := os.ReadFile(w.logPath())
+		if err != nil {
+			return -1, err
+		}
+		for _, m := range joinedRE.FindAllStringSubmatch(string(b), -1) {
+			if g, err := strconv.Atoi(m[1]); err == nil && g > gen {
+				gen, leader = g, m[2]
+			}
+		}
+	}
+	for i := range cc.workers {
+		if leader == fmt.Sprintf("http://%s/", cc.WorkerID(i)) {
+			return i, nil
+		}
+	}
+	return -1, fmt.Errorf("kafkatest: no worker of %s is the leader %q (generation %d) its logs name", cc.name, leader, gen)
 }
 
 // WorkerPID is the process id of worker i's JVM, or 0 while it is down:
@@ -202,6 +262,9 @@ func StartConnect(ctx context.Context, kafka *Cluster, opts ...ConnectOpt) (*Con
 	}
 	if o.workers < 1 {
 		return nil, fmt.Errorf("kafkatest: Workers(%d): a Connect cluster needs at least one worker", o.workers)
+	}
+	if o.advertised != nil && len(o.advertised) != o.workers {
+		return nil, fmt.Errorf("kafkatest: AdvertisedHostNames gives %d names for %d workers: give one per worker", len(o.advertised), o.workers)
 	}
 	jars, err := EnsureJars(ctx)
 	if err != nil {
@@ -260,6 +323,15 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 		kafka:        kafka,
 		version:      jars.Version,
 		startTimeout: o.startTimeout,
+		advertised:   o.advertised,
+	}
+	var jvmOpts []string
+	if len(o.advertised) > 0 {
+		hosts, err := writeHostsFile(dir, o.advertised)
+		if err != nil {
+			return nil, err
+		}
+		jvmOpts = append(jvmOpts, "-Djdk.net.hosts.file="+hosts)
 	}
 	for i, port := range ports {
 		w := &worker{index: i, port: port, dir: filepath.Join(dir, fmt.Sprintf("worker-%d", i))}
@@ -271,21 +343,21 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 		props := filepath.Join(w.dir, "config", "worker.properties")
 		log4j := filepath.Join(w.dir, "config", "log4j2.properties")
 		wc := workerConfig{Port: port, GroupID: cc.groupID, Bootstrap: kafka.Bootstrap(cluster.Plaintext),
-			RF: min(len(kafka.brokers), 3), RebalanceDelay: o.rebalanceDelay, Overrides: o.props}
+			RF: min(len(kafka.brokers), 3), RebalanceDelay: o.rebalanceDelay, Overrides: o.props,
+			AdvertisedHost: cc.advertisedHost(i)}
 		for path, text := range map[string]string{props: workerProperties(wc), log4j: connectLog4j2Properties} {
 			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 				return nil, fmt.Errorf("write %s: %w", path, err)
 			}
 		}
-		w.argv = []string{java,
+		w.argv = append([]string{java,
 			fmt.Sprintf("-Xms%dm", o.heapMB), fmt.Sprintf("-Xmx%dm", o.heapMB),
 			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
 			"-Dlog4j2.configurationFile=" + log4j,
 			// Connectors' clients may fetch OAUTHBEARER tokens from the
 			// test's identity provider (Kafka 4 allows no URL by default).
-			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=" + idp.JWKSURL() + "," + idp.TokenURL(),
-			"-cp", jars.Classpath(),
-			"org.apache.kafka.connect.cli.ConnectDistributed", props}
+			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=" + idp.JWKSURL() + "," + idp.TokenURL()}, jvmOpts...)
+		w.argv = append(w.argv, "-cp", jars.Classpath(), "org.apache.kafka.connect.cli.ConnectDistributed", props)
 		cc.workers = append(cc.workers, w)
 	}
 	began := time.Now()
@@ -530,6 +602,28 @@ type workerConfig struct {
 	RF             int
 	RebalanceDelay time.Duration
 	Overrides      map[string]string
+	AdvertisedHost string
+}
+
+// writeHostsFile writes, in dir, the hosts file the workers' JVMs resolve
+// names with (jdk.net.hosts.file replaces the system's resolver): every
+// advertised name, localhost and this machine's name at 127.0.0.1, the
+// address every worker listens on.
+func writeHostsFile(dir string, names []string) (string, error) {
+	var b strings.Builder
+	b.WriteString("# Written by kmirror's kafkatest: the Connect workers' names, for their JVMs only.\n")
+	b.WriteString("127.0.0.1 localhost\n")
+	if h, err := os.Hostname(); err == nil && h != "" {
+		fmt.Fprintf(&b, "127.0.0.1 %s\n", h)
+	}
+	for _, n := range names {
+		fmt.Fprintf(&b, "127.0.0.1 %s\n", n)
+	}
+	path := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return "", fmt.Errorf("write the workers' hosts file: %w", err)
+	}
+	return path, nil
 }
 
 const byteArrayConverter = "org.apache.kafka.connect.converters.ByteArrayConverter"
@@ -537,6 +631,10 @@ const byteArrayConverter = "org.apache.kafka.connect.converters.ByteArrayConvert
 // workerProperties renders a worker's properties.
 func workerProperties(c workerConfig) string {
 	rf := strconv.Itoa(max(c.RF, 1))
+	host := c.AdvertisedHost
+	if host == "" {
+		host = "127.0.0.1"
+	}
 	p := map[string]string{
 		"bootstrap.servers": c.Bootstrap,
 		"group.id":          c.GroupID,
@@ -553,7 +651,7 @@ func workerProperties(c workerConfig) string {
 		"status.storage.partitions":         "1",
 
 		"listeners":                 fmt.Sprintf("http://127.0.0.1:%d", c.Port),
-		"rest.advertised.host.name": "127.0.0.1",
+		"rest.advertised.host.name": host,
 		"rest.advertised.port":      strconv.Itoa(c.Port),
 		"rest.advertised.listener":  "http",
 		"key.converter":             byteArrayConverter,

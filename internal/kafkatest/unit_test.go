@@ -335,6 +335,35 @@ func TestWorkerProperties(t *testing.T) {
 	if one := workerProperties(workerConfig{GroupID: "g"}); !strings.Contains(one, "config.storage.replication.factor=1\n") {
 		t.Error("replication factor 0 is not raised to 1")
 	}
+	if adv := workerProperties(workerConfig{GroupID: "g", Port: 8083, AdvertisedHost: "connect-0.connect.svc"}); !strings.Contains(adv, "rest.advertised.host.name=connect-0.connect.svc\n") {
+		t.Errorf("advertised host name not set:\n%s", adv)
+	}
+}
+
+// Workers advertising names of their own resolve them (and localhost) to
+// 127.0.0.1 through their hosts file; nothing else is in it.
+func TestWorkersHostsFile(t *testing.T) {
+	dir := t.TempDir()
+	path, err := writeHostsFile(dir, []string{"connect-0.connect.svc", "connect-1.connect.svc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"127.0.0.1 localhost\n", "127.0.0.1 connect-0.connect.svc\n", "127.0.0.1 connect-1.connect.svc\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("hosts file lacks %q:\n%s", want, b)
+		}
+	}
+	cc := &ConnectCluster{workers: []*worker{{port: 1}, {port: 2}}, advertised: []string{"a.svc", "b.svc"}}
+	if cc.WorkerID(1) != "b.svc:2" || cc.WorkerIndex("a.svc:1") != 0 {
+		t.Errorf("worker ids %s, %s", cc.WorkerID(0), cc.WorkerID(1))
+	}
+	if plain := (&ConnectCluster{workers: []*worker{{port: 7}}}); plain.WorkerID(0) != "127.0.0.1:7" {
+		t.Errorf("default worker id %s", plain.WorkerID(0))
+	}
 }
 
 func TestClusterTempDirFollowsTheOverride(t *testing.T) {

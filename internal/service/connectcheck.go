@@ -84,8 +84,8 @@ func (s *Service) CheckConnectCluster(ctx context.Context, name string) (Connect
 
 func checkConnect(ctx context.Context, cs ConnectClusterSettings) ConnectClusterCheck {
 	res := ConnectClusterCheck{Name: cs.Name, KafkaCluster: cs.KafkaCluster, Workers: make([]ConnectWorkerCheck, len(cs.URLs))}
-	base := connect.Config{Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM,
-		Timeout: connectCheckWorkerTimeout, DialTimeout: connectCheckDialTimeout}
+	base := connectConfig(cs)
+	base.Timeout, base.DialTimeout = connectCheckWorkerTimeout, connectCheckDialTimeout
 	var wg sync.WaitGroup
 	for i, u := range cs.URLs {
 		wg.Go(func() { res.Workers[i] = checkWorker(ctx, base, u) })
@@ -147,7 +147,7 @@ func reachableVerdict(workers []ConnectWorkerCheck, live int) ConnectCheckItem {
 	it := ConnectCheckItem{Name: ConnectCheckReachable}
 	if live == 0 {
 		it.Verdict = "no worker answers"
-		it.Fix = "check each URL's error: the URL, that the worker runs and kmirror can reach it, and the Connect cluster's user name, password and CA certificate"
+		it.Fix = "check each URL's error: the URL, that the worker runs and kmirror can reach it, and the Connect cluster's credentials (user name and password, bearer token or client certificate) and CA certificate"
 		return it
 	}
 	var ids, versions []string

@@ -71,7 +71,7 @@ func TestCheckConnectCluster(t *testing.T) {
 			},
 			workers: []bool{false},
 			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {skipped: true}, "client_overrides": {skipped: true}},
-			texts:   map[string][]string{"reachable": {"user name, password"}},
+			texts:   map[string][]string{"reachable": {"user name and password, bearer token or client certificate"}},
 		},
 		{
 			name: "workers of two Kafka clusters",

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/connectplan"
@@ -29,6 +30,16 @@ type ConnectClusterSettings struct {
 	Username     string `json:"username,omitempty"`
 	Password     string `json:"password,omitempty"`
 	CAPEM        string `json:"ca_pem,omitempty"`
+	// ClientCertPEM and ClientKeyPEM are a client certificate (its chain
+	// may follow it) and its private key (PKCS#8, PKCS#1 or EC), PEM, for
+	// https workers that require one; both or neither. The key is a
+	// secret: sealed at rest, never shown.
+	ClientCertPEM string `json:"client_cert_pem,omitempty"`
+	ClientKeyPEM  string `json:"client_key_pem,omitempty"`
+	// BearerToken is sent as "Authorization: Bearer <token>"; a secret like
+	// the password, and not together with basic authentication (the same
+	// header).
+	BearerToken string `json:"bearer_token,omitempty"`
 	// ConfigProvider names a config provider the workers define
 	// (config.providers=<name>): Kafka passwords then go into connector
 	// configs as references to it instead of in clear (docs/CONNECT.md).
@@ -36,7 +47,8 @@ type ConnectClusterSettings struct {
 }
 
 // ConnectClusterInfo is a registered Connect cluster as shown: never the
-// password, only whether one is set.
+// password, the client key or the bearer token, only whether each is set.
+// The client certificate is public and shown.
 type ConnectClusterInfo struct {
 	Name           string    `json:"name"`
 	URLs           []string  `json:"urls"`
@@ -44,14 +56,24 @@ type ConnectClusterInfo struct {
 	Username       string    `json:"username,omitempty"`
 	PasswordSet    bool      `json:"password_set"`
 	CAPEM          string    `json:"ca_pem,omitempty"`
+	ClientCertPEM  string    `json:"client_cert_pem,omitempty"`
+	ClientKeySet   bool      `json:"client_key_set"`
+	BearerTokenSet bool      `json:"bearer_token_set"`
 	ConfigProvider string    `json:"config_provider,omitempty"`
 	CreatedAt      time.Time `json:"created_at"`
 }
 
-const maxConnectURLs = 16
+const (
+	maxConnectURLs = 16
+	// maxBearerTokenLength bounds a bearer token (JWTs with many claims run
+	// to a few KiB; header limits are around 8 KiB).
+	maxBearerTokenLength = 8 << 10
+)
 
 // NormalizeConnectCluster trims what users paste with stray spaces and
-// trailing slashes. It never changes a password.
+// trailing slashes, around PEM blocks and a bearer token too (a token
+// holds no space; one read from a file ends with a line break). It never
+// changes a password.
 func NormalizeConnectCluster(s ConnectClusterSettings) ConnectClusterSettings {
 	s.Name = strings.TrimSpace(s.Name)
 	urls := trimList(s.URLs)
@@ -62,6 +84,9 @@ func NormalizeConnectCluster(s ConnectClusterSettings) ConnectClusterSettings {
 	s.KafkaCluster = strings.TrimSpace(s.KafkaCluster)
 	s.Username = strings.TrimSpace(s.Username)
 	s.CAPEM = strings.TrimSpace(s.CAPEM)
+	s.ClientCertPEM = strings.TrimSpace(s.ClientCertPEM)
+	s.ClientKeyPEM = strings.TrimSpace(s.ClientKeyPEM)
+	s.BearerToken = strings.TrimSpace(s.BearerToken)
 	s.ConfigProvider = strings.TrimSpace(s.ConfigProvider)
 	return s
 }
@@ -94,10 +119,77 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 			p.Add("ca_pem", "no PEM certificate found: paste the CA certificate that signed the workers' REST certificates, BEGIN and END lines included")
 		}
 	}
+	checkClientCertificate(&p, s)
+	checkBearerToken(&p, s)
 	if s.ConfigProvider != "" && !clusterNameRE.MatchString(s.ConfigProvider) {
 		p.Add("config_provider", "the name of a config provider the workers define (config.providers), 1 to 64 characters of A-Z, a-z, 0-9, - and _")
 	}
 	return p
+}
+
+// checkClientCertificate says what is wrong with a client certificate and
+// its key, each on its own field, by the rules and in the words of a Kafka
+// cluster's (cluster.Settings.ClientCertificate: a PEM that does not
+// parse, one half without the other, a key that is not the certificate's),
+// and two of a Connect cluster's own: an encrypted key is refused (a Connect
+// cluster takes no key password: give the key decrypted, kmirror seals it),
+// and so is a certificate with http URLs, where it would never be
+// presented.
+func checkClientCertificate(p *Problems, s ConnectClusterSettings) {
+	switch {
+	case s.ClientCertPEM == "" && s.ClientKeyPEM == "":
+		return
+	case s.ClientKeyPEM == task.PasswordMask:
+		p.Add("client_key_pem", "the private key is masked (%s) as kmirror shows a stored secret: paste the real key", task.PasswordMask)
+		return
+	case len(s.ClientCertPEM) > maxCAPEMLength:
+		p.Add("client_cert_pem", "client certificate is larger than %d KiB", maxCAPEMLength>>10)
+		return
+	case len(s.ClientKeyPEM) > maxCAPEMLength:
+		p.Add("client_key_pem", "client key is larger than %d KiB", maxCAPEMLength>>10)
+		return
+	case s.ClientCertPEM == "":
+		p.Add("client_cert_pem", "a client key needs its certificate: paste the PEM certificate chain, or clear the key")
+		return
+	}
+	for _, u := range s.URLs {
+		if strings.HasPrefix(strings.ToLower(u), "http://") {
+			p.Add("client_cert_pem", "a client certificate is only presented over https, and %q is http: give https:// URLs or leave the certificate out", u)
+			break
+		}
+	}
+	_, err := cluster.Settings{ClientCertPEM: s.ClientCertPEM, ClientKeyPEM: s.ClientKeyPEM}.ClientCertificate()
+	var ce *cluster.CertError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Field == "client_key_password":
+		p.Add("client_key_pem", "the private key is encrypted: give it decrypted (openssl pkey -in key.pem -out plain.pem); kmirror seals it itself")
+	case errors.As(err, &ce):
+		p.Add(ce.Field, "%s", ce.Err.Error())
+	default:
+		p.Add("client_cert_pem", "%s", err.Error())
+	}
+}
+
+// checkBearerToken says what is wrong with a bearer token: with basic
+// authentication (both are the Authorization header, so kmirror refuses
+// rather than pick one), masked, too long, or holding what a header
+// cannot carry.
+func checkBearerToken(p *Problems, s ConnectClusterSettings) {
+	t := s.BearerToken
+	switch {
+	case t == "":
+	case s.Username != "" || s.Password != "":
+		p.Add("bearer_token", "give either basic authentication (username and password) or a bearer token, not both: each is the whole Authorization header")
+	case t == task.PasswordMask:
+		p.Add("bearer_token", "the bearer token is masked (%s) as kmirror shows a stored secret: type the real token", task.PasswordMask)
+	case len(t) > maxBearerTokenLength:
+		p.Add("bearer_token", "the bearer token is longer than %d KiB", maxBearerTokenLength>>10)
+	case strings.HasPrefix(strings.ToLower(t), "bearer "):
+		p.Add("bearer_token", "give the token alone: kmirror adds \"Bearer \" itself")
+	case strings.IndexFunc(t, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0:
+		p.Add("bearer_token", "the bearer token holds spaces, line breaks or other characters an HTTP header cannot carry: give the token alone, printable ASCII")
+	}
 }
 
 // checkRESTURL says what is wrong with a Connect REST URL, or "".
@@ -121,6 +213,12 @@ func checkRESTURL(raw string) string {
 // connectSecretLabel binds a sealed Connect password to its cluster so it
 // cannot be swapped with a Kafka cluster's (whose label is its bare name).
 func connectSecretLabel(name string) string { return "connect/" + name }
+
+// connectKeyLabel and connectTokenLabel bind a Connect cluster's client
+// key and bearer token likewise, each to its own use: a ciphertext copied
+// from one column to another does not open (names hold no "/").
+func connectKeyLabel(name string) string   { return "connect/" + name + "/client-key" }
+func connectTokenLabel(name string) string { return "connect/" + name + "/bearer-token" }
 
 // AddConnectCluster validates and registers a Kafka Connect cluster. Every
 // broken rule comes back at once in an invalid_cluster Error.
@@ -148,16 +246,26 @@ func (s *Service) AddConnectCluster(ctx context.Context, in ConnectClusterSettin
 		return ConnectClusterInfo{}, invalidConnectCluster(p)
 	}
 	rec := store.ConnectCluster{
-		Name: in.Name, URLs: in.URLs, Username: in.Username, CAPEM: in.CAPEM,
+		Name: in.Name, URLs: in.URLs, Username: in.Username, CAPEM: in.CAPEM, ClientCertPEM: in.ClientCertPEM,
 		KafkaCluster: in.KafkaCluster, ConfigProvider: in.ConfigProvider,
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
-	if in.Password != "" {
-		sealed, err := s.secrets.Seal([]byte(in.Password), connectSecretLabel(in.Name))
-		if err != nil {
-			return ConnectClusterInfo{}, fmt.Errorf("seal password of Connect cluster %q: %w", in.Name, err)
+	for _, sec := range []struct {
+		what, plain, label string
+		into               *[]byte
+	}{
+		{"password", in.Password, connectSecretLabel(in.Name), &rec.PasswordCiphertext},
+		{"client key", in.ClientKeyPEM, connectKeyLabel(in.Name), &rec.ClientKeyCiphertext},
+		{"bearer token", in.BearerToken, connectTokenLabel(in.Name), &rec.BearerTokenCiphertext},
+	} {
+		if sec.plain == "" {
+			continue
 		}
-		rec.PasswordCiphertext = sealed
+		sealed, err := s.secrets.Seal([]byte(sec.plain), sec.label)
+		if err != nil {
+			return ConnectClusterInfo{}, fmt.Errorf("seal %s of Connect cluster %q: %w", sec.what, in.Name, err)
+		}
+		*sec.into = sealed
 	}
 	switch err := s.connectClusters.CreateConnectCluster(ctx, rec); {
 	case errors.Is(err, store.ErrExists):
@@ -209,13 +317,24 @@ func (s *Service) ConnectClusterSettings(ctx context.Context, name string) (Conn
 		return ConnectClusterSettings{}, err
 	}
 	cs := ConnectClusterSettings{Name: r.Name, URLs: r.URLs, KafkaCluster: r.KafkaCluster, Username: r.Username,
-		CAPEM: r.CAPEM, ConfigProvider: r.ConfigProvider}
-	if r.PasswordCiphertext != nil {
-		pw, err := s.secrets.Open(r.PasswordCiphertext, connectSecretLabel(r.Name))
-		if err != nil {
-			return ConnectClusterSettings{}, fmt.Errorf("Connect cluster %q: %w", name, err)
+		CAPEM: r.CAPEM, ClientCertPEM: r.ClientCertPEM, ConfigProvider: r.ConfigProvider}
+	for _, sec := range []struct {
+		what, label string
+		sealed      []byte
+		into        *string
+	}{
+		{"password", connectSecretLabel(r.Name), r.PasswordCiphertext, &cs.Password},
+		{"client key", connectKeyLabel(r.Name), r.ClientKeyCiphertext, &cs.ClientKeyPEM},
+		{"bearer token", connectTokenLabel(r.Name), r.BearerTokenCiphertext, &cs.BearerToken},
+	} {
+		if sec.sealed == nil {
+			continue
 		}
-		cs.Password = string(pw)
+		plain, err := s.secrets.Open(sec.sealed, sec.label)
+		if err != nil {
+			return ConnectClusterSettings{}, fmt.Errorf("Connect cluster %q, %s: %w", name, sec.what, err)
+		}
+		*sec.into = string(plain)
 	}
 	return cs, nil
 }
@@ -261,7 +380,9 @@ func (s *Service) requireConnectClusters() error {
 
 func connectInfo(r store.ConnectCluster) ConnectClusterInfo {
 	return ConnectClusterInfo{Name: r.Name, URLs: r.URLs, KafkaCluster: r.KafkaCluster, Username: r.Username,
-		PasswordSet: r.PasswordCiphertext != nil, CAPEM: r.CAPEM, ConfigProvider: r.ConfigProvider, CreatedAt: r.CreatedAt}
+		PasswordSet: r.PasswordCiphertext != nil, CAPEM: r.CAPEM, ClientCertPEM: r.ClientCertPEM,
+		ClientKeySet: r.ClientKeyCiphertext != nil, BearerTokenSet: r.BearerTokenCiphertext != nil,
+		ConfigProvider: r.ConfigProvider, CreatedAt: r.CreatedAt}
 }
 
 // NewWithConnect is New with the Kafka Connect engine wired in (as
@@ -295,13 +416,23 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 	if err != nil {
 		return connectengine.Cluster{}, err
 	}
-	return ConnectTarget(ctx, cs)
+	target, err := ConnectTarget(ctx, cs)
+	if err != nil {
+		return connectengine.Cluster{}, err
+	}
+	// The status poll reads the workers' group there (connectengine's
+	// poller): a dead worker shows without reaching any worker.
+	if target.Kafka, err = s.ClusterSettings(ctx, cs.KafkaCluster); err != nil {
+		return connectengine.Cluster{}, fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", cs.KafkaCluster, name, err)
+	}
+	return target, nil
 }
 
 // ConnectTarget is a Connect cluster as the Connect engine deploys to it:
 // its REST settings, password included, and whether its workers allow
 // per-connector producer overrides (asked now: a worker restarted with
-// another policy answers differently).
+// another policy answers differently). The caller sets Kafka, the settings
+// of cs.KafkaCluster, for the status poll.
 func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengine.Cluster, error) {
 	cfg := connectConfig(cs)
 	client, err := connect.New(cfg)
@@ -319,5 +450,6 @@ func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengin
 
 // connectConfig is how to reach a registered Connect cluster's REST API.
 func connectConfig(cs ConnectClusterSettings) connect.Config {
-	return connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM}
+	return connect.Config{URLs: cs.URLs, Username: cs.Username, Password: cs.Password, CAPEM: cs.CAPEM,
+		ClientCertPEM: cs.ClientCertPEM, ClientKeyPEM: cs.ClientKeyPEM, BearerToken: cs.BearerToken}
 }

@@ -2,6 +2,7 @@ package service_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/connect/connecttest"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
@@ -16,6 +18,13 @@ import (
 
 func TestValidateConnectCluster(t *testing.T) {
 	ok := service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083", "https://w2.example:8443"}, KafkaCluster: "west"}
+	ca := connecttest.NewCA(t)
+	cert, key := ca.Issue(t, "kmirror")
+	_, otherKey := ca.Issue(t, "other")
+	mtls := func(s *service.ConnectClusterSettings) {
+		s.URLs = []string{"https://w1.example:8443", "https://w2.example:8443"}
+		s.ClientCertPEM, s.ClientKeyPEM = cert, key
+	}
 	tests := []struct {
 		name   string
 		edit   func(*service.ConnectClusterSettings)
@@ -37,6 +46,33 @@ func TestValidateConnectCluster(t *testing.T) {
 		{"masked password", func(s *service.ConnectClusterSettings) { s.Username, s.Password = "u", "********" }, []string{"password"}},
 		{"ca not pem", func(s *service.ConnectClusterSettings) { s.CAPEM = "nope" }, []string{"ca_pem"}},
 		{"bad provider", func(s *service.ConnectClusterSettings) { s.ConfigProvider = "a b" }, []string{"config_provider"}},
+
+		{"client certificate", mtls, nil},
+		{"client certificate with basic auth", func(s *service.ConnectClusterSettings) { mtls(s); s.Username, s.Password = "u", "p" }, nil},
+		{"certificate without key", func(s *service.ConnectClusterSettings) { mtls(s); s.ClientKeyPEM = "" }, []string{"client_key_pem"}},
+		{"key without certificate", func(s *service.ConnectClusterSettings) { mtls(s); s.ClientCertPEM = "" }, []string{"client_cert_pem"}},
+		{"certificate not PEM", func(s *service.ConnectClusterSettings) { mtls(s); s.ClientCertPEM = "nope" }, []string{"client_cert_pem"}},
+		{"certificate that does not parse", func(s *service.ConnectClusterSettings) {
+			mtls(s)
+			s.ClientCertPEM = "-----BEGIN CERTIFICATE-----\nbm9wZQ==\n-----END CERTIFICATE-----"
+		}, []string{"client_cert_pem"}},
+		{"key not PEM", func(s *service.ConnectClusterSettings) { mtls(s); s.ClientKeyPEM = "nope" }, []string{"client_key_pem"}},
+		{"key of another certificate", func(s *service.ConnectClusterSettings) { mtls(s); s.ClientKeyPEM = otherKey }, []string{"client_key_pem"}},
+		{"encrypted key", func(s *service.ConnectClusterSettings) {
+			mtls(s)
+			s.ClientKeyPEM = "-----BEGIN ENCRYPTED PRIVATE KEY-----\nbm9wZQ==\n-----END ENCRYPTED PRIVATE KEY-----"
+		}, []string{"client_key_pem"}},
+		{"masked key", func(s *service.ConnectClusterSettings) { mtls(s); s.ClientKeyPEM = "********" }, []string{"client_key_pem"}},
+		{"certificate over http", func(s *service.ConnectClusterSettings) { mtls(s); s.URLs = []string{"http://w1:8083"} }, []string{"client_cert_pem"}},
+		{"bearer token", func(s *service.ConnectClusterSettings) { s.BearerToken = "eyJhbGciOi.J9.x-_~+/=" }, nil},
+		{"bearer token with a client certificate", func(s *service.ConnectClusterSettings) { mtls(s); s.BearerToken = "t0ken" }, nil},
+		{"bearer token read from a file", func(s *service.ConnectClusterSettings) { s.BearerToken = "t0ken\n" }, nil},
+		{"bearer token and basic auth", func(s *service.ConnectClusterSettings) { s.BearerToken, s.Username, s.Password = "t", "u", "p" }, []string{"bearer_token"}},
+		{"masked bearer token", func(s *service.ConnectClusterSettings) { s.BearerToken = "********" }, []string{"bearer_token"}},
+		{"bearer token with its scheme", func(s *service.ConnectClusterSettings) { s.BearerToken = "Bearer t0ken" }, []string{"bearer_token"}},
+		{"bearer token with a space", func(s *service.ConnectClusterSettings) { s.BearerToken = "t0 ken" }, []string{"bearer_token"}},
+		{"bearer token with a line break", func(s *service.ConnectClusterSettings) { s.BearerToken = "t0\nken" }, []string{"bearer_token"}},
+		{"bearer token too long", func(s *service.ConnectClusterSettings) { s.BearerToken = strings.Repeat("x", 8<<10+1) }, []string{"bearer_token"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -118,6 +154,84 @@ func TestConnectClusterLifecycle(t *testing.T) {
 	if _, err := svc.AddConnectCluster(viewer, in); !service.IsCode(err, service.CodeForbidden) {
 		t.Fatalf("viewer add: %v, want forbidden", err)
 	}
+}
+
+// A Connect cluster behind a client certificate and a bearer token: both
+// reach the workers (the check passes against a worker requiring them),
+// the key and the token are sealed at rest and never shown, and bad input
+// stores nothing.
+func TestConnectClusterWithClientCertificateAndToken(t *testing.T) {
+	ctx := context.Background()
+	dir, db, box := servicetest.OpenStore(t, "")
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, ConnectClusters: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddCluster(ctx, cluster.Settings{Name: "west", BootstrapServers: []string{"h:9092"}}); err != nil {
+		t.Fatal(err)
+	}
+	ca := connecttest.NewCA(t)
+	cert, key := ca.Issue(t, "kmirror")
+	const token = "tok-very-secret.abc"
+	url, serverCA := connecttest.StartTLS(t, connecttest.Worker{BearerToken: token}, ca)
+	in := service.ConnectClusterSettings{Name: "mtls", URLs: []string{url}, KafkaCluster: "west", CAPEM: serverCA,
+		ClientCertPEM: cert, ClientKeyPEM: key, BearerToken: token}
+
+	// Refused whole, naming the field: nothing is stored.
+	_, otherKey := ca.Issue(t, "other")
+	bad := in
+	bad.ClientKeyPEM = otherKey
+	if _, err := svc.AddConnectCluster(ctx, bad); !service.IsCode(err, service.CodeInvalidCluster) ||
+		len(service.AsError(err).Problems.For("client_key_pem")) != 1 {
+		t.Fatalf("a key of another certificate: %v, want a problem on client_key_pem", err)
+	}
+	if all, err := svc.ListConnectClusters(ctx); err != nil || len(all) != 0 {
+		t.Fatalf("refused input was stored: %+v, %v", all, err)
+	}
+
+	info, err := svc.AddConnectCluster(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !info.ClientKeySet || !info.BearerTokenSet || info.PasswordSet || info.ClientCertPEM != strings.TrimSpace(cert) {
+		t.Errorf("info = %+v", info)
+	}
+	for _, i := range []service.ConnectClusterInfo{info, mustConnectInfo(t, svc, "mtls")} {
+		raw, err := json.Marshal(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), token) || strings.Contains(string(raw), "PRIVATE KEY") {
+			t.Errorf("an answer shows a secret: %s", raw)
+		}
+	}
+	got, err := svc.ConnectClusterSettings(ctx, "mtls")
+	if err != nil || got.BearerToken != token || got.ClientKeyPEM != strings.TrimSpace(key) || got.ClientCertPEM != strings.TrimSpace(cert) {
+		t.Fatalf("secrets round trip: %v", err)
+	}
+	keyBody := strings.Split(strings.TrimSpace(key), "\n")[1] // a line of the key's base64
+	for _, f := range []string{store.FileName, store.FileName + "-wal"} {
+		raw, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), token) || strings.Contains(string(raw), keyBody) {
+			t.Fatalf("%s holds the clear bearer token or client key", f)
+		}
+	}
+	res, err := svc.CheckConnectCluster(ctx, "mtls")
+	if err != nil || !res.OK {
+		t.Fatalf("check against a worker requiring the certificate and the token: %+v, %v", res, err)
+	}
+}
+
+func mustConnectInfo(t *testing.T, svc *service.Service, name string) service.ConnectClusterInfo {
+	t.Helper()
+	i, err := svc.ConnectCluster(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return i
 }
 
 func TestSmartConnectPerCluster(t *testing.T) {

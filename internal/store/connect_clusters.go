@@ -8,16 +8,22 @@ import (
 )
 
 // ConnectCluster is a registered Kafka Connect cluster as stored: the
-// basic-auth password only sealed (see internal/secrets), never in clear.
+// basic-auth password, the client key and the bearer token only sealed
+// (see internal/secrets), never in clear.
 type ConnectCluster struct {
 	Name               string
 	URLs               []string
 	Username           string
 	PasswordCiphertext []byte // nil when there is none
 	CAPEM              string
-	KafkaCluster       string // the registered Kafka cluster its workers write to
-	ConfigProvider     string // a config provider the workers define, or ""
-	CreatedAt          time.Time
+	// ClientCertPEM is the client certificate presented to https workers
+	// ("" for none); its private key is ClientKeyCiphertext.
+	ClientCertPEM         string
+	ClientKeyCiphertext   []byte // nil when there is none
+	BearerTokenCiphertext []byte // nil when there is none
+	KafkaCluster          string // the registered Kafka cluster its workers write to
+	ConfigProvider        string // a config provider the workers define, or ""
+	CreatedAt             time.Time
 }
 
 // ConnectClusters stores registered Kafka Connect clusters.
@@ -36,16 +42,17 @@ type ConnectClusters interface {
 
 var _ ConnectClusters = (*DB)(nil)
 
-const connectClusterColumns = `name, urls, username, password_ciphertext, ca_pem, kafka_cluster, config_provider, created_at`
+const connectClusterColumns = `name, urls, username, password_ciphertext, ca_pem, kafka_cluster, config_provider, created_at,
+	client_cert_pem, client_key_ciphertext, bearer_token_ciphertext`
 
 // CreateConnectCluster implements ConnectClusters.
 func (d *DB) CreateConnectCluster(ctx context.Context, c ConnectCluster) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := d.db.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, strings.Join(c.URLs, ","), c.Username, c.PasswordCiphertext, c.CAPEM, c.KafkaCluster,
-		c.ConfigProvider, c.CreatedAt.Unix())
+		c.ConfigProvider, c.CreatedAt.Unix(), c.ClientCertPEM, c.ClientKeyCiphertext, c.BearerTokenCiphertext)
 	switch {
 	case isForeignKey(err):
 		return fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", c.KafkaCluster, c.Name, ErrNotFound)
@@ -82,7 +89,7 @@ func scanConnectCluster(s scanner) (ConnectCluster, error) {
 	var urls string
 	var created int64
 	if err := s.Scan(&c.Name, &urls, &c.Username, &c.PasswordCiphertext, &c.CAPEM, &c.KafkaCluster,
-		&c.ConfigProvider, &created); err != nil {
+		&c.ConfigProvider, &created, &c.ClientCertPEM, &c.ClientKeyCiphertext, &c.BearerTokenCiphertext); err != nil {
 		return ConnectCluster{}, err
 	}
 	if urls != "" {

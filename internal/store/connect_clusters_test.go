@@ -23,7 +23,8 @@ func TestConnectClusters(t *testing.T) {
 		}
 	}
 	cc := store.ConnectCluster{Name: "c1", URLs: []string{"http://a:8083", "http://b:8083"}, Username: "u",
-		PasswordCiphertext: []byte{1}, CAPEM: "PEM", KafkaCluster: "west", ConfigProvider: "file"}
+		PasswordCiphertext: []byte{1}, CAPEM: "PEM", KafkaCluster: "west", ConfigProvider: "file",
+		ClientCertPEM: "CERT", ClientKeyCiphertext: []byte{2, 2}, BearerTokenCiphertext: []byte{3, 3, 3}}
 	if err := db.CreateConnectCluster(ctx, cc); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,8 @@ func TestConnectClusters(t *testing.T) {
 	}
 	got, err := db.ConnectCluster(ctx, "c1")
 	if err != nil || strings.Join(got.URLs, " ") != "http://a:8083 http://b:8083" || got.KafkaCluster != "west" ||
-		got.ConfigProvider != "file" || got.Username != "u" || len(got.PasswordCiphertext) != 1 {
+		got.ConfigProvider != "file" || got.Username != "u" || len(got.PasswordCiphertext) != 1 ||
+		got.ClientCertPEM != "CERT" || len(got.ClientKeyCiphertext) != 2 || len(got.BearerTokenCiphertext) != 3 {
 		t.Errorf("read back: %+v, %v", got, err)
 	}
 	if _, err := db.ConnectCluster(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {

@@ -68,6 +68,10 @@ var seeds = map[int][]string{
 		 '{"name":"seed-peer-cert","type":"kafka-replication","current":{"cluster":"seed-oauth","alias":"A"},"peer":{"alias":"B","config_type":"address","address":["y:9093"],"security_protocol":"SSL","client_cert_pem":"PCERT"},"rules":{"direction":"pull","topics":["orders"],"tasks":1,"rename_topics":true,"add_source_header":false,"sync_consumer_offsets":false,"replication_factor":-1,"start_offset":"earliest","compression":"none"}}',
 		 X'0606', 'running', 'create', 'seed-user', 1700000051, 1700000051)`,
 	},
+	8: {
+		`INSERT INTO connect_clusters (name, urls, kafka_cluster, client_cert_pem, client_key_ciphertext, bearer_token_ciphertext, created_at)
+		 VALUES ('seed-connect-mtls', 'https://c1:8443', 'seed-east', 'CERTPEM', X'0808', X'0909', 1700000050)`,
+	},
 }
 
 // migrationsUpTo is the embedded migrations of version <= v, and the sorted
@@ -257,6 +261,17 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if err := db.DeleteConnectCluster(ctx, "seed-connect"); !errors.Is(err, store.ErrReferenced) {
 			t.Errorf("deleting a Connect cluster tasks run on: %v, want ErrReferenced", err)
+		}
+		// Registered before client certificates and bearer tokens: none.
+		if c.ClientCertPEM != "" || c.ClientKeyCiphertext != nil || c.BearerTokenCiphertext != nil {
+			t.Errorf("Connect cluster from before 0008 has a client certificate or token: %+v", c)
+		}
+	}
+	if from >= 8 {
+		c, err := db.ConnectCluster(ctx, "seed-connect-mtls")
+		if err != nil || c.ClientCertPEM != "CERTPEM" || string(c.ClientKeyCiphertext) != "\x08\x08" ||
+			string(c.BearerTokenCiphertext) != "\x09\x09" || c.PasswordCiphertext != nil || c.Username != "" {
+			t.Errorf("Connect cluster with a client certificate and a token: %+v, %v", c, err)
 		}
 	}
 }

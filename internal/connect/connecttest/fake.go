@@ -1,15 +1,26 @@
 // Package connecttest is a fake Kafka Connect REST API for tests that need
 // a worker's answers without starting Connect: GET /, GET
-// /connector-plugins and PUT /connector-plugins/{class}/config/validate.
+// /connector-plugins and PUT /connector-plugins/{class}/config/validate,
+// over http or over https requiring a client certificate (StartTLS, with
+// a CA issuing them), optionally behind a bearer token.
 package connecttest
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/connect"
 )
@@ -27,20 +38,15 @@ type Worker struct {
 	RefuseOverrides bool
 	// Status, when set, is the answer to every request (e.g. 401).
 	Status int
+	// BearerToken, when set, is required as "Authorization: Bearer
+	// <token>": any other request is answered 401.
+	BearerToken string
 }
 
 // Start serves w on 127.0.0.1 until the test ends and returns its URL.
 func Start(t testing.TB, w Worker) string {
 	t.Helper()
-	if w.Version == "" {
-		w.Version = "4.1.0"
-	}
-	if w.KafkaClusterID == "" {
-		w.KafkaClusterID = "fake-kafka-cluster"
-	}
-	if w.Plugins == nil {
-		w.Plugins = connect.MirrorConnectors
-	}
+	w = w.withDefaults()
 	srv := httptest.NewServer(http.HandlerFunc(w.serve))
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -58,8 +64,92 @@ func DeadURL(t testing.TB) string {
 	return "http://" + addr
 }
 
+// StartTLS serves w over https on 127.0.0.1 until the test ends, requiring
+// a client certificate signed by clientCA (a worker with
+// listeners.https.ssl.client.auth=required). It returns the worker's URL
+// and the PEM of the certificate to trust for it.
+func StartTLS(t testing.TB, w Worker, clientCA *CA) (url, serverCAPEM string) {
+	t.Helper()
+	w = w.withDefaults()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(w.serve))
+	pool := x509.NewCertPool()
+	pool.AddCert(clientCA.cert)
+	srv.TLS = &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.URL, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}))
+}
+
+// CA issues client certificates for tests.
+type CA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+}
+
+// NewCA makes a certificate authority valid for a day.
+func NewCA(t testing.TB) *CA {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "connecttest CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &CA{cert: cert, key: key}
+}
+
+// Issue makes a client certificate for cn with a new EC key: both PEM, the
+// key as PKCS#8.
+func (ca *CA) Issue(t testing.TB, cn string) (certPEM, keyPEM string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})),
+		string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: k}))
+}
+
+func (w Worker) withDefaults() Worker {
+	if w.Version == "" {
+		w.Version = "4.1.0"
+	}
+	if w.KafkaClusterID == "" {
+		w.KafkaClusterID = "fake-kafka-cluster"
+	}
+	if w.Plugins == nil {
+		w.Plugins = connect.MirrorConnectors
+	}
+	return w
+}
+
 func (w Worker) serve(rw http.ResponseWriter, r *http.Request) {
 	rw.Header().Set("Content-Type", "application/json")
+	if w.BearerToken != "" && r.Header.Get("Authorization") != "Bearer "+w.BearerToken {
+		rw.WriteHeader(http.StatusUnauthorized)
+		_ = json.NewEncoder(rw).Encode(map[string]any{"error_code": 401, "message": "bearer token required"})
+		return
+	}
 	if w.Status != 0 {
 		rw.WriteHeader(w.Status)
 		_ = json.NewEncoder(rw).Encode(map[string]any{"error_code": w.Status, "message": http.StatusText(w.Status)})
