@@ -1,6 +1,9 @@
 package web
 
 import (
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/views"
@@ -110,10 +113,29 @@ func connectivityView(r service.ConnectivityResult) *views.ConnectivityResult {
 }
 
 func clusterView(c service.ClusterInfo) views.ClusterInfo {
-	return views.ClusterInfo{Name: c.Name, BootstrapServers: c.BootstrapServers, SecurityProtocol: c.SecurityProtocol,
+	v := views.ClusterInfo{Name: c.Name, BootstrapServers: c.BootstrapServers, SecurityProtocol: c.SecurityProtocol,
 		SASLMechanism: c.SASLMechanism, Username: c.Username, PasswordSet: c.PasswordSet, CAPEM: c.CAPEM,
+		ClientCert: certView(c.ClientCert, time.Now()), ClientKeySet: c.ClientKeySet,
 		CreatedAt: c.CreatedAt, TasksUsed: c.TasksUsed, TasksLimit: c.TasksLimit,
 		SmartConnect: views.SmartConnect{Enabled: c.SmartConnect.Enabled, Engine: c.SmartConnect.Engine}}
+	if o := c.OAuth; o != nil {
+		// The service masks the secret; the view only learns it is set.
+		v.OAuthTokenEndpoint, v.OAuthClientID, v.OAuthScope, v.OAuthAudience = o.TokenEndpoint, o.ClientID, o.Scope, o.Audience
+		v.OAuthSecretSet = o.ClientSecret != ""
+	}
+	return v
+}
+
+// certView is a client certificate as pages show it, with whether it ends
+// within the warning window of now (service.Credentials.CertExpiresSoon's
+// rule) or has ended; nil without one.
+func certView(c *cluster.CertInfo, now time.Time) *views.CertInfo {
+	if c == nil {
+		return nil
+	}
+	return &views.CertInfo{Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter,
+		ExpiresSoon: service.Credentials{ClientCert: c}.CertExpiresSoon(now),
+		Expired:     !c.NotAfter.IsZero() && !now.Before(c.NotAfter)}
 }
 
 func clusterViews(cs []service.ClusterInfo) []views.ClusterInfo {
