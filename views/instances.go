@@ -67,3 +67,33 @@ func authText(ctx context.Context, protocol, mechanism, username, oauthClientID 
 	}
 	return i18n.T(ctx, "instances.auth_sasl", "Protocol", protocol, "Mechanism", mechanism, "User", username)
 }
+
+// certDate is the time a certificate ends, as the console writes it.
+func certDate(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+// CertWarning is a client certificate that ends within 30 days, or has
+// ended: a registered cluster's (Instance) or a task's peer by address
+// (PeerAlias).
+type CertWarning struct {
+	Instance  string
+	PeerAlias string
+	Cert      CertInfo
+}
+
+// certWarningText is the banner about w in the page's language.
+func certWarningText(ctx context.Context, w CertWarning) string {
+	whose := i18n.T(ctx, "cert.whose_instance", "Name", w.Instance)
+	if w.Instance == "" {
+		whose = i18n.T(ctx, "cert.whose_peer", "Alias", w.PeerAlias)
+	}
+	key := "cert.expires_soon"
+	if w.Cert.Expired {
+		key = "cert.expired"
+	}
+	return i18n.T(ctx, key, "Whose", whose, "Subject", w.Cert.Subject, "Date", certDate(w.Cert.NotAfter))
+}

@@ -21,13 +21,21 @@ type testCert struct {
 	chain, key, otherKey string
 }
 
-func newTestCert(t *testing.T, cn string) testCert {
+func newTestCert(t *testing.T, cn string) testCert { return newTestCertFor(t, cn, 0) }
+
+// newTestCertFor is newTestCert valid for validFor from now (0: the
+// default week, within the console's 30-day warning).
+func newTestCertFor(t *testing.T, cn string, validFor time.Duration) testCert {
 	t.Helper()
+	var notAfter time.Time
+	if validFor != 0 {
+		notAfter = time.Now().Add(validFor)
+	}
 	ca, err := kafkatest.NewCA("form test CA", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine, err := ca.Issue(kafkatest.CertSpec{CommonName: cn})
+	mine, err := ca.Issue(kafkatest.CertSpec{CommonName: cn, NotAfter: notAfter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +282,82 @@ func TestInstanceFormSendsNoSecretBack(t *testing.T) {
 		if strings.Contains(p.body, s) {
 			t.Errorf("%q came back in the form", s)
 		}
+	}
+}
+
+// The list and the instance page show a client certificate's subject,
+// issuer and end, and an OAuth grant's client and endpoint, never a secret;
+// a certificate that ends within 30 days is warned about, one that ends
+// later is not.
+func TestInstancePagesShowCredentials(t *testing.T) {
+	e := newEnv(t)
+	p := e.signIn(e.client, "admin", adminPassword)
+	csrf := p.csrf(t)
+	soon, later := newTestCertFor(t, "kmirror-soon", 10*24*time.Hour), newTestCertFor(t, "kmirror-later", 90*24*time.Hour)
+	const secret = "oauth-secret-never-shown"
+	for _, f := range [][]string{
+		{"name", "soon", "bootstrap_servers", "127.0.0.1:9093", "security_protocol", "SSL", "client_cert_pem", soon.chain, "client_key_pem", soon.key},
+		{"name", "later", "bootstrap_servers", "127.0.0.1:9093", "security_protocol", "SASL_SSL", "sasl_mechanism", "OAUTHBEARER",
+			"client_cert_pem", later.chain, "client_key_pem", later.key,
+			"oauth.token_endpoint", "https://idp.example.com/token", "oauth.client_id", "kmirror-app", "oauth.client_secret", secret},
+	} {
+		if p = e.postForm(e.client, "/instances", clusterForm(csrf, f...), nil); p.testid("flash-success").Length() != 1 {
+			t.Fatalf("add %s: %d\n%s", f[1], p.status, p.testid("add-cluster-form").Text())
+		}
+	}
+	row := func(name string) *goquery.Selection {
+		return p.doc.Find(`[data-testid="cluster-row"][data-cluster="` + name + `"]`)
+	}
+	if got := row("soon").Find(`[data-testid="cluster-cert"]`).Text(); !strings.Contains(got, "CN=kmirror-soon") ||
+		!strings.Contains(got, "issued by CN=form test CA") || !strings.Contains(got, "valid until 20") {
+		t.Errorf("soon's certificate in the list: %q", got)
+	}
+	if got := row("soon").Find(`[data-testid="cert-badge"]`).Text(); got != "expires soon" {
+		t.Errorf("soon's badge %q", got)
+	}
+	if n := row("later").Find(`[data-testid="cert-badge"]`).Length(); n != 0 {
+		t.Error("a certificate valid for 90 days is marked")
+	}
+	if got := row("later").Find(`[data-testid="cluster-auth"]`).Text(); !strings.Contains(got, "SASL_SSL OAUTHBEARER as client kmirror-app") ||
+		!strings.Contains(row("later").Find(`[data-testid="cluster-oauth"]`).Text(), "https://idp.example.com/token") {
+		t.Errorf("later's authentication in the list: %q", got)
+	}
+	if got := row("soon").Find(`[data-testid="cluster-auth"]`).Text(); !strings.Contains(got, "SSL (TLS, no SASL)") {
+		t.Errorf("soon's authentication in the list: %q", got)
+	}
+
+	ov := e.get(e.client, "/instances/soon")
+	if got := ov.testid("client-cert-subject").Text(); !strings.Contains(got, "CN=kmirror-soon") {
+		t.Errorf("instance page subject %q", got)
+	}
+	if got := ov.testid("client-cert").Text(); !strings.Contains(got, "issued by CN=form test CA") || !strings.Contains(got, "private key stored encrypted") {
+		t.Errorf("instance page certificate %q", got)
+	}
+	w := ov.testid("cert-warning")
+	if w.Length() != 1 || w.AttrOr("role", "") != "alert" || !w.HasClass("alert") || !strings.Contains(w.Text(), "instance soon") ||
+		!strings.Contains(w.Text(), "expires on") {
+		t.Errorf("instance page warning %q", w.Text())
+	}
+	ov = e.get(e.client, "/instances/later")
+	if ov.testid("cert-warning").Length() != 0 {
+		t.Error("a certificate valid for 90 days is warned about")
+	}
+	if got := ov.testid("oauth").Text(); !strings.Contains(got, "client kmirror-app at https://idp.example.com/token") ||
+		!strings.Contains(got, "client secret stored encrypted") {
+		t.Errorf("instance page OAuth %q", got)
+	}
+	for _, page := range []page{p, ov, e.get(e.client, "/instances/soon")} {
+		for _, s := range []string{secret, keyLine(soon.key), keyLine(later.key)} {
+			if strings.Contains(page.body, s) {
+				t.Errorf("%s shows a secret", page.url)
+			}
+		}
+	}
+
+	// In Traditional Chinese.
+	e.get(e.client, "/lang?to=zh-TW&next=/instances")
+	ov = e.get(e.client, "/instances/soon")
+	if got := ov.testid("cert-warning").Text(); !strings.Contains(got, "實例soon的客戶端證書") || !strings.Contains(got, "過期") {
+		t.Errorf("zh-TW warning %q", got)
 	}
 }

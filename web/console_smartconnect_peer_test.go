@@ -1,11 +1,13 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/PuerkitoBio/goquery"
 
@@ -173,5 +175,54 @@ func TestTaskFormPeerCredentialsCreate(t *testing.T) {
 	}
 	if p := e.get(e.client, "/tasks/oauth-task"); strings.Contains(p.body, secret) {
 		t.Error("the task page shows the client secret")
+	}
+}
+
+// The task page warns about the client certificates of the task's clusters
+// that end within 30 days: its peer's by address, and a registered peer's;
+// it shows the peer's certificate and OAuth grant, never a secret.
+func TestTaskPageWarnsOfCertificatesEndingSoon(t *testing.T) {
+	e := newTaskEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	soon := newTestCertFor(t, "peer-soon", 5*24*time.Hour)
+	body, _ := json.Marshal(map[string]any{"name": "south", "bootstrap_servers": []string{"127.0.0.1:9192"}, "security_protocol": "SSL",
+		"client_cert_pem": soon.chain, "client_key_pem": soon.key})
+	if code, _, out := e.call(http.MethodPost, "/api/v1/clusters", string(body)); code != http.StatusCreated {
+		t.Fatalf("register south: %d %v", code, out)
+	}
+	csrf := e.get(e.client, "/instances/east/smart-connect/new").csrf(t)
+
+	byName := taskFormValues(csrf, "to-south")
+	byName.Set("peer.cluster", "south")
+	if p := e.postForm(e.client, "/instances/east/smart-connect", byName, nil); p.testid("flash-success").Length() != 1 {
+		t.Fatalf("create to-south: %d\n%s", p.status, p.doc.Find(`.error, .form-error`).Text())
+	}
+	p := e.get(e.client, "/tasks/to-south")
+	if w := p.testid("cert-warning"); w.Length() != 1 || w.AttrOr("data-instance", "") != "south" || !strings.Contains(w.Text(), "instance south") {
+		t.Errorf("to-south warnings %d: %q", w.Length(), w.Text())
+	}
+
+	created := e.postForm(e.client, "/instances/east/smart-connect", peerByAddress(csrf, "by-address", "peer.security_protocol", "SSL",
+		"peer.client_cert_pem", soon.chain, "peer.client_key_pem", soon.key), nil)
+	if created.testid("flash-success").Length() != 1 {
+		t.Fatalf("create by-address: %d\n%s", created.status, created.doc.Find(`.error, .form-error`).Text())
+	}
+	p = e.get(e.client, "/tasks/by-address")
+	if w := p.testid("cert-warning"); w.Length() != 1 || w.AttrOr("data-peer", "") != "B" || !strings.Contains(w.Text(), "the peer Kafka B") ||
+		!strings.Contains(w.Text(), "CN=peer-soon") {
+		t.Errorf("by-address warnings %d: %q", w.Length(), w.Text())
+	}
+	if got := p.testid("task-params").Find(`[data-testid="client-cert-subject"]`).Text(); !strings.Contains(got, "CN=peer-soon") {
+		t.Errorf("peer certificate in the parameters: %q", got)
+	}
+	if strings.Contains(p.body, keyLine(soon.key)) {
+		t.Error("the task page shows the peer's client key")
+	}
+	// A task on clusters without certificates has no warning.
+	if p := e.postForm(e.client, "/instances/east/smart-connect", taskFormValues(csrf, "plain-task"), nil); p.testid("flash-success").Length() != 1 {
+		t.Fatalf("create plain-task: %d", p.status)
+	}
+	if n := e.get(e.client, "/tasks/plain-task").testid("cert-warning").Length(); n != 0 {
+		t.Errorf("%d warnings for a task without certificates", n)
 	}
 }

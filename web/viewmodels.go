@@ -16,13 +16,19 @@ import (
 func taskModel(info service.TaskInfo) views.TaskInfo {
 	t := views.TaskInfo{
 		Name: info.Name, Type: info.Type, Current: info.Current,
-		Peer:  views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet},
+		Peer: views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet,
+			ClientCert: certView(info.Peer.ClientCert, time.Now()), ClientKeySet: info.Peer.ClientKeySet},
 		Rules: info.Rules, Engine: info.Engine, DesiredState: info.DesiredState,
 		Status:         views.TaskStatus{State: info.Status.State, Reason: info.Status.Reason},
 		LastAction:     views.LastAction{Action: info.LastAction.Action, By: info.LastAction.By, At: info.LastAction.At},
 		InternalTopics: info.InternalTopics, CreatedAt: info.CreatedAt,
 	}
-	t.Peer.Password = "" // never rendered; the service leaves it out already
+	// Never rendered; the service leaves them out already. The OAuth
+	// client secret is the mask when set, as an export shows it.
+	t.Peer.Password, t.Peer.ClientKeyPEM, t.Peer.ClientKeyPassword = "", "", ""
+	if t.Peer.OAuth.ClientSecret != "" {
+		t.Peer.OAuth.ClientSecret = views.PasswordMask
+	}
 	for _, f := range info.Status.Flows {
 		fv := views.FlowStatus{
 			Flow: f.Flow, State: f.State, Reason: f.Reason, Records: f.Records,
