@@ -5,8 +5,9 @@ import "time"
 // The view models of instances, Connect clusters and access, built by web/
 // from the service's answers; passwords and token hashes never reach them.
 
-// ClusterInfo is a registered Kafka cluster (an instance): never its
-// password, only whether one is set.
+// ClusterInfo is a registered Kafka cluster (an instance): never a secret
+// (its password, client key and its password, OAuth client secret), only
+// whether one is set.
 type ClusterInfo struct {
 	Name             string
 	BootstrapServers []string
@@ -15,10 +16,20 @@ type ClusterInfo struct {
 	Username         string
 	PasswordSet      bool
 	CAPEM            string
-	CreatedAt        time.Time
-	TasksUsed        int
-	TasksLimit       int
-	SmartConnect     SmartConnect
+	// ClientCert is the client certificate's leaf, nil without one;
+	// ClientKeySet says its key is stored.
+	ClientCert   *CertInfo
+	ClientKeySet bool
+	// OAuth is OAUTHBEARER's grant as shown: no secret.
+	OAuthTokenEndpoint string
+	OAuthClientID      string
+	OAuthScope         string
+	OAuthAudience      string
+	OAuthSecretSet     bool
+	CreatedAt          time.Time
+	TasksUsed          int
+	TasksLimit         int
+	SmartConnect       SmartConnect
 }
 
 // SmartConnect is an instance's Smart Connect setting: whether tasks may be

@@ -155,3 +155,9 @@ func langHref(lang, path string) templ.SafeURL {
 func fieldClass(fe FieldErrors, field string) templ.CSSClasses {
 	return templ.Classes("field", templ.KV("invalid", len(fe[field]) > 0))
 }
+
+// fieldWhen is fieldClass for a field shown only for some choices: when is
+// its when-* class, which app.css hides for the others.
+func fieldWhen(fe FieldErrors, field, when string) templ.CSSClasses {
+	return templ.Classes("field", when, templ.KV("invalid", len(fe[field]) > 0))
+}

@@ -25,11 +25,14 @@ type TaskInfo struct {
 	CreatedAt      time.Time
 }
 
-// PeerInfo is the peer without its password, and whether one is set.
+// PeerInfo is the peer without its secrets (password, client key and its
+// password; the OAuth client secret is the mask when set), and whether a
+// password is set; ClientCert is its client certificate's leaf, nil without
+// one, and ClientKeySet says its key is stored.
 type PeerInfo struct {
 	task.Peer
-	PasswordSet bool
-	// ClientKeySet says the peer's client key is stored (never shown).
+	PasswordSet  bool
+	ClientCert   *CertInfo
 	ClientKeySet bool
 }
 

@@ -9,8 +9,9 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// TaskForm is the create-task form's state: what the user typed (never the
-// peer password, which must be typed again), the server's messages, and
+// TaskForm is the create-task form's state: what the user typed (never a
+// peer's secret: the password, client key, key password and OAuth client
+// secret must be typed again), the server's messages, and
 // what the last validation and connectivity check found. Field names of the
 // form are the API's field paths (rules.topics, peer.alias, ...), so the
 // service's problems land next to their inputs.
@@ -30,7 +31,14 @@ type TaskForm struct {
 	PeerSASLMechanism    string
 	PeerUsername         string
 	PeerCAPEM            string
-	Direction            string
+	// The peer's client certificate chain and OAuth grant, without the
+	// key, its password and the client secret (typed again).
+	PeerClientCertPEM      string
+	PeerOAuthTokenEndpoint string
+	PeerOAuthClientID      string
+	PeerOAuthScope         string
+	PeerOAuthAudience      string
+	Direction              string
 	// TopicsMode is "list" or "regex".
 	TopicsMode          string
 	Topics              []string
@@ -133,6 +141,8 @@ var FormSlots = []string{
 	"name", "type", "current.alias",
 	"peer.alias", "peer.config_type", "peer.cluster", "peer.address", "peer.security_protocol",
 	"peer.sasl_mechanism", "peer.username", "peer.password", "peer.ca_pem",
+	"peer.client_cert_pem", "peer.client_key_pem", "peer.client_key_password", "peer.oauth",
+	"peer.oauth.token_endpoint", "peer.oauth.client_id", "peer.oauth.client_secret", "peer.oauth.scope", "peer.oauth.audience",
 	"rules.direction", "rules.topics", "rules.topics_regex", "rules.tasks", "rules.rename_topics",
 	"rules.add_source_header", "rules.sync_consumer_offsets", "rules.replication_factor",
 	"rules.start_offset", "rules.compression", "rules.topic_mappings", "engine",

@@ -19,6 +19,9 @@ import (
 // recorded of it lately.
 type TaskView struct {
 	Task TaskInfo
+	// CertWarnings are the client certificates of the task's clusters
+	// (current, peer) that end within 30 days or have ended.
+	CertWarnings []CertWarning
 	// Chart is the charts' first data, as series.json answers it, so they
 	// draw at once; nil draws none.
 	Chart any

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,15 +36,24 @@ func (h *instancePages) renderInstances(c echo.Context, status int, form views.C
 	return Render(c, status, views.Instances(h.s.PageData(c, tr(c, "instances.title"), "/instances"), clusterViews(clusters), form))
 }
 
-// clusterFormInput is the add-instance form as posted.
+// clusterFormInput is the add-instance form as posted. Input names are the
+// service's field names, so its problems land by their inputs.
 type clusterFormInput struct {
-	Name             string `form:"name"`
-	BootstrapServers string `form:"bootstrap_servers"` // as pasted: commas, spaces or lines
-	SecurityProtocol string `form:"security_protocol"`
-	SASLMechanism    string `form:"sasl_mechanism"`
-	Username         string `form:"username"`
-	Password         string `form:"password"`
-	CAPEM            string `form:"ca_pem"`
+	Name               string `form:"name"`
+	BootstrapServers   string `form:"bootstrap_servers"` // as pasted: commas, spaces or lines
+	SecurityProtocol   string `form:"security_protocol"`
+	SASLMechanism      string `form:"sasl_mechanism"`
+	Username           string `form:"username"`
+	Password           string `form:"password"`
+	CAPEM              string `form:"ca_pem"`
+	ClientCertPEM      string `form:"client_cert_pem"`
+	ClientKeyPEM       string `form:"client_key_pem"`
+	ClientKeyPassword  string `form:"client_key_password"`
+	OAuthTokenEndpoint string `form:"oauth.token_endpoint"`
+	OAuthClientID      string `form:"oauth.client_id"`
+	OAuthClientSecret  string `form:"oauth.client_secret"`
+	OAuthScope         string `form:"oauth.scope"`
+	OAuthAudience      string `form:"oauth.audience"`
 }
 
 func (h *instancePages) addInstance(c echo.Context) error {
@@ -51,25 +61,36 @@ func (h *instancePages) addInstance(c echo.Context) error {
 	if err := decodeForm(c, &f); err != nil {
 		return err
 	}
-	in := cluster.Settings{
+	// The form hides the fields the chosen protocol and mechanism do not
+	// use; what was typed in them before is still sent, and left out here.
+	in := securityInUse(cluster.Settings{
 		Name: f.Name, BootstrapServers: splitServers(f.BootstrapServers), SecurityProtocol: f.SecurityProtocol,
 		SASLMechanism: f.SASLMechanism, Username: f.Username, Password: f.Password, CAPEM: f.CAPEM,
-	}
+		ClientCertPEM: f.ClientCertPEM, ClientKeyPEM: f.ClientKeyPEM, ClientKeyPassword: f.ClientKeyPassword,
+		OAuth: cluster.OAuth{TokenEndpoint: f.OAuthTokenEndpoint, ClientID: f.OAuthClientID, ClientSecret: f.OAuthClientSecret,
+			Scope: f.OAuthScope, Audience: f.OAuthAudience},
+	})
 	info, err := h.s.svc.AddCluster(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
+		// What was typed comes back, hidden fields' too (a protocol chosen
+		// back shows them again), but never a secret.
 		form := views.ClusterForm{
-			Name: in.Name, BootstrapServers: f.BootstrapServers, SecurityProtocol: in.SecurityProtocol,
-			SASLMechanism: in.SASLMechanism, Username: in.Username, CAPEM: in.CAPEM,
-			Errors: fieldErrors(e.Problems),
+			Name: f.Name, BootstrapServers: f.BootstrapServers, SecurityProtocol: f.SecurityProtocol,
+			SASLMechanism: f.SASLMechanism, Username: f.Username, CAPEM: f.CAPEM, ClientCertPEM: f.ClientCertPEM,
+			OAuthTokenEndpoint: f.OAuthTokenEndpoint, OAuthClientID: f.OAuthClientID, OAuthScope: f.OAuthScope,
+			OAuthAudience: f.OAuthAudience,
+			Errors:        fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message
-		} else if in.Password != "" {
-			form.Errors["password"] = append(form.Errors["password"], tr(c, "instances.password_again"))
+		} else {
+			for _, s := range secretsAgain(in.Secrets(), "") {
+				form.Errors[s.Field] = append(form.Errors[s.Field], tr(c, s.Message))
+			}
 		}
 		// 422 tells htmx (responseHandling) to swap the form with its
 		// messages in; a browser without htmx gets the whole page.
@@ -80,6 +101,50 @@ func (h *instancePages) addInstance(c echo.Context) error {
 	}
 	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "instances.added", "Name", info.Name)})
 	return Redirect(c, "/instances")
+}
+
+// securityInUse is s without the security settings its protocol and
+// mechanism do not use: a mechanism without SASL, a user name and password
+// but for PLAIN and SCRAM, the OAuth grant but for OAUTHBEARER, the CA and
+// client certificate without TLS. The forms only hide those fields, so a
+// browser still sends what was typed in them before another choice; the
+// service would refuse them on fields the user no longer sees.
+func securityInUse(s cluster.Settings) cluster.Settings {
+	chosen := cluster.Settings{SecurityProtocol: strings.TrimSpace(s.SecurityProtocol), SASLMechanism: strings.TrimSpace(s.SASLMechanism)}
+	if !chosen.UsesSASL() {
+		s.SASLMechanism = ""
+	}
+	if !chosen.UsesPassword() {
+		s.Username, s.Password = "", ""
+	}
+	if !chosen.UsesOAuth() {
+		s.OAuth = cluster.OAuth{}
+	}
+	if !chosen.UsesTLS() {
+		s.CAPEM, s.ClientCertPEM, s.ClientKeyPEM, s.ClientKeyPassword = "", "", "", ""
+	}
+	return s
+}
+
+// secretsAgain are the messages asking for each secret that was given to
+// be given again, by its field (prefix "peer." for a task's peer): a refused
+// form never sends a secret back. Messages are catalogue keys.
+func secretsAgain(x cluster.Secrets, prefix string) service.Problems {
+	var p service.Problems
+	for _, s := range []struct {
+		given      bool
+		field, key string
+	}{
+		{x.Password != "", "password", "instances.password_again"},
+		{x.ClientKeyPEM != "", "client_key_pem", "instances.key_again"},
+		{x.ClientKeyPassword != "", "client_key_password", "instances.key_password_again"},
+		{x.OAuthClientSecret != "", "oauth.client_secret", "instances.client_secret_again"},
+	} {
+		if s.given {
+			p = append(p, service.Problem{Field: prefix + s.field, Message: s.key})
+		}
+	}
+	return p
 }
 
 func (h *instancePages) removeInstance(c echo.Context) error {

@@ -67,7 +67,7 @@ func (h *smartConnectPages) peerChoices(ctx context.Context, current string) ([]
 
 // create is "Create now": a created task goes back to the list with the
 // success banner ("Task <name> created successfully"); a refused one re-renders the form with every message by
-// its field, keeping what was typed except the password.
+// its field, keeping what was typed except the secrets.
 func (h *smartConnectPages) create(c echo.Context) error {
 	p, err := parseTaskForm(c)
 	if err != nil {
@@ -99,8 +99,8 @@ func (h *smartConnectPages) create(c echo.Context) error {
 		if len(e.Problems) > 0 {
 			f.Message = tr(c, "sc.not_created")
 		}
-		if t.Peer.Password != "" {
-			problems = append(problems, service.Problem{Field: "peer.password", Message: tr(c, "instances.password_again")})
+		for _, p := range secretsAgain(t.Peer.Secrets(), "peer.") {
+			problems = append(problems, service.Problem{Field: p.Field, Message: tr(c, p.Message)})
 		}
 		f.Problems = problemsView(problems)
 		return h.renderForm(c, http.StatusUnprocessableEntity, f)
@@ -208,6 +208,14 @@ type taskFormInput struct {
 	PeerUsername         string   `form:"peer.username,trim"`
 	PeerPassword         string   `form:"peer.password"`
 	PeerCAPEM            string   `form:"peer.ca_pem,trim"`
+	PeerClientCertPEM    string   `form:"peer.client_cert_pem,trim"`
+	PeerClientKeyPEM     string   `form:"peer.client_key_pem"`
+	PeerClientKeyPass    string   `form:"peer.client_key_password"`
+	PeerOAuthEndpoint    string   `form:"peer.oauth.token_endpoint,trim"`
+	PeerOAuthClientID    string   `form:"peer.oauth.client_id,trim"`
+	PeerOAuthSecret      string   `form:"peer.oauth.client_secret"`
+	PeerOAuthScope       string   `form:"peer.oauth.scope,trim"`
+	PeerOAuthAudience    string   `form:"peer.oauth.audience,trim"`
 	Direction            string   `form:"rules.direction,trim"`
 	TopicsMode           string   `form:"rules.topics_mode,trim"`
 	Topics               string   `form:"rules.topics"` // one per line
@@ -239,11 +247,11 @@ type taskFormParse struct {
 	onForm func(service.Problems) service.Problems
 }
 
-// parseTaskForm reads the form into what to show again (never the
-// password) and the task to validate or create. Fields that do not apply
-// to the choices made (an address while the peer is an instance, SASL
-// fields for PLAINTEXT, the topic list while a regex is chosen) are left out
-// of the task: the form only hides them. local are problems the service
+// parseTaskForm reads the form into what to show again (never a secret)
+// and the task to validate or create. Fields that do not apply to the
+// choices made (an address while the peer is an instance, security fields
+// the peer's protocol and mechanism do not use, the topic list while a regex
+// is chosen) are left out of the task: the form only hides them. local are problems the service
 // cannot see, such as a number that is not one.
 func parseTaskForm(c echo.Context) (taskFormParse, error) {
 	var in taskFormInput
@@ -254,7 +262,9 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 		Cluster: c.Param("name"), Name: in.Name, CurrentAlias: in.CurrentAlias, PeerAlias: in.PeerAlias,
 		PeerConfigType: in.PeerConfigType, PeerCluster: in.PeerCluster, PeerAddress: in.PeerAddress,
 		PeerSecurityProtocol: in.PeerSecurityProtocol, PeerSASLMechanism: in.PeerSASLMechanism,
-		PeerUsername: in.PeerUsername, PeerCAPEM: in.PeerCAPEM, Direction: in.Direction,
+		PeerUsername: in.PeerUsername, PeerCAPEM: in.PeerCAPEM, PeerClientCertPEM: in.PeerClientCertPEM,
+		PeerOAuthTokenEndpoint: in.PeerOAuthEndpoint, PeerOAuthClientID: in.PeerOAuthClientID,
+		PeerOAuthScope: in.PeerOAuthScope, PeerOAuthAudience: in.PeerOAuthAudience, Direction: in.Direction,
 		TopicsMode: in.TopicsMode, TopicsRegex: in.TopicsRegex, Tasks: in.Tasks,
 		RenameTopics: in.RenameTopics, AddSourceHeader: in.AddSourceHeader,
 		SyncConsumerOffsets: in.SyncConsumerOffsets, ReplicationFactor: in.ReplicationFactor,
@@ -321,16 +331,13 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 	if f.PeerConfigType == task.PeerByCluster {
 		t.Peer.Cluster = f.PeerCluster
 	} else {
-		t.Peer.Address = splitServers(f.PeerAddress)
-		t.Peer.SecurityProtocol = f.PeerSecurityProtocol
-		if f.PeerSecurityProtocol != cluster.Plaintext {
-			t.Peer.SASLMechanism = f.PeerSASLMechanism
-			t.Peer.Username = f.PeerUsername
-			t.Peer.Password = in.PeerPassword
-			if f.PeerSecurityProtocol == cluster.SASLSSL {
-				t.Peer.CAPEM = f.PeerCAPEM
-			}
-		}
+		t.Peer = t.Peer.WithSettings(securityInUse(cluster.Settings{
+			BootstrapServers: splitServers(f.PeerAddress), SecurityProtocol: f.PeerSecurityProtocol,
+			SASLMechanism: f.PeerSASLMechanism, Username: f.PeerUsername, Password: in.PeerPassword, CAPEM: f.PeerCAPEM,
+			ClientCertPEM: f.PeerClientCertPEM, ClientKeyPEM: in.PeerClientKeyPEM, ClientKeyPassword: in.PeerClientKeyPass,
+			OAuth: cluster.OAuth{TokenEndpoint: f.PeerOAuthTokenEndpoint, ClientID: f.PeerOAuthClientID, ClientSecret: in.PeerOAuthSecret,
+				Scope: f.PeerOAuthScope, Audience: f.PeerOAuthAudience},
+		}))
 	}
 	if f.TopicsMode == "regex" {
 		t.Rules.TopicsRegex = f.TopicsRegex

@@ -249,7 +249,8 @@ func TestTraditionalChineseShowsNoEnglishProblems(t *testing.T) {
 	pages := map[string]page{
 		"task form": e.postForm(e.client, "/instances/east/smart-connect", bad, nil),
 		"instance form": e.postForm(e.client, "/instances", url.Values{"_csrf": {form.csrf(t)}, "name": {"bad name"},
-			"bootstrap_servers": {"nohost"}, "security_protocol": {"PLAINTEXT"}, "username": {"u"}}, nil),
+			"bootstrap_servers": {"nohost"}, "security_protocol": {"SASL_SSL"}, "sasl_mechanism": {"OAUTHBEARER"},
+			"oauth.token_endpoint": {"http://idp.example.com/token"}, "client_cert_pem": {"not pem"}}, nil),
 		"import": e.postForm(e.client, "/dashboard/import", url.Values{"_csrf": {form.csrf(t)},
 			"task_json": {`{"name":"x","rules":{"tasks":0,"direction":"sideways"}}`}}, nil),
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/views"
 )
 
@@ -83,9 +84,44 @@ func (h *taskPages) taskPage(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if v.CertWarnings, err = h.certWarnings(c, v.Task); err != nil {
+		return err
+	}
 	p := h.s.PageData(c, v.Task.Name, "")
 	p.Charts = true
 	return Render(c, http.StatusOK, views.TaskPage(p, v))
+}
+
+// certWarnings are the client certificates of a task's clusters that end
+// within 30 days or have ended: the peer's by address, and the registered
+// clusters' (current, peer by name), read from the service (a store read
+// each). Only the whole page shows them, not the parts that poll.
+func (h *taskPages) certWarnings(c echo.Context, t views.TaskInfo) ([]views.CertWarning, error) {
+	var out []views.CertWarning
+	instance := func(name string) error {
+		info, err := h.s.svc.Cluster(c.Request().Context(), name)
+		if err != nil {
+			if service.AsError(err).Code == service.CodeInternal {
+				return err
+			}
+			return nil // gone or not visible: nothing to warn about here
+		}
+		if cv := clusterView(info); cv.ClientCert != nil && cv.ClientCert.ExpiresSoon {
+			out = append(out, views.CertWarning{Instance: info.Name, Cert: *cv.ClientCert})
+		}
+		return nil
+	}
+	if err := instance(t.Current.Cluster); err != nil {
+		return nil, err
+	}
+	if t.Peer.ConfigType == task.PeerByCluster {
+		if err := instance(t.Peer.Cluster); err != nil {
+			return nil, err
+		}
+	} else if pc := t.Peer.ClientCert; pc != nil && pc.ExpiresSoon {
+		out = append(out, views.CertWarning{PeerAlias: t.Peer.Alias, Cert: *pc})
+	}
+	return out, nil
 }
 
 // statusStopPolling is htmx's "stop polling" status: the fragment is

@@ -1,6 +1,9 @@
 package web
 
 import (
+	"time"
+
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/views"
@@ -13,13 +16,19 @@ import (
 func taskModel(info service.TaskInfo) views.TaskInfo {
 	t := views.TaskInfo{
 		Name: info.Name, Type: info.Type, Current: info.Current,
-		Peer:  views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet, ClientKeySet: info.Peer.ClientKeySet},
+		Peer: views.PeerInfo{Peer: info.Peer.Peer, PasswordSet: info.Peer.PasswordSet,
+			ClientCert: certView(info.Peer.ClientCert, time.Now()), ClientKeySet: info.Peer.ClientKeySet},
 		Rules: info.Rules, Engine: info.Engine, DesiredState: info.DesiredState,
 		Status:         views.TaskStatus{State: info.Status.State, Reason: info.Status.Reason},
 		LastAction:     views.LastAction{Action: info.LastAction.Action, By: info.LastAction.By, At: info.LastAction.At},
 		InternalTopics: info.InternalTopics, CreatedAt: info.CreatedAt,
 	}
-	t.Peer.Password = "" // never rendered; the service leaves it out already
+	// Never rendered; the service leaves them out already. The OAuth
+	// client secret is the mask when set, as an export shows it.
+	t.Peer.Password, t.Peer.ClientKeyPEM, t.Peer.ClientKeyPassword = "", "", ""
+	if t.Peer.OAuth.ClientSecret != "" {
+		t.Peer.OAuth.ClientSecret = views.PasswordMask
+	}
 	for _, f := range info.Status.Flows {
 		fv := views.FlowStatus{
 			Flow: f.Flow, State: f.State, Reason: f.Reason, Records: f.Records,
@@ -110,10 +119,29 @@ func connectivityView(r service.ConnectivityResult) *views.ConnectivityResult {
 }
 
 func clusterView(c service.ClusterInfo) views.ClusterInfo {
-	return views.ClusterInfo{Name: c.Name, BootstrapServers: c.BootstrapServers, SecurityProtocol: c.SecurityProtocol,
+	v := views.ClusterInfo{Name: c.Name, BootstrapServers: c.BootstrapServers, SecurityProtocol: c.SecurityProtocol,
 		SASLMechanism: c.SASLMechanism, Username: c.Username, PasswordSet: c.PasswordSet, CAPEM: c.CAPEM,
+		ClientCert: certView(c.ClientCert, time.Now()), ClientKeySet: c.ClientKeySet,
 		CreatedAt: c.CreatedAt, TasksUsed: c.TasksUsed, TasksLimit: c.TasksLimit,
 		SmartConnect: views.SmartConnect{Enabled: c.SmartConnect.Enabled, Engine: c.SmartConnect.Engine}}
+	if o := c.OAuth; o != nil {
+		// The service masks the secret; the view only learns it is set.
+		v.OAuthTokenEndpoint, v.OAuthClientID, v.OAuthScope, v.OAuthAudience = o.TokenEndpoint, o.ClientID, o.Scope, o.Audience
+		v.OAuthSecretSet = o.ClientSecret != ""
+	}
+	return v
+}
+
+// certView is a client certificate as pages show it, with whether it ends
+// within the warning window of now (service.Credentials.CertExpiresSoon's
+// rule) or has ended; nil without one.
+func certView(c *cluster.CertInfo, now time.Time) *views.CertInfo {
+	if c == nil {
+		return nil
+	}
+	return &views.CertInfo{Subject: c.Subject, Issuer: c.Issuer, NotAfter: c.NotAfter,
+		ExpiresSoon: service.Credentials{ClientCert: c}.CertExpiresSoon(now),
+		Expired:     !c.NotAfter.IsZero() && !now.Before(c.NotAfter)}
 }
 
 func clusterViews(cs []service.ClusterInfo) []views.ClusterInfo {

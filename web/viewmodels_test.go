@@ -101,9 +101,11 @@ func TestViewModelsCopyEveryField(t *testing.T) {
 		// zero are the fields left empty on purpose.
 		zero []string
 	}{
-		{name: "task", view: taskModel(filled[service.TaskInfo]()), zero: []string{".Peer.Peer.Password"}},
+		// The peer's secrets are never rendered.
+		{name: "task", view: taskModel(filled[service.TaskInfo]()), zero: []string{".Peer.Peer.Password", ".Peer.Peer.ClientKeyPEM", ".Peer.Peer.ClientKeyPassword"}},
 		{name: "task page", view: taskPageModel(filled[service.TaskInfo](), filled[history.TaskSeries]()),
-			zero: []string{".Task.Peer.Peer.Password", ".MoveTo"}}, // MoveTo: by the handler, for the caller
+			// MoveTo and CertWarnings: by the handler, for the caller and the task's clusters.
+			zero: []string{".Task.Peer.Peer.Password", ".Task.Peer.Peer.ClientKeyPEM", ".Task.Peer.Peer.ClientKeyPassword", ".CertWarnings", ".MoveTo"}},
 		{name: "problems", view: problemsView(filled[service.Problems]())},
 		{name: "preview", view: previewView(filled[[]service.FlowPreview]())},
 		{name: "connectivity", view: connectivityView(filled[service.ConnectivityResult]())},
