@@ -5,13 +5,19 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"time"
+
+	"software.sslmate.com/src/go-pkcs12"
 )
 
 // CA is a throw-away certificate authority made in Go, so no keytool or
@@ -156,4 +162,65 @@ func serial() *big.Int {
 		panic(err) // crypto/rand does not fail on Linux
 	}
 	return n
+}
+
+// clientCertHTTP is an HTTP client that trusts the cluster's CA and
+// presents a client certificate it signed: the harness's own, to ask
+// workers that require one whether they serve.
+func (c *Cluster) clientCertHTTP() (*http.Client, error) {
+	cert, err := c.ca.ClientCert(User{Name: "kafkatest"})
+	if err != nil {
+		return nil, err
+	}
+	pair, err := tls.X509KeyPair([]byte(cert.ChainPEM), []byte(cert.KeyPEM))
+	if err != nil {
+		return nil, fmt.Errorf("kafkatest: client certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM([]byte(c.ca.PEM))
+	return &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{pair}}}}, nil
+}
+
+// storePassword protects the PKCS#12 stores of test Connect workers.
+const storePassword = "kafkatest"
+
+// writePKCS12Stores writes into dir a keystore (a certificate for
+// 127.0.0.1 and localhost, server and client use, and its key) and a
+// truststore holding the CA, as PKCS#12 with storePassword: what Jetty,
+// Connect's REST server, reads.
+func (ca *CA) writePKCS12Stores(dir string) error {
+	srv, err := ca.Issue(CertSpec{CommonName: "localhost", DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}})
+	if err != nil {
+		return err
+	}
+	leaf, err := x509.ParseCertificate(mustDER(srv.CertPEM))
+	if err != nil {
+		return fmt.Errorf("kafkatest: parse the worker certificate: %w", err)
+	}
+	ks, err := pkcs12.Modern.Encode(srv.Key, leaf, []*x509.Certificate{ca.cert}, storePassword)
+	if err != nil {
+		return fmt.Errorf("kafkatest: encode the keystore: %w", err)
+	}
+	ts, err := pkcs12.Modern.EncodeTrustStore([]*x509.Certificate{ca.cert}, storePassword)
+	if err != nil {
+		return fmt.Errorf("kafkatest: encode the truststore: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for name, b := range map[string][]byte{"keystore.p12": ks, "truststore.p12": ts} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func mustDER(certPEM string) []byte {
+	b, _ := pem.Decode([]byte(certPEM))
+	if b == nil {
+		return nil
+	}
+	return b.Bytes
 }

@@ -34,11 +34,18 @@ type connectOptions struct {
 	rebalanceDelay time.Duration
 	props          map[string]string
 	advertised     []string // rest.advertised.host.name by worker; nil: 127.0.0.1
+	httpsAuth      bool     // https listener requiring client certificates
 }
 
 func connectDefaults() connectOptions {
 	return connectOptions{workers: 2, heapMB: 256, startTimeout: 4 * time.Minute, rebalanceDelay: 10 * time.Second}
 }
+
+// HTTPSClientAuth makes the workers serve REST over https only, with a
+// certificate the Kafka cluster's CA signed, and require a client
+// certificate it signed (listeners.https.ssl.client.auth=required), for
+// kmirror and for one another. ClientCert gives one; CAPEM trusts them.
+func HTTPSClientAuth() ConnectOpt { return func(o *connectOptions) { o.httpsAuth = true } }
 
 // ConnectName names the Connect cluster in logs; it also prefixes its
 // group id and internal topics.
@@ -95,6 +102,10 @@ type ConnectCluster struct {
 	version string
 	// advertised are the workers' REST host names, by index.
 	advertised []string
+	// scheme is the workers' REST scheme, http or https; http is the
+	// client the harness asks them with (a client certificate for https).
+	scheme string
+	http   *http.Client
 
 	startTimeout time.Duration
 
@@ -105,6 +116,7 @@ type ConnectCluster struct {
 // worker is one ConnectDistributed JVM.
 type worker struct {
 	index  int
+	scheme string
 	port   int
 	dir    string // holds config/ and logs/
 	argv   []string
@@ -112,7 +124,7 @@ type worker struct {
 	killed bool
 }
 
-func (w *worker) url() string { return fmt.Sprintf("http://127.0.0.1:%d", w.port) }
+func (w *worker) url() string { return fmt.Sprintf("%s://127.0.0.1:%d", w.scheme, w.port) }
 
 func (w *worker) logPath() string { return filepath.Join(w.dir, "logs", "connect.log") }
 
@@ -141,6 +153,14 @@ func (cc *ConnectCluster) OffsetTopic() string { return cc.groupID + "-offsets" 
 
 // StatusTopic is where connector and task states are kept.
 func (cc *ConnectCluster) StatusTopic() string { return cc.groupID + "-status" }
+
+// ClientCert is a client certificate the workers of an HTTPSClientAuth
+// cluster accept (the Kafka cluster's CA signed it), and CAPEM the CA their
+// certificate is signed by.
+func (cc *ConnectCluster) ClientCert() (Issued, error) { return cc.kafka.ca.ClientCert(Alice) }
+
+// CAPEM is the CA that signed the workers' https certificate.
+func (cc *ConnectCluster) CAPEM() string { return cc.kafka.ca.PEM }
 
 // URLs are the REST base URLs of every worker, down ones included (a
 // client is expected to try the next).
@@ -208,7 +228,7 @@ func (cc *ConnectCluster) Leader() (int, error) {
 		}
 	}
 	for i := range cc.workers {
-		if leader == fmt.Sprintf("http://%s/", cc.WorkerID(i)) {
+		if leader == fmt.Sprintf("%s://%s/", cc.scheme, cc.WorkerID(i)) {
 			return i, nil
 		}
 	}
@@ -324,6 +344,20 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 		version:      jars.Version,
 		startTimeout: o.startTimeout,
 		advertised:   o.advertised,
+		scheme:       "http",
+		http:         http.DefaultClient,
+	}
+	var tlsDir string
+	if o.httpsAuth {
+		hc, err := kafka.clientCertHTTP()
+		if err != nil {
+			return nil, err
+		}
+		cc.scheme, cc.http = "https", hc
+		tlsDir = filepath.Join(dir, "tls")
+		if err := kafka.ca.writePKCS12Stores(tlsDir); err != nil {
+			return nil, err
+		}
 	}
 	var jvmOpts []string
 	if len(o.advertised) > 0 {
@@ -334,7 +368,7 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 		jvmOpts = append(jvmOpts, "-Djdk.net.hosts.file="+hosts)
 	}
 	for i, port := range ports {
-		w := &worker{index: i, port: port, dir: filepath.Join(dir, fmt.Sprintf("worker-%d", i))}
+		w := &worker{index: i, scheme: cc.scheme, port: port, dir: filepath.Join(dir, fmt.Sprintf("worker-%d", i))}
 		for _, sub := range []string{"config", "logs"} {
 			if err := os.MkdirAll(filepath.Join(w.dir, sub), 0o755); err != nil {
 				return nil, fmt.Errorf("create %s: %w", sub, err)
@@ -345,6 +379,9 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 		wc := workerConfig{Port: port, GroupID: cc.groupID, Bootstrap: kafka.Bootstrap(cluster.Plaintext),
 			RF: min(len(kafka.brokers), 3), RebalanceDelay: o.rebalanceDelay, Overrides: o.props,
 			AdvertisedHost: cc.advertisedHost(i)}
+		if o.httpsAuth {
+			wc.TLSDir = tlsDir
+		}
 		for path, text := range map[string]string{props: workerProperties(wc), log4j: connectLog4j2Properties} {
 			if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 				return nil, fmt.Errorf("write %s: %w", path, err)
@@ -409,7 +446,7 @@ func (cc *ConnectCluster) launch(ctx context.Context, w *worker) error {
 			return fmt.Errorf("worker %d did not serve in time (last: %v): %w; last log lines:\n%s", w.index, last, ctx.Err(), tail(w.logPath(), 30))
 		case <-tick.C:
 		}
-		if last = workerHealthy(ctx, w.url()); last == nil {
+		if last = workerHealthy(ctx, cc.http, w.url()); last == nil {
 			return nil
 		}
 	}
@@ -418,7 +455,7 @@ func (cc *ConnectCluster) launch(ctx context.Context, w *worker) error {
 // workerHealthy asks GET /health (KIP-1017), which answers 200 only once
 // the worker has joined its group and read the config topic; GET / only
 // says the REST server is up.
-func workerHealthy(ctx context.Context, base string) error {
+func workerHealthy(ctx context.Context, client *http.Client, base string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	for _, path := range []string{"/", "/health"} {
@@ -426,7 +463,7 @@ func workerHealthy(ctx context.Context, base string) error {
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return err
 		}
@@ -603,6 +640,10 @@ type workerConfig struct {
 	RebalanceDelay time.Duration
 	Overrides      map[string]string
 	AdvertisedHost string
+	// TLSDir holds keystore.p12 and truststore.p12 (password
+	// storePassword) for an https listener that requires client
+	// certificates; "" is plain http.
+	TLSDir string
 }
 
 // writeHostsFile writes, in dir, the hosts file the workers' JVMs resolve
@@ -665,6 +706,21 @@ func workerProperties(c workerConfig) string {
 		// Source offsets visible through GET /connectors/{name}/offsets
 		// within a second of a record, not a minute.
 		"offset.flush.interval.ms": "1000",
+	}
+	if c.TLSDir != "" {
+		// The workers' own requests to one another (forwarded to the
+		// leader) present the same keystore as their client certificate.
+		p["listeners"] = fmt.Sprintf("https://127.0.0.1:%d", c.Port)
+		p["rest.advertised.listener"] = "https"
+		// PKCS12: Connect's REST server (Jetty) reads no PEM keystore.
+		p["listeners.https.ssl.keystore.type"] = "PKCS12"
+		p["listeners.https.ssl.keystore.location"] = c.TLSDir + "/keystore.p12"
+		p["listeners.https.ssl.keystore.password"] = storePassword
+		p["listeners.https.ssl.key.password"] = storePassword
+		p["listeners.https.ssl.truststore.type"] = "PKCS12"
+		p["listeners.https.ssl.truststore.location"] = c.TLSDir + "/truststore.p12"
+		p["listeners.https.ssl.truststore.password"] = storePassword
+		p["listeners.https.ssl.client.auth"] = "required"
 	}
 	maps.Copy(p, c.Overrides)
 	var b strings.Builder
