@@ -136,39 +136,17 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 // and so is a certificate with http URLs, where it would never be
 // presented.
 func checkClientCertificate(p *Problems, s ConnectClusterSettings) {
-	switch {
-	case s.ClientCertPEM == "" && s.ClientKeyPEM == "":
-		return
-	case s.ClientKeyPEM == task.PasswordMask:
-		p.Add("client_key_pem", "the private key is masked (%s) as kmirror shows a stored secret: paste the real key", task.PasswordMask)
-		return
-	case len(s.ClientCertPEM) > maxCAPEMLength:
-		p.Add("client_cert_pem", "client certificate is larger than %d KiB", maxCAPEMLength>>10)
-		return
-	case len(s.ClientKeyPEM) > maxCAPEMLength:
-		p.Add("client_key_pem", "client key is larger than %d KiB", maxCAPEMLength>>10)
-		return
-	case s.ClientCertPEM == "":
-		p.Add("client_cert_pem", "a client key needs its certificate: paste the PEM certificate chain, or clear the key")
+	if s.ClientCertPEM == "" && s.ClientKeyPEM == "" {
 		return
 	}
 	for _, u := range s.URLs {
-		if strings.HasPrefix(strings.ToLower(u), "http://") {
+		if s.ClientCertPEM != "" && strings.HasPrefix(strings.ToLower(u), "http://") {
 			p.Add("client_cert_pem", "a client certificate is only presented over https, and %q is http: give https:// URLs or leave the certificate out", u)
 			break
 		}
 	}
-	_, err := cluster.Settings{ClientCertPEM: s.ClientCertPEM, ClientKeyPEM: s.ClientKeyPEM}.ClientCertificate()
-	var ce *cluster.CertError
-	switch {
-	case err == nil:
-	case errors.As(err, &ce) && ce.Field == "client_key_password":
-		p.Add("client_key_pem", "the private key is encrypted: give it decrypted (openssl pkey -in key.pem -out plain.pem); kmirror seals it itself")
-	case errors.As(err, &ce):
-		p.Add(ce.Field, "%s", ce.Err.Error())
-	default:
-		p.Add("client_cert_pem", "%s", err.Error())
-	}
+	checkCertAndKey(p, cluster.Settings{ClientCertPEM: s.ClientCertPEM, ClientKeyPEM: s.ClientKeyPEM},
+		"the private key is encrypted: give it decrypted (openssl pkey -in key.pem -out plain.pem); kmirror seals it itself")
 }
 
 // checkBearerToken says what is wrong with a bearer token: with basic

@@ -159,24 +159,36 @@ func checkSecurity(p *Problems, s cluster.Settings) {
 	checkClientCert(p, s)
 }
 
-// checkClientCert is the rule for a client certificate: only over TLS, the
-// chain and its key together, and the key the leaf's.
+// checkClientCert is the rule for a Kafka cluster's client certificate:
+// only over TLS, and checkCertAndKey's.
 func checkClientCert(p *Problems, s cluster.Settings) {
-	given := s.ClientCertPEM != "" || s.ClientKeyPEM != "" || s.ClientKeyPassword != ""
 	switch {
-	case !given:
+	case s.ClientCertPEM == "" && s.ClientKeyPEM == "" && s.ClientKeyPassword == "":
 		return
 	case !s.UsesTLS():
 		p.Add("client_cert_pem", "a client certificate is only used with SSL or SASL_SSL")
+		return
+	case len(s.ClientKeyPassword) > maxPasswordLength:
+		p.Add("client_key_password", "key password is longer than %d bytes", maxPasswordLength)
+		return
+	}
+	checkCertAndKey(p, s, "")
+}
+
+// checkCertAndKey is the rule every client certificate follows (a Kafka
+// cluster's, a Connect cluster's): sizes, the chain and its key together,
+// not the mask of an export, and each parse error on its field, the key
+// the leaf's (cluster.Settings.ClientCertificate). encryptedKey, when set,
+// is the message for a key that needs a password the caller takes none of.
+func checkCertAndKey(p *Problems, s cluster.Settings, encryptedKey string) {
+	switch {
+	case s.ClientCertPEM == "" && s.ClientKeyPEM == "" && s.ClientKeyPassword == "":
 		return
 	case len(s.ClientCertPEM) > maxCAPEMLength:
 		p.Add("client_cert_pem", "client certificate is larger than %d KiB", maxCAPEMLength>>10)
 		return
 	case len(s.ClientKeyPEM) > maxCAPEMLength:
 		p.Add("client_key_pem", "client key is larger than %d KiB", maxCAPEMLength>>10)
-		return
-	case len(s.ClientKeyPassword) > maxPasswordLength:
-		p.Add("client_key_password", "key password is longer than %d bytes", maxPasswordLength)
 		return
 	case s.ClientKeyPEM == task.PasswordMask:
 		p.Add("client_key_pem", "the client key is masked (%s) as exported: paste the real key", task.PasswordMask)
@@ -185,13 +197,16 @@ func checkClientCert(p *Problems, s cluster.Settings) {
 		p.Add("client_cert_pem", "a client key needs its certificate: paste the PEM certificate chain, or clear the key")
 		return
 	}
-	if _, err := s.ClientCertificate(); err != nil {
-		var ce *cluster.CertError
-		if errors.As(err, &ce) {
-			p.Add(ce.Field, "%s", ce.Err.Error())
-		} else {
-			p.Add("client_cert_pem", "%s", err.Error())
-		}
+	_, err := s.ClientCertificate()
+	var ce *cluster.CertError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Field == "client_key_password" && encryptedKey != "":
+		p.Add("client_key_pem", "%s", encryptedKey)
+	case errors.As(err, &ce):
+		p.Add(ce.Field, "%s", ce.Err.Error())
+	default:
+		p.Add("client_cert_pem", "%s", err.Error())
 	}
 }
 
