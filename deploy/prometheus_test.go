@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/kmirror/kmirror/internal/kafkatest"
 )
 
 const (
@@ -132,6 +134,9 @@ func dashboardQueries(t *testing.T) []dashboardQuery {
 var (
 	legendLabel = regexp.MustCompile(`\{\{\s*(\w+)\s*\}\}`)
 	annotLabel  = regexp.MustCompile(`\$labels\.(\w+)`)
+	// optionalLabel is a label an annotation tests before using it
+	// ({{ if $labels.task }}): a series may rightly lack it.
+	optionalLabel = regexp.MustCompile(`\{\{\s*if\s+\$labels\.(\w+)\s*\}\}`)
 	// A metric selector of the alert expressions: a kmirror metric or up,
 	// with its matchers.
 	selector = regexp.MustCompile(`\b(kmirror_[a-z_]+|up)(\{[^}]*\})?`)
@@ -176,6 +181,32 @@ func TestDashboardAndAlertsOnRealPrometheus(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create task: %s: %s\nserver:\n%s", resp.Status, b, serveOut.String())
+	}
+
+	// A registered cluster with a client certificate (a year left: no
+	// alert), so the certificate expiry series exists. Registering does
+	// not connect.
+	ca, err := kafkatest.NewCA("deploytest CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(kafkatest.CertSpec{CommonName: "kmirror", NotAfter: time.Now().Add(365 * 24 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCert, _ := json.Marshal(map[string]any{"name": "mtls", "bootstrap_servers": []string{"127.0.0.1:1"}, "security_protocol": "SSL",
+		"client_cert_pem": cert.ChainPEM, "client_key_pem": cert.KeyPEM})
+	req, _ = http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/clusters", bytes.NewReader(withCert))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("register a cluster with a client certificate: %s: %s", resp.Status, b)
 	}
 
 	// The exposition passes Prometheus's own naming lint.
@@ -269,8 +300,12 @@ scrape_configs:
 		// annotations use.
 		var labels []string
 		for _, text := range a.Annotations {
+			optional := map[string]bool{}
+			for _, m := range optionalLabel.FindAllStringSubmatch(text, -1) {
+				optional[m[1]] = true
+			}
 			for _, m := range annotLabel.FindAllStringSubmatch(text, -1) {
-				if !slices.Contains(labels, m[1]) {
+				if !optional[m[1]] && !slices.Contains(labels, m[1]) {
 					labels = append(labels, m[1])
 				}
 			}
