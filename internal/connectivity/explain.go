@@ -75,11 +75,6 @@ func explain(s cluster.Settings, addr string, err error) (step, msg string) {
 
 	case errors.As(err, &tokenErr):
 		return StepSASL, fmt.Sprintf("could not get an OAuth token: %v", tokenErr)
-	case isRemoteTLSAlert(err, "certificate required") || (!s.HasClientCert() && isRemoteTLSAlert(err, "bad certificate")):
-		// Java brokers answer a missing certificate with bad_certificate.
-		return StepTLS, fmt.Sprintf("the broker at %s requires a client certificate — give client_cert_pem and client_key_pem (a certificate its ssl.truststore trusts)", where)
-	case isRemoteTLSAlert(err, "bad certificate", "unknown certificate authority", "certificate unknown", "certificate expired", "certificate revoked", "unsupported certificate"):
-		return StepTLS, fmt.Sprintf("the broker at %s did not accept the client certificate%s (%s) — it must be valid today and signed by a CA in the broker's ssl.truststore", where, certSubject(s), remoteAlert(err))
 	case errors.As(err, &unknownCA):
 		return StepTLS, fmt.Sprintf("TLS handshake with %s failed: certificate signed by unknown authority — give the cluster's CA certificate in ca_pem", where)
 	case errors.As(err, &hostErr):
@@ -88,6 +83,13 @@ func explain(s cluster.Settings, addr string, err error) (step, msg string) {
 		return StepTLS, fmt.Sprintf("TLS handshake with %s failed: %v — the broker needs a valid certificate (check its dates and usage)", where, invalidCert)
 	case errors.As(err, &recordErr):
 		return StepTLS, fmt.Sprintf("%s does not speak TLS — use the broker's SASL_SSL port, or the security protocol its port speaks (PLAINTEXT or SASL_PLAINTEXT)", where)
+	// After the typed TLS errors: these read err.Error(), which an x509
+	// error made without its certificate cannot give.
+	case isRemoteTLSAlert(err, "certificate required") || (!s.HasClientCert() && isRemoteTLSAlert(err, "bad certificate")):
+		// Java brokers answer a missing certificate with bad_certificate.
+		return StepTLS, fmt.Sprintf("the broker at %s requires a client certificate — give client_cert_pem and client_key_pem (a certificate its ssl.truststore trusts)", where)
+	case isRemoteTLSAlert(err, "bad certificate", "unknown certificate authority", "certificate unknown", "certificate expired", "certificate revoked", "unsupported certificate"):
+		return StepTLS, fmt.Sprintf("the broker at %s did not accept the client certificate%s (%s) — it must be valid today and signed by a CA in the broker's ssl.truststore", where, certSubject(s), remoteAlert(err))
 
 	case errors.Is(err, sarama.ErrSASLAuthenticationFailed) && s.UsesOAuth():
 		return StepSASL, fmt.Sprintf("the broker refused the OAuth token of client %s: %v — check that the brokers trust the identity provider's keys (sasl.oauthbearer.jwks.endpoint.url), issuer and audience, and oauth.scope and oauth.audience here", s.OAuth.ClientID, err)
