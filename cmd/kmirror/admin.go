@@ -272,10 +272,11 @@ func instanceCommand(ctx context.Context, args []string, getenv func(string) str
 			// Each only where its flags ask for it, so a variable left in
 			// the environment does not turn into a setting the cluster
 			// does not use.
-			if in.SASLMechanism != cluster.MechanismOAuthBearer {
-				in.Password = getenv("KMIRROR_KAFKA_PASSWORD")
-			} else {
+			switch {
+			case in.UsesOAuth():
 				in.OAuth.ClientSecret = getenv("KMIRROR_OAUTH_CLIENT_SECRET")
+			case in.UsesPassword():
+				in.Password = getenv("KMIRROR_KAFKA_PASSWORD")
 			}
 			if keyFile != "" {
 				in.ClientKeyPassword = getenv("KMIRROR_KAFKA_KEY_PASSWORD")

@@ -124,6 +124,7 @@ func TestAdoptNamesWhatDoesNotMap(t *testing.T) {
 		{"exclude", map[string]string{"topics.exclude": "secret.*"}, "east", "topics.exclude", "leaves out other topics"},
 		{"string converter", map[string]string{"value.converter": "org.apache.kafka.connect.storage.StringConverter"}, "east", "value.converter", "byte for byte"},
 		{"unknown setting", map[string]string{"producer.override.acks": "1"}, "east", "producer.override.acks", "no kmirror equivalent"},
+		{"unknown secret setting, value not shown", map[string]string{"source.consumer.sasl.jaas.config": "x password=\"hunter2\";"}, "east", "source.consumer.sasl.jaas.config", "(value not shown)"},
 		{"Java-only regex", map[string]string{"topics": `(?=a).*`}, "east", "topics", "does not read"},
 		{"POSIX class", map[string]string{"topics": `[[:alpha:]]+`}, "east", "topics", "POSIX"},
 		{"current neither side", nil, "south", "current", "neither side"},

@@ -237,8 +237,6 @@ func with(maps ...map[string]string) map[string]string {
 	return out
 }
 
-// dedupe keeps one message per field and message (a refusal repeats for
-// each flow of a bidirectional task).
 // clientField is the task field where a problem with the settings of one
 // side belongs: the peer's own field when it is given by address, else the
 // registered cluster's name (its settings are the cluster's).
@@ -252,6 +250,8 @@ func clientField(t task.Task, side task.Side, settingsField string) string {
 	return "current.cluster"
 }
 
+// dedupe keeps one message per field and message (a refusal repeats for
+// each flow of a bidirectional task).
 func dedupe(fe task.FieldErrors) task.FieldErrors {
 	seen := map[task.FieldError]bool{}
 	var out task.FieldErrors

@@ -117,6 +117,8 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 			p.Add("ca_pem", "CA certificate is larger than %d KiB", maxCAPEMLength>>10)
 		} else if !x509.NewCertPool().AppendCertsFromPEM([]byte(s.CAPEM)) {
 			p.Add("ca_pem", "no PEM certificate found: paste the CA certificate that signed the workers' REST certificates, BEGIN and END lines included")
+		} else {
+			checkOnlyCertificates(&p, s.CAPEM)
 		}
 	}
 	checkClientCertificate(&p, s)

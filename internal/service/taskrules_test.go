@@ -180,6 +180,7 @@ func TestValidateTask(t *testing.T) {
 		// CA
 		{"ca ok", func(x *task.Task) { x.Peer.CAPEM = ca }, nil},
 		{"ca garbage", func(x *task.Task) { x.Peer.CAPEM = "not a cert" }, []fp{{"peer.ca_pem", "no PEM certificate"}}},
+		{"ca with a private key after it", func(x *task.Task) { x.Peer.CAPEM = ca + "\n" + alice.KeyPEM }, []fp{{"peer.ca_pem", "PRIVATE KEY block"}}},
 		{"ca without SSL", func(x *task.Task) { x.Peer.SecurityProtocol = "SASL_PLAINTEXT"; x.Peer.CAPEM = ca }, []fp{{"peer.ca_pem", "only used with SSL or SASL_SSL"}}},
 
 		// client certificate

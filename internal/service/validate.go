@@ -154,9 +154,20 @@ func checkSecurity(p *Problems, s cluster.Settings) {
 			p.Add("ca_pem", "CA certificate is larger than %d KiB", maxCAPEMLength>>10)
 		case !x509.NewCertPool().AppendCertsFromPEM([]byte(s.CAPEM)):
 			p.Add("ca_pem", "CA holds no PEM certificate: paste the cluster's CA certificate (-----BEGIN CERTIFICATE-----...)")
+		default:
+			checkOnlyCertificates(p, s.CAPEM)
 		}
 	}
 	checkClientCert(p, s)
+}
+
+// checkOnlyCertificates refuses a CA text holding anything but
+// certificates: x509's pool skips other blocks, so a pasted bundle with a
+// private key would be stored and shown in clear.
+func checkOnlyCertificates(p *Problems, caPEM string) {
+	if _, err := cluster.ParseCertificates(caPEM); err != nil {
+		p.Add("ca_pem", "%s", err.Error())
+	}
 }
 
 // checkClientCert is the rule for a Kafka cluster's client certificate:
