@@ -112,14 +112,14 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 	if s.Password == task.PasswordMask {
 		p.Add("password", "the password is masked (%s) as kmirror shows a stored one: type the real password", task.PasswordMask)
 	}
-	if s.CAPEM != "" {
-		if len(s.CAPEM) > maxCAPEMLength {
-			p.Add("ca_pem", "CA certificate is larger than %d KiB", maxCAPEMLength>>10)
-		} else if !x509.NewCertPool().AppendCertsFromPEM([]byte(s.CAPEM)) {
-			p.Add("ca_pem", "no PEM certificate found: paste the CA certificate that signed the workers' REST certificates, BEGIN and END lines included")
-		} else {
-			checkOnlyCertificates(&p, s.CAPEM)
-		}
+	switch {
+	case s.CAPEM == "":
+	case len(s.CAPEM) > maxCAPEMLength:
+		p.Add("ca_pem", "CA certificate is larger than %d KiB", maxCAPEMLength>>10)
+	case !x509.NewCertPool().AppendCertsFromPEM([]byte(s.CAPEM)):
+		p.Add("ca_pem", "no PEM certificate found: paste the CA certificate that signed the workers' REST certificates, BEGIN and END lines included")
+	default:
+		checkOnlyCertificates(&p, s.CAPEM)
 	}
 	checkClientCertificate(&p, s)
 	checkBearerToken(&p, s)
