@@ -33,10 +33,11 @@ const (
 	// request rewrites the cookie, so not every request sets one.
 	seenEvery = time.Minute
 
-	keyUser  = "user"
-	keyRole  = "role"
-	keyEpoch = "epoch"
-	keyIAT   = "iat"  // unix seconds the session was signed in
+	keyUser    = "user"
+	keyRole    = "role"
+	keyAccount = "account" // the account's immutable identity
+	keySession = "sid"     // the session's secret; the server keeps its hash
+	keyIAT     = "iat"     // unix seconds the session was signed in
 	keySeen  = "seen" // unix seconds of the last request
 	keyCSRF  = "csrf"
 )
@@ -96,7 +97,8 @@ func (s *Server) startSession(c echo.Context, sess *sessions.Session, p service.
 	}
 	sess.Values[keyUser] = p.Name
 	sess.Values[keyRole] = p.Role
-	sess.Values[keyEpoch] = p.SessionEpoch
+	sess.Values[keyAccount] = p.AccountID
+	sess.Values[keySession] = p.SessionID
 	sess.Values[keyIAT] = now
 	sess.Values[keySeen] = now
 	sess.Values[keyCSRF] = rand.Text()
@@ -104,8 +106,13 @@ func (s *Server) startSession(c echo.Context, sess *sessions.Session, p service.
 	return s.saveSession(c, sess)
 }
 
-// endSession drops the session cookie.
+// endSession ends the session on the server, so a copy of its cookie
+// stops working too, and drops the cookie.
 func (s *Server) endSession(c echo.Context, sess *sessions.Session) error {
+	sid, _ := sess.Values[keySession].(string)
+	if err := s.svc.EndSession(c.Request().Context(), service.Principal{SessionID: sid}); err != nil {
+		return err
+	}
 	for k := range sess.Values {
 		delete(sess.Values, k)
 	}
@@ -122,12 +129,13 @@ func (s *Server) signedIn(c echo.Context, sess *sessions.Session) (p service.Pri
 	}
 	iat, _ := sess.Values[keyIAT].(int64)
 	seen, _ := sess.Values[keySeen].(int64)
-	epoch, _ := sess.Values[keyEpoch].(int64)
+	account, _ := sess.Values[keyAccount].(string)
+	sid, _ := sess.Values[keySession].(string)
 	now := s.now()
 	if now.Sub(time.Unix(iat, 0)) > SessionAbsolute || now.Sub(time.Unix(seen, 0)) > SessionIdle {
 		return p, false, nil
 	}
-	p, err = s.svc.SessionUser(c.Request().Context(), service.Principal{Name: name, SessionEpoch: epoch})
+	p, err = s.svc.SessionUser(c.Request().Context(), service.Principal{Name: name, AccountID: account, SessionID: sid})
 	if service.IsCode(err, service.CodeUnauthorized) {
 		return p, false, nil
 	}

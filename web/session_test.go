@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -179,5 +180,56 @@ func TestSameSiteFormsAreNotTrustedByDefault(t *testing.T) {
 				t.Fatalf("status %d, want %s", p.status, http.StatusText(tc.want))
 			}
 		})
+	}
+}
+
+// copyCookies makes a second browser holding the same cookies as c: a
+// stolen or copied session cookie.
+func (e *env) copyCookies(c *http.Client) *http.Client {
+	e.t.Helper()
+	u, _ := url.Parse(e.srv.URL)
+	thief := e.newBrowser()
+	thief.Jar.SetCookies(u, c.Jar.Cookies(u))
+	return thief
+}
+
+// A normal sign-out ends the session on the server: a copy of its cookie
+// made before stops working.
+func TestSignOutEndsACopiedCookie(t *testing.T) {
+	e := newEnv(t)
+	p := e.signIn(e.client, "admin", adminPassword)
+	copied := e.copyCookies(e.client)
+	if !signedIn(e, copied) {
+		t.Fatal("the copied cookie is not signed in before the sign-out")
+	}
+	e.postForm(e.client, "/signout", url.Values{"_csrf": {p.csrf(t)}}, nil)
+	if signedIn(e, e.client) {
+		t.Fatal("still signed in after signing out")
+	}
+	if signedIn(e, copied) {
+		t.Fatal("a cookie copied before the sign-out still works")
+	}
+}
+
+// A session is bound to its account's identity: an account deleted and
+// made again under the same name (with another role) does not take the
+// old account's sessions.
+func TestDeletedAccountsCookieNeverComesBack(t *testing.T) {
+	e := newEnv(t)
+	ctx := service.WithActor(context.Background(), service.Actor{Name: "admin", Role: service.RoleAdmin})
+	if _, err := e.svc.CreateUser(ctx, service.NewUser{Name: "olga", Role: service.RoleViewer, Password: "olga-password-1"}); err != nil {
+		t.Fatal(err)
+	}
+	olga := e.newBrowser()
+	e.signIn(olga, "olga", "olga-password-1")
+	copied := e.copyCookies(olga)
+	if err := e.svc.DeleteUser(ctx, "olga"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.CreateUser(ctx, service.NewUser{Name: "olga", Role: service.RoleAdmin, Password: "other-password-2"}); err != nil {
+		t.Fatal(err)
+	}
+	if p := e.get(copied, "/account"); p.url != "/signin" {
+		t.Fatalf("the deleted account's cookie opened %s as the new olga", p.url)
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/store"
@@ -21,6 +23,10 @@ func TestAdminSetPasswordReadsStdin(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := db.User(ctx, "admin")
+	now := time.Now()
+	if err := db.CreateSession(ctx, "a-session", before.AccountID, now, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
 	db.Close()
 
 	old := stdin
@@ -52,8 +58,8 @@ func TestAdminSetPasswordReadsStdin(t *testing.T) {
 	}
 	defer db.Close()
 	after, _ := db.User(ctx, "admin")
-	if !account.Verify(after.PasswordHash, "new-password-1") || after.SessionEpoch <= before.SessionEpoch {
-		t.Fatal("password not changed, or sessions not revoked")
+	if _, err := db.SessionUser(ctx, "a-session"); !account.Verify(after.PasswordHash, "new-password-1") || !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("password not changed, or sessions not revoked (%v)", err)
 	}
 	log, _ := db.ListAudit(ctx, store.AuditFilter{Action: "user.set_password", Outcome: "ok"})
 	if len(log) != 1 || log[0].Actor != "system" {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -28,10 +29,17 @@ const MaxUserNameLength = 64
 type Principal struct {
 	Name string
 	Role string
-	// SessionEpoch is the account's epoch when the session began; a
-	// session whose epoch is not the account's current one is revoked.
-	SessionEpoch int64
+	// AccountID is the account's immutable identity: a session is bound
+	// to it, not to the name, which a new account may take.
+	AccountID string
+	// SessionID is the session's secret, carried by its cookie; the
+	// server keeps only its SHA-256, and signing out removes that.
+	SessionID string
 }
+
+// MaxSessionAge is the longest a console session lasts; sessions older
+// than this are removed from the store when another one starts.
+const MaxSessionAge = 12 * time.Hour
 
 var errWrongCredentials = &Error{Code: CodeBadCredentials, Message: "wrong user name or password"}
 
@@ -95,8 +103,13 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 		return Principal{}, errWrongCredentials
 	}
 	s.throttle.Succeed(key)
+	id := rand.Text()
+	now := time.Now()
+	if err := s.users.CreateSession(ctx, tokenHash(id), u.AccountID, now, now.Add(-MaxSessionAge)); err != nil {
+		return Principal{}, err
+	}
 	s.appendAudit(actx, "signin", u.Name, "ok")
-	return Principal{Name: u.Name, Role: roleOf(u), SessionEpoch: u.SessionEpoch}, nil
+	return Principal{Name: u.Name, Role: roleOf(u), AccountID: u.AccountID, SessionID: id}, nil
 }
 
 // Fingerprint identifies a refused user name in logs without writing it:
@@ -129,22 +142,35 @@ func roleOf(u store.User) string {
 	return u.Role
 }
 
-// SessionUser checks that a session's account still exists and that its
-// sessions were not revoked since p signed in, and returns the account as
-// it is now (its role may have changed). A revoked or vanished account is
-// an unauthorized Error.
+// SessionUser checks that p's session still exists on the server (not
+// signed out, revoked, or ended with its account) and belongs to the
+// account p signed in as, and returns the account as it is now (its role
+// or even its name may have changed). Anything else is an unauthorized
+// Error.
 func (s *Service) SessionUser(ctx context.Context, p Principal) (Principal, error) {
-	u, err := s.users.User(ctx, p.Name)
+	if p.SessionID == "" || p.AccountID == "" {
+		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this session was signed out: sign in again"}
+	}
+	u, err := s.users.SessionUser(ctx, tokenHash(p.SessionID))
 	if errors.Is(err, store.ErrNotFound) {
-		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this account no longer exists: sign in again"}
+		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this session was signed out: sign in again"}
 	}
 	if err != nil {
 		return Principal{}, err
 	}
-	if u.SessionEpoch != p.SessionEpoch {
-		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this session was signed out: sign in again"}
+	if u.AccountID != p.AccountID {
+		return Principal{}, &Error{Code: CodeUnauthorized, Message: "this session belongs to another account: sign in again"}
 	}
-	return Principal{Name: u.Name, Role: roleOf(u), SessionEpoch: u.SessionEpoch}, nil
+	return Principal{Name: u.Name, Role: roleOf(u), AccountID: u.AccountID, SessionID: p.SessionID}, nil
+}
+
+// EndSession signs one session out on the server: its cookie, copied or
+// not, no longer works.
+func (s *Service) EndSession(ctx context.Context, p Principal) error {
+	if p.SessionID == "" {
+		return nil
+	}
+	return s.users.EndSession(ctx, tokenHash(p.SessionID))
 }
 
 // RevokeSessions signs the account out everywhere: every existing session

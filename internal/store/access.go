@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -16,6 +15,15 @@ type Token struct {
 	TokenSHA256 string // hex
 	CreatedBy   string
 	CreatedAt   time.Time
+	// OwnerAccountID is the account the token acts for and ends with
+	// (deleting the account deletes the token); empty: none (made with
+	// KMIRROR_TOKEN), the token lives until revoked or expired.
+	OwnerAccountID string
+	// ExpiresAt is when the token stops working; zero: never.
+	ExpiresAt time.Time
+	// LastUsedAt is the last request made with it, to the minute; zero:
+	// never used.
+	LastUsedAt time.Time
 }
 
 // Tokens stores API tokens.
@@ -27,6 +35,9 @@ type Tokens interface {
 	ListTokens(ctx context.Context) ([]Token, error)
 	// DeleteToken fails with ErrNotFound for an unknown name.
 	DeleteToken(ctx context.Context, name string) error
+	// TouchToken records a use of the token at at, when the last one
+	// recorded is a minute older or more (not a write per request).
+	TouchToken(ctx context.Context, sha256Hex string, at time.Time) error
 }
 
 // AuditEntry is one line of the audit log.
@@ -50,10 +61,17 @@ type AuditFilter struct {
 	Limit    int    // at most this many (newest first); 0 means 100
 }
 
-// Audit stores the audit log; it can only append and read.
+// Audit stores the audit log; it can only append, read, and prune old
+// entries (which itself appends an entry saying so).
 type Audit interface {
 	AppendAudit(ctx context.Context, e AuditEntry) error
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	// AuditSize counts the entries and the bytes their text takes.
+	AuditSize(ctx context.Context) (entries, bytes int64, err error)
+	// PruneAudit removes the entries made before before and appends
+	// record (its Outcome gets the count removed) in the same
+	// transaction; it returns how many it removed.
+	PruneAudit(ctx context.Context, before time.Time, record AuditEntry) (int64, error)
 }
 
 var (
@@ -66,8 +84,12 @@ func (d *DB) CreateToken(ctx context.Context, t Token) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at) VALUES (?, ?, ?, ?, ?)`,
-		t.Name, t.Role, t.TokenSHA256, t.CreatedBy, t.CreatedAt.Unix())
+	_, err := d.db.ExecContext(ctx, `INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at, owner_account_id, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.Name, t.Role, t.TokenSHA256, t.CreatedBy, t.CreatedAt.Unix(), nullString(t.OwnerAccountID), nullUnix(t.ExpiresAt))
+	if isForeignKey(err) {
+		return fmt.Errorf("token %q: its owner's account: %w", t.Name, ErrNotFound)
+	}
 	if isConstraint(err) {
 		return fmt.Errorf("token %q: %w", t.Name, ErrExists)
 	}
@@ -79,41 +101,73 @@ func (d *DB) CreateToken(ctx context.Context, t Token) error {
 
 // TokenByHash implements Tokens.
 func (d *DB) TokenByHash(ctx context.Context, sha256Hex string) (Token, error) {
-	t := Token{TokenSHA256: sha256Hex}
+	return queryOne(ctx, d.db, "token", scanToken, `SELECT `+tokenColumns+` FROM api_tokens WHERE token_sha256 = ?`, sha256Hex)
+}
+
+const tokenColumns = `name, role, token_sha256, created_by, created_at, owner_account_id, expires_at, last_used_at`
+
+func scanToken(row scanner) (Token, error) {
+	var t Token
 	var created int64
-	err := d.db.QueryRowContext(ctx, `SELECT name, role, created_by, created_at FROM api_tokens WHERE token_sha256 = ?`, sha256Hex).
-		Scan(&t.Name, &t.Role, &t.CreatedBy, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Token{}, fmt.Errorf("token: %w", ErrNotFound)
-	}
-	if err != nil {
-		return Token{}, fmt.Errorf("read token: %w", err)
+	var owner sql.NullString
+	var expires, used sql.NullInt64
+	if err := row.Scan(&t.Name, &t.Role, &t.TokenSHA256, &t.CreatedBy, &created, &owner, &expires, &used); err != nil {
+		return Token{}, err
 	}
 	t.CreatedAt = unixTime(created)
+	t.OwnerAccountID = owner.String
+	if expires.Valid {
+		t.ExpiresAt = unixTime(expires.Int64)
+	}
+	if used.Valid {
+		t.LastUsedAt = unixTime(used.Int64)
+	}
 	return t, nil
 }
 
 // ListTokens implements Tokens.
 func (d *DB) ListTokens(ctx context.Context) ([]Token, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT name, role, created_by, created_at FROM api_tokens ORDER BY name`)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	defer rows.Close()
 	var out []Token
 	for rows.Next() {
-		var t Token
-		var created int64
-		if err := rows.Scan(&t.Name, &t.Role, &t.CreatedBy, &created); err != nil {
+		t, err := scanToken(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list tokens: %w", err)
 		}
-		t.CreatedAt = unixTime(created)
 		out = append(out, t)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	return out, nil
+}
+
+// TouchToken implements Tokens.
+func (d *DB) TouchToken(ctx context.Context, sha256Hex string, at time.Time) error {
+	_, err := d.db.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE token_sha256 = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
+		at.Unix(), sha256Hex, at.Add(-time.Minute).Unix())
+	if err != nil {
+		return fmt.Errorf("record a token's use: %w", err)
+	}
+	return nil
+}
+
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func nullUnix(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Unix()
 }
 
 // DeleteToken implements Tokens.
@@ -123,15 +177,58 @@ func (d *DB) DeleteToken(ctx context.Context, name string) error {
 
 // AppendAudit implements Audit.
 func (d *DB) AppendAudit(ctx context.Context, e AuditEntry) error {
+	return appendAudit(ctx, d.db, e)
+}
+
+func appendAudit(ctx context.Context, db execer, e AuditEntry) error {
 	if e.At.IsZero() {
 		e.At = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO audit_log (at, actor, role, address, action, object, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.ExecContext(ctx, `INSERT INTO audit_log (at, actor, role, address, action, object, outcome) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		e.At.UnixMilli(), e.Actor, e.Role, e.Address, e.Action, e.Object, e.Outcome)
 	if err != nil {
 		return fmt.Errorf("append to the audit log: %w", err)
 	}
 	return nil
+}
+
+// AuditSize implements Audit.
+func (d *DB) AuditSize(ctx context.Context) (entries, bytes int64, err error) {
+	err = d.db.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(length(actor) + length(role) + length(address) + length(action) + length(object) + length(outcome) + 16), 0) FROM audit_log`).
+		Scan(&entries, &bytes)
+	if err != nil {
+		return 0, 0, fmt.Errorf("measure the audit log: %w", err)
+	}
+	return entries, bytes, nil
+}
+
+// PruneAudit implements Audit. The table's trigger refuses a DELETE of
+// any entry at or past audit_prune.before_id, which is set only here and
+// only inside this transaction.
+func (d *DB) PruneAudit(ctx context.Context, before time.Time, record AuditEntry) (int64, error) {
+	var n int64
+	err := d.inTx(ctx, func(tx *sql.Tx) error {
+		var bound sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT max(id) + 1 FROM audit_log WHERE at < ?`, before.UnixMilli()).Scan(&bound); err != nil {
+			return fmt.Errorf("prune the audit log: %w", err)
+		}
+		if bound.Valid {
+			if _, err := tx.ExecContext(ctx, `UPDATE audit_prune SET before_id = ? WHERE one = 1`, bound.Int64); err != nil {
+				return fmt.Errorf("prune the audit log: %w", err)
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM audit_log WHERE id < ? AND at < ?`, bound.Int64, before.UnixMilli())
+			if err != nil {
+				return fmt.Errorf("prune the audit log: %w", err)
+			}
+			n, _ = res.RowsAffected()
+			if _, err := tx.ExecContext(ctx, `UPDATE audit_prune SET before_id = 0 WHERE one = 1`); err != nil {
+				return fmt.Errorf("prune the audit log: %w", err)
+			}
+		}
+		record.Outcome = fmt.Sprintf("ok: %d entries removed", n)
+		return appendAudit(ctx, tx, record)
+	})
+	return n, err
 }
 
 // ListAudit implements Audit: newest first.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/migrations"
@@ -92,7 +93,7 @@ func TestTokensAndUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	u2, _ := db.User(ctx, "olga")
-	if u2.Role != "operator" || u2.PasswordHash != "h2" || u2.SessionEpoch != u.SessionEpoch+2 {
+	if u2.Role != "operator" || u2.PasswordHash != "h2" || u2.AccountID != u.AccountID || len(u.AccountID) != 32 {
 		t.Fatalf("after password change and revocation: %+v (before %+v)", u2, u)
 	}
 	if err := db.DeleteUser(ctx, "olga"); err != nil {
@@ -130,10 +131,136 @@ func TestUpgradeKeepsAccountsAsAdmins(t *testing.T) {
 
 	db := open(t, dir)
 	u, err := db.User(ctx, "admin")
-	if err != nil || u.Role != "admin" || u.SessionEpoch != 0 || u.PasswordHash != "h" {
+	if err != nil || u.Role != "admin" || u.AccountID == "" || u.PasswordHash != "h" {
 		t.Fatalf("after the upgrade: %+v, %v", u, err)
 	}
 	if v, err := db.SchemaVersion(ctx); err != nil || v < 4 {
 		t.Fatalf("schema version %d, %v", v, err)
+	}
+}
+
+// A session belongs to an account's identity: signing out, a password
+// change, revoking and deleting the account each end it, and an account
+// made again under the same name gets none of the old one's sessions or
+// tokens.
+func TestSessionsAndTokensBelongToTheAccount(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	now := time.Now()
+	mustCreateUser(t, db, "olga")
+	olga, _ := db.User(ctx, "olga")
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if err := db.CreateSession(ctx, id, olga.AccountID, now, now.Add(-time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, err := db.SessionUser(ctx, "s1"); err != nil || u.Name != "olga" || u.AccountID != olga.AccountID {
+		t.Fatalf("SessionUser = %+v, %v", u, err)
+	}
+	if err := db.EndSession(ctx, "s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SessionUser(ctx, "s1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a session signed out: %v", err)
+	}
+	if err := db.SetPassword(ctx, "olga", "h2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SessionUser(ctx, "s2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a session after a password change: %v", err)
+	}
+	if err := db.CreateSession(ctx, "s4", olga.AccountID, now, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	tok := store.Token{Name: "olgas", Role: "viewer", TokenSHA256: "t-olga", CreatedBy: "olga", OwnerAccountID: olga.AccountID, ExpiresAt: now.Add(time.Hour)}
+	if err := db.CreateToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateToken(ctx, store.Token{Name: "ownerless", Role: "viewer", TokenSHA256: "t-none", CreatedBy: "KMIRROR_TOKEN"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := db.TokenByHash(ctx, "t-olga"); err != nil || got.OwnerAccountID != olga.AccountID || got.ExpiresAt.Unix() != tok.ExpiresAt.Unix() {
+		t.Fatalf("TokenByHash = %+v, %v", got, err)
+	}
+	// A use is recorded once a minute, not at every request.
+	for i, at := range []time.Time{now, now.Add(30 * time.Second), now.Add(2 * time.Minute)} {
+		if err := db.TouchToken(ctx, "t-olga", at); err != nil {
+			t.Fatal(err)
+		}
+		want := []time.Time{now, now, now.Add(2 * time.Minute)}[i]
+		if got, _ := db.TokenByHash(ctx, "t-olga"); got.LastUsedAt.Unix() != want.Unix() {
+			t.Errorf("use %d: last used %v, want %v", i, got.LastUsedAt, want)
+		}
+	}
+
+	if err := db.DeleteUser(ctx, "olga"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreateUser(t, db, "olga")
+	again, _ := db.User(ctx, "olga")
+	if again.AccountID == olga.AccountID {
+		t.Fatal("an account made again under a deleted one's name has its identity")
+	}
+	if _, err := db.SessionUser(ctx, "s4"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the deleted account's session came back: %v", err)
+	}
+	if _, err := db.TokenByHash(ctx, "t-olga"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the deleted account's token came back: %v", err)
+	}
+	if _, err := db.TokenByHash(ctx, "t-none"); err != nil {
+		t.Fatalf("a token without an owner ended with someone's account: %v", err)
+	}
+	if err := db.CreateSession(ctx, "s5", olga.AccountID, now, now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a session of a deleted account: %v", err)
+	}
+	// Sessions older than notBefore go when a new one starts.
+	if err := db.CreateSession(ctx, "old", again.AccountID, now.Add(-13*time.Hour), now.Add(-24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateSession(ctx, "new", again.AccountID, now, now.Add(-12*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.SessionUser(ctx, "old"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an ended session kept: %v", err)
+	}
+}
+
+func mustCreateUser(t *testing.T, db *store.DB, name string) {
+	t.Helper()
+	if err := db.CreateUser(context.Background(), store.User{Name: name, PasswordHash: "h", Role: "viewer"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A prune removes only entries older than its date, in one transaction
+// with the entry that records it; nothing else can delete.
+func TestAuditPruneRemovesOnlyOlderEntriesAndSaysSo(t *testing.T) {
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		if err := db.AppendAudit(ctx, store.AuditEntry{At: base.AddDate(0, 0, i), Actor: "a", Role: "admin", Action: "task.create", Object: "t", Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, b, err := db.AuditSize(ctx); err != nil || n != 5 || b <= 0 {
+		t.Fatalf("AuditSize = %d, %d, %v", n, b, err)
+	}
+	n, err := db.PruneAudit(ctx, base.AddDate(0, 0, 3), store.AuditEntry{At: base.AddDate(0, 1, 0), Actor: "system", Role: "admin", Action: "audit.prune", Object: "before 2026-01-04"})
+	if err != nil || n != 3 {
+		t.Fatalf("PruneAudit = %d, %v; want 3", n, err)
+	}
+	all, _ := db.ListAudit(ctx, store.AuditFilter{})
+	if len(all) != 3 || all[0].Action != "audit.prune" || all[0].Outcome != "ok: 3 entries removed" {
+		t.Fatalf("after the prune: %+v", all)
+	}
+	for _, q := range []string{`DELETE FROM audit_log`, `UPDATE audit_prune SET before_id = 0`} {
+		_, _ = db.SQL().ExecContext(ctx, q)
+	}
+	if _, err := db.SQL().ExecContext(ctx, `DELETE FROM audit_log`); err == nil {
+		t.Fatal("the audit log could be deleted outside a prune")
+	}
+	if left, _ := db.ListAudit(ctx, store.AuditFilter{}); len(left) != 3 {
+		t.Fatalf("entries after a refused delete: %d", len(left))
 	}
 }

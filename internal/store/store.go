@@ -14,7 +14,9 @@ package store
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -153,7 +155,7 @@ func queryOne[T any](ctx context.Context, q rowQuerier, what string, scan func(s
 // errors ("delete"), what names the row (`task "x"`), and ErrNotFound is
 // wrapped when it touched none. The statement's own error is wrapped, so
 // callers can still ask isForeignKey.
-func execOne(ctx context.Context, db *sql.DB, op, what, query string, args ...any) error {
+func execOne(ctx context.Context, db execer, op, what, query string, args ...any) error {
 	res, err := db.ExecContext(ctx, query, args...)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, what, err)
@@ -162,4 +164,33 @@ func execOne(ctx context.Context, db *sql.DB, op, what, query string, args ...an
 		return fmt.Errorf("%s: %w", what, ErrNotFound)
 	}
 	return nil
+}
+
+// execer is a *sql.DB or a *sql.Tx.
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// inTx runs fn in one transaction (BEGIN IMMEDIATE, as the DSN says),
+// committed when fn returns nil.
+func (d *DB) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// newID is a random identity (128 bits, hex) for an account or a session.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
 }

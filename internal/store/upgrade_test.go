@@ -72,6 +72,12 @@ var seeds = map[int][]string{
 		`INSERT INTO connect_clusters (name, urls, kafka_cluster, client_cert_pem, client_key_ciphertext, bearer_token_ciphertext, created_at)
 		 VALUES ('seed-connect-mtls', 'https://c1:8443', 'seed-east', 'CERTPEM', X'0808', X'0909', 1700000050)`,
 	},
+	9: {
+		`INSERT INTO users (name, password_hash, role, account_id, created_at) VALUES ('seed-nine', '$2a$10$ninehash', 'viewer', 'acc9', 1700000060)`,
+		`INSERT INTO console_sessions (id_sha256, account_id, created_at) VALUES ('sess9', 'acc9', 1700000061)`,
+		`INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at, owner_account_id, expires_at, last_used_at)
+		 VALUES ('seed-nine-token', 'viewer', 'cd34', 'seed-nine', 1700000062, 'acc9', 1800000000, 1700000063)`,
+	},
 }
 
 // migrationsUpTo is the embedded migrations of version <= v, and the sorted
@@ -225,17 +231,18 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 	}
 	if from >= 1 { // accounts from before roles were all admins
-		if u, err := db.User(ctx, "seed-user"); err != nil || u.Role != "admin" || u.SessionEpoch != 0 {
+		if u, err := db.User(ctx, "seed-user"); err != nil || u.Role != "admin" || len(u.AccountID) != 32 {
 			t.Errorf("user from before roles: %+v, %v", u, err)
 		}
 	}
 	if from >= 3 {
-		if u, err := db.User(ctx, "seed-viewer"); err != nil || u.Role != "viewer" || u.SessionEpoch != 3 {
+		if u, err := db.User(ctx, "seed-viewer"); err != nil || u.Role != "viewer" || len(u.AccountID) != 32 {
 			t.Errorf("viewer: %+v, %v", u, err)
 		}
 	}
 	if from >= 4 {
-		if tk, err := db.TokenByHash(ctx, "ab12"); err != nil || tk.Name != "seed-ci" || tk.Role != "operator" {
+		// A token from before owners belongs to the account that made it.
+		if tk, err := db.TokenByHash(ctx, "ab12"); err != nil || tk.Name != "seed-ci" || tk.Role != "operator" || tk.OwnerAccountID == "" || !tk.ExpiresAt.IsZero() {
 			t.Errorf("token: %+v, %v", tk, err)
 		}
 		if es, err := db.ListAudit(ctx, store.AuditFilter{}); err != nil || len(es) != 1 || es[0].Object != "seed-task" {
@@ -243,7 +250,7 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 	}
 	if from >= 5 {
-		if u, err := db.User(ctx, "seed-operator"); err != nil || u.Role != "operator" || u.SessionEpoch != 1 {
+		if u, err := db.User(ctx, "seed-operator"); err != nil || u.Role != "operator" || len(u.AccountID) != 32 {
 			t.Errorf("operator: %+v, %v", u, err)
 		}
 	}
@@ -272,6 +279,14 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		if err != nil || c.ClientCertPEM != "CERTPEM" || string(c.ClientKeyCiphertext) != "\x08\x08" ||
 			string(c.BearerTokenCiphertext) != "\x09\x09" || c.PasswordCiphertext != nil || c.Username != "" {
 			t.Errorf("Connect cluster with a client certificate and a token: %+v, %v", c, err)
+		}
+	}
+	if from >= 9 {
+		if u, err := db.SessionUser(ctx, "sess9"); err != nil || u.Name != "seed-nine" || u.AccountID != "acc9" {
+			t.Errorf("session: %+v, %v", u, err)
+		}
+		if tk, err := db.TokenByHash(ctx, "cd34"); err != nil || tk.OwnerAccountID != "acc9" || tk.ExpiresAt.Unix() != 1800000000 || tk.LastUsedAt.Unix() != 1700000063 {
+			t.Errorf("token with an owner: %+v, %v", tk, err)
 		}
 	}
 }

@@ -8,15 +8,17 @@ import (
 	"time"
 )
 
-// User is a console account. PasswordHash is a bcrypt hash. SessionEpoch
-// is carried by the account's sessions; raising it revokes them all.
+// User is a console account. PasswordHash is a bcrypt hash.
 type User struct {
 	Name         string
 	PasswordHash string
 	// Role is viewer, operator or admin; empty means admin on create.
-	Role         string
-	SessionEpoch int64
-	CreatedAt    time.Time
+	Role string
+	// AccountID is the account's immutable identity, set by CreateUser:
+	// random and never reused, so an account made again under a deleted
+	// one's name is another account. Sessions and tokens belong to it.
+	AccountID string
+	CreatedAt time.Time
 }
 
 // Users stores console accounts.
@@ -30,16 +32,18 @@ type Users interface {
 	ListUsers(ctx context.Context) ([]User, error)
 	// DeleteUser fails with ErrNotFound for an unknown name.
 	DeleteUser(ctx context.Context, name string) error
-	// SetPassword replaces the hash and raises the session epoch, so every
-	// session signed in with the old password ends; ErrNotFound for an
+	// SetPassword replaces the hash and ends every session of the account,
+	// so none signed in with the old password lasts; ErrNotFound for an
 	// unknown name.
 	SetPassword(ctx context.Context, name, hash string) error
-	// RevokeSessions raises the session epoch; ErrNotFound for an unknown
-	// name.
+	// RevokeSessions ends every session of the account; ErrNotFound for an
+	// unknown name.
 	RevokeSessions(ctx context.Context, name string) error
 	// SetRole changes the account's role (its sessions read it on their
 	// next request); ErrNotFound for an unknown name.
 	SetRole(ctx context.Context, name, role string) error
+	// Sessions are the accounts' console sessions.
+	Sessions
 }
 
 var _ Users = (*DB)(nil)
@@ -52,8 +56,8 @@ func (d *DB) CreateUser(ctx context.Context, u User) error {
 	if u.Role == "" {
 		u.Role = "admin"
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO users (name, password_hash, role, created_at) VALUES (?, ?, ?, ?)`,
-		u.Name, u.PasswordHash, u.Role, u.CreatedAt.Unix())
+	_, err := d.db.ExecContext(ctx, `INSERT INTO users (name, password_hash, role, account_id, created_at) VALUES (?, ?, ?, ?, ?)`,
+		u.Name, u.PasswordHash, u.Role, newID(), u.CreatedAt.Unix())
 	if isConstraint(err) {
 		return fmt.Errorf("user %q: %w", u.Name, ErrExists)
 	}
@@ -67,8 +71,8 @@ func (d *DB) CreateUser(ctx context.Context, u User) error {
 func (d *DB) User(ctx context.Context, name string) (User, error) {
 	u := User{Name: name}
 	var created int64
-	err := d.db.QueryRowContext(ctx, `SELECT password_hash, role, session_epoch, created_at FROM users WHERE name = ?`, name).
-		Scan(&u.PasswordHash, &u.Role, &u.SessionEpoch, &created)
+	err := d.db.QueryRowContext(ctx, `SELECT password_hash, role, account_id, created_at FROM users WHERE name = ?`, name).
+		Scan(&u.PasswordHash, &u.Role, &u.AccountID, &created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("user %q: %w", name, ErrNotFound)
 	}
@@ -90,7 +94,7 @@ func (d *DB) CountUsers(ctx context.Context) (int, error) {
 
 // ListUsers implements Users.
 func (d *DB) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT name, password_hash, role, session_epoch, created_at FROM users ORDER BY name`)
+	rows, err := d.db.QueryContext(ctx, `SELECT name, password_hash, role, account_id, created_at FROM users ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
@@ -99,7 +103,7 @@ func (d *DB) ListUsers(ctx context.Context) ([]User, error) {
 	for rows.Next() {
 		var u User
 		var created int64
-		if err := rows.Scan(&u.Name, &u.PasswordHash, &u.Role, &u.SessionEpoch, &created); err != nil {
+		if err := rows.Scan(&u.Name, &u.PasswordHash, &u.Role, &u.AccountID, &created); err != nil {
 			return nil, fmt.Errorf("list users: %w", err)
 		}
 		u.CreatedAt = unixTime(created)
@@ -118,12 +122,33 @@ func (d *DB) DeleteUser(ctx context.Context, name string) error {
 
 // SetPassword implements Users.
 func (d *DB) SetPassword(ctx context.Context, name, hash string) error {
-	return d.updateUser(ctx, name, `UPDATE users SET password_hash = ?, session_epoch = session_epoch + 1 WHERE name = ?`, hash, name)
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		if err := execOne(ctx, tx, "change", fmt.Sprintf("user %q", name), `UPDATE users SET password_hash = ? WHERE name = ?`, hash, name); err != nil {
+			return err
+		}
+		return endSessionsOf(ctx, tx, name)
+	})
 }
 
 // RevokeSessions implements Users.
 func (d *DB) RevokeSessions(ctx context.Context, name string) error {
-	return d.updateUser(ctx, name, `UPDATE users SET session_epoch = session_epoch + 1 WHERE name = ?`, name)
+	return d.inTx(ctx, func(tx *sql.Tx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE name = ?`, name).Scan(&n); err != nil {
+			return fmt.Errorf("read user %q: %w", name, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("user %q: %w", name, ErrNotFound)
+		}
+		return endSessionsOf(ctx, tx, name)
+	})
+}
+
+func endSessionsOf(ctx context.Context, tx *sql.Tx, name string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM console_sessions WHERE account_id = (SELECT account_id FROM users WHERE name = ?)`, name); err != nil {
+		return fmt.Errorf("end the sessions of user %q: %w", name, err)
+	}
+	return nil
 }
 
 // SetRole implements Users.
