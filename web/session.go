@@ -38,8 +38,8 @@ const (
 	keyAccount = "account" // the account's immutable identity
 	keySession = "sid"     // the session's secret; the server keeps its hash
 	keyIAT     = "iat"     // unix seconds the session was signed in
-	keySeen  = "seen" // unix seconds of the last request
-	keyCSRF  = "csrf"
+	keySeen    = "seen"    // unix seconds of the last request
+	keyCSRF    = "csrf"
 )
 
 // cookieName gives secure cookies the __Host- prefix, which browsers accept
