@@ -37,10 +37,11 @@ type UserForm struct {
 // TokenForm is the new-token form's state; Created holds a token just made,
 // shown this once.
 type TokenForm struct {
-	Name    string
-	Role    string
-	Errors  FieldErrors
-	Created *CreatedToken
+	Name      string
+	Role      string
+	ExpiresIn string
+	Errors    FieldErrors
+	Created   *CreatedToken
 	// Roles are the roles to choose from, least first.
 	Roles []string
 }

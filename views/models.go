@@ -79,6 +79,11 @@ type TokenInfo struct {
 	Role      string
 	CreatedBy string
 	CreatedAt time.Time
+	// Owner is the account it ends with; empty: none.
+	Owner string
+	// ExpiresAt and LastUsedAt are zero for never.
+	ExpiresAt  time.Time
+	LastUsedAt time.Time
 }
 
 // CreatedToken is a token just made, the only time it is shown.

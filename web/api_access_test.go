@@ -2,11 +2,16 @@ package web_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/service"
 )
 
 // token makes an API token with role through the API and returns it.
@@ -212,5 +217,69 @@ func TestChangeUserRoleAndPassword(t *testing.T) {
 	viewer := e.token("dash", "viewer")
 	if code, _, _ := e.api(http.MethodPatch, "/api/v1/users/olga", viewer, `{"role":"admin"}`); code != http.StatusForbidden {
 		t.Fatalf("a viewer promotes: %d", code)
+	}
+}
+
+// A token made in the console belongs to the account that made it: it
+// shows its owner, expiry and last use, stops at its expiry, and ends with
+// its owner's account.
+func TestTokensHaveAnOwnerAnExpiryAndALastUse(t *testing.T) {
+	clk := &clock{t: time.Now()}
+	e := newEnvWithService(t, func(d *service.Deps) { d.Now = clk.Now }, nil)
+	p := e.signIn(e.client, "admin", adminPassword)
+	p = e.get(e.client, "/tokens")
+	bad := e.postForm(e.client, "/tokens", url.Values{"_csrf": {p.csrf(t)}, "name": {"ci"}, "role": {"operator"}, "expires_in": {"forever"}}, nil)
+	if bad.status != http.StatusUnprocessableEntity || !strings.Contains(bad.testid("error-expires_in").Text(), "720h") {
+		t.Fatalf("an unreadable expiry: %d %q", bad.status, bad.testid("error-expires_in").Text())
+	}
+	mk := func(name, expires string) string {
+		t.Helper()
+		p := e.get(e.client, "/tokens")
+		made := e.postForm(e.client, "/tokens", url.Values{"_csrf": {p.csrf(t)}, "name": {name}, "role": {"operator"}, "expires_in": {expires}}, nil)
+		tok := strings.TrimSpace(made.testid("token-value").Text())
+		if made.status != http.StatusCreated || tok == "" {
+			t.Fatalf("make token %s: %d", name, made.status)
+		}
+		return tok
+	}
+	short, long := mk("short", "1h"), mk("long", "")
+	for _, tok := range []string{short, long} {
+		if code, _, body := e.api(http.MethodGet, "/api/v1/clusters", tok, ""); code != http.StatusOK {
+			t.Fatalf("a fresh token: %d %v", code, body)
+		}
+	}
+	code, _, body := e.api(http.MethodGet, "/api/v1/tokens", apiToken, "")
+	raw, _ := json.Marshal(body)
+	if code != http.StatusOK || strings.Count(string(raw), `"owner":"admin"`) != 2 || strings.Count(string(raw), `"last_used_at"`) != 2 ||
+		strings.Count(string(raw), `"expires_at"`) != 1 {
+		t.Fatalf("listing: %d %s", code, raw)
+	}
+	page := e.get(e.client, "/tokens")
+	if page.doc.Find(`[data-token="short"] [data-testid="token-expires"]`).Text() == "" ||
+		strings.Contains(page.doc.Find(`[data-token="long"] [data-testid="token-last-used"]`).Text(), "not yet") {
+		t.Fatalf("the tokens page: %s", page.testid("tokens-table").Text())
+	}
+
+	clk.Add(61 * time.Minute)
+	if code, _, _ := e.api(http.MethodGet, "/api/v1/clusters", short, ""); code != http.StatusUnauthorized {
+		t.Fatalf("an expired token: %d", code)
+	}
+	if code, _, _ := e.api(http.MethodGet, "/api/v1/clusters", long, ""); code != http.StatusOK {
+		t.Fatalf("a token without expiry after an hour: %d", code)
+	}
+
+	root := service.WithActor(context.Background(), service.Actor{Name: "KMIRROR_TOKEN", Role: service.RoleAdmin})
+	if _, err := e.svc.CreateUser(root, service.NewUser{Name: "root2", Role: service.RoleAdmin, Password: "root2-password"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.DeleteUser(root, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := e.api(http.MethodGet, "/api/v1/clusters", long, ""); code != http.StatusUnauthorized {
+		t.Fatalf("a token of a deleted account: %d", code)
+	}
+	if code, _, body := e.api(http.MethodPost, "/api/v1/tokens", apiToken, `{"name":"x","role":"viewer","expires_in":"9000h"}`); code != http.StatusUnprocessableEntity ||
+		!strings.Contains(fmt.Sprint(body), "expires_in") {
+		t.Fatalf("a token for more than 366 days: %d %v", code, body)
 	}
 }

@@ -94,9 +94,10 @@ func (h *accessPages) renderUsers(c echo.Context, status int, f views.UserForm) 
 // accountFormInput is the add-user and new-token forms as posted (a token
 // has no password).
 type accountFormInput struct {
-	Name     string `form:"name"`
-	Role     string `form:"role"`
-	Password string `form:"password"`
+	Name      string `form:"name"`
+	Role      string `form:"role"`
+	Password  string `form:"password"`
+	ExpiresIn string `form:"expires_in"`
 }
 
 func (h *accessPages) addUser(c echo.Context) error {
@@ -178,14 +179,14 @@ func (h *accessPages) addToken(c echo.Context) error {
 	if err := decodeForm(c, &f); err != nil {
 		return err
 	}
-	in := service.NewToken{Name: f.Name, Role: f.Role}
+	in := service.NewToken{Name: f.Name, Role: f.Role, ExpiresIn: f.ExpiresIn}
 	created, err := h.s.svc.CreateToken(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return h.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, Errors: fieldErrors(e.Problems)})
+		return h.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, ExpiresIn: in.ExpiresIn, Errors: fieldErrors(e.Problems)})
 	}
 	// Rendered in the answer, not a flash: the token must not be stored
 	// in the session cookie.

@@ -52,7 +52,7 @@ func (s *Server) requireUser(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(keyUser, p.Name)
 		c.Set(keyRole, p.Role)
 		r := c.Request()
-		ctx := service.WithActor(r.Context(), service.Actor{Name: p.Name, Role: p.Role, Address: c.RealIP()})
+		ctx := service.WithActor(r.Context(), service.Actor{Name: p.Name, Role: p.Role, Address: c.RealIP(), AccountID: p.AccountID})
 		ctx = views.WithAccess(ctx, views.Access{Operate: service.Allows(p.Role, service.RoleOperator), Administer: service.Allows(p.Role, service.RoleAdmin)})
 		c.SetRequest(r.WithContext(ctx))
 		return next(c)

@@ -170,7 +170,14 @@ func userViews(us []service.UserInfo) []views.UserInfo {
 }
 
 func tokenView(t service.TokenInfo) views.TokenInfo {
-	return views.TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt}
+	v := views.TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Owner: t.Owner}
+	if t.ExpiresAt != nil {
+		v.ExpiresAt = *t.ExpiresAt
+	}
+	if t.LastUsedAt != nil {
+		v.LastUsedAt = *t.LastUsedAt
+	}
+	return v
 }
 
 func tokenViews(ts []service.TokenInfo) []views.TokenInfo {

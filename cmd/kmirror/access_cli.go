@@ -9,6 +9,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/kmirror/kmirror/internal/service"
 )
 
 const userUsage = `Usage:
@@ -22,7 +25,8 @@ The API token (an admin's) comes from KMIRROR_TOKEN.
 
 const tokenUsage = `Usage:
   kmirror token list
-  kmirror token create --name N --role viewer|operator|admin   (prints the token: the only time it is shown)
+  kmirror token create --name N --role viewer|operator|admin [--expires-in 720h]
+                                   (prints the token: the only time it is shown)
   kmirror token revoke NAME
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
@@ -82,15 +86,16 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		return a.call(ctx, http.MethodGet, "/api/v1/tokens", nil, namedRoleTable("tokens", "NAME\tROLE\tCREATED"))
+		return a.call(ctx, http.MethodGet, "/api/v1/tokens", nil, tokenTable)
 	case "create":
-		var name, role string
+		var name, role, expiresIn string
 		a.fs.StringVar(&name, "name", "", "token name (who or what uses it)")
 		a.fs.StringVar(&role, "role", "viewer", "viewer, operator or admin")
+		a.fs.StringVar(&expiresIn, "expires-in", "", "how long it works, e.g. 720h; empty: until revoked (it always ends with the account that made it)")
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		body, err := json.Marshal(map[string]string{"name": name, "role": role})
+		body, err := json.Marshal(service.NewToken{Name: name, Role: role, ExpiresIn: expiresIn})
 		if err != nil {
 			return err
 		}
@@ -133,4 +138,29 @@ func namedRoleTable(key, header string) func(io.Writer, json.RawMessage) error {
 		}
 		return nil
 	}
+}
+
+// tokenTable prints GET /api/v1/tokens: who owns each token, when it ends
+// and when it was last used.
+func tokenTable(w io.Writer, raw json.RawMessage) error {
+	var l struct{ Tokens []service.TokenInfo }
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return fmt.Errorf("decode answer: %w", err)
+	}
+	when := func(t *time.Time, none string) string {
+		if t == nil {
+			return none
+		}
+		return t.UTC().Format(time.RFC3339)
+	}
+	fmt.Fprintln(w, "NAME\tROLE\tOWNER\tCREATED\tEXPIRES\tLAST USED")
+	for _, t := range l.Tokens {
+		owner := t.Owner
+		if owner == "" {
+			owner = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Name, t.Role, owner, t.CreatedAt.UTC().Format(time.RFC3339),
+			when(t.ExpiresAt, "never"), when(t.LastUsedAt, "never"))
+	}
+	return nil
 }

@@ -21,6 +21,10 @@ type Actor struct {
 	Name    string // user name, "token:<name>" or "KMIRROR_TOKEN"
 	Role    string
 	Address string // the client's address, for the audit log
+	// AccountID is the account acting: the signed-in user's, or the
+	// owner's of an API token; empty for KMIRROR_TOKEN and kmirror itself.
+	// A token made by this actor belongs to this account.
+	AccountID string
 }
 
 type actorKey struct{}
@@ -306,12 +310,43 @@ type TokenInfo struct {
 	Role      string    `json:"role"`
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
+	// Owner is the account the token ends with (the one that made it);
+	// empty when made with KMIRROR_TOKEN: it lives until revoked or it
+	// expires.
+	Owner string `json:"owner,omitempty"`
+	// ExpiresAt is when it stops working; absent: never.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// LastUsedAt is its last use, to the minute; absent: never used.
+	LastUsedAt *time.Time `json:"last_used_at,omitempty"`
 }
 
 // NewToken is the body of POST /api/v1/tokens.
 type NewToken struct {
 	Name string `json:"name"`
 	Role string `json:"role"`
+	// ExpiresIn is how long the token works, as a Go duration ("720h");
+	// empty: until revoked (or its owner is deleted).
+	ExpiresIn string `json:"expires_in,omitempty"`
+}
+
+// MaxTokenLifetime bounds expires_in: a token meant to last longer is one
+// nobody reviews; make a new one instead.
+const MaxTokenLifetime = 366 * 24 * time.Hour
+
+func tokenInfo(t store.Token) TokenInfo {
+	ti := TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt}
+	if t.OwnerAccountID != "" {
+		ti.Owner = t.CreatedBy
+	}
+	if !t.ExpiresAt.IsZero() {
+		at := t.ExpiresAt.UTC()
+		ti.ExpiresAt = &at
+	}
+	if !t.LastUsedAt.IsZero() {
+		at := t.LastUsedAt.UTC()
+		ti.LastUsedAt = &at
+	}
+	return ti
 }
 
 // CreatedToken is the answer to POST /api/v1/tokens: the only time the
@@ -339,7 +374,7 @@ func (s *Service) ListTokens(ctx context.Context) ([]TokenInfo, error) {
 	}
 	out := make([]TokenInfo, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt})
+		out = append(out, tokenInfo(t))
 	}
 	return out, nil
 }
@@ -361,18 +396,39 @@ func (s *Service) CreateToken(ctx context.Context, in NewToken) (_ CreatedToken,
 	if !ValidRole(in.Role) {
 		p.Add("role", "role must be viewer, operator or admin")
 	}
+	var lifetime time.Duration
+	if in.ExpiresIn != "" {
+		d, err := time.ParseDuration(in.ExpiresIn)
+		switch {
+		case len(in.ExpiresIn) > 32 || err != nil:
+			p.Add("expires_in", "give a duration such as 720h (30 days), 24h or 90m")
+		case d < time.Minute || d > MaxTokenLifetime:
+			p.Add("expires_in", "a token lasts from 1m to %s (366 days); leave it out for a token that lasts until revoked", MaxTokenLifetime)
+		default:
+			lifetime = d
+		}
+	}
 	if len(p) > 0 {
 		return CreatedToken{}, &Error{Code: CodeInvalidUser, Message: "the token settings are not valid", Problems: p}
 	}
 	tok := TokenPrefix + rand.Text() + rand.Text() // 260 random bits
-	rec := store.Token{Name: in.Name, Role: in.Role, TokenSHA256: tokenHash(tok), CreatedBy: actorName(ctx), CreatedAt: time.Now().UTC().Truncate(time.Second)}
-	if err := s.tokens.CreateToken(ctx, rec); errors.Is(err, store.ErrExists) {
+	now := s.now().UTC().Truncate(time.Second)
+	a, _ := ActorFrom(ctx)
+	rec := store.Token{Name: in.Name, Role: in.Role, TokenSHA256: tokenHash(tok), CreatedBy: actorName(ctx), CreatedAt: now,
+		OwnerAccountID: a.AccountID}
+	if lifetime > 0 {
+		rec.ExpiresAt = now.Add(lifetime)
+	}
+	switch err := s.tokens.CreateToken(ctx, rec); {
+	case errors.Is(err, store.ErrExists):
 		p.Add("name", "a token named %q exists already: revoke it first", in.Name)
 		return CreatedToken{}, &Error{Code: CodeInvalidUser, Message: "the token settings are not valid", Problems: p}
-	} else if err != nil {
+	case errors.Is(err, store.ErrNotFound):
+		return CreatedToken{}, &Error{Code: CodeUnauthorized, Message: "your account no longer exists: sign in again"}
+	case err != nil:
 		return CreatedToken{}, err
 	}
-	return CreatedToken{TokenInfo: TokenInfo{Name: rec.Name, Role: rec.Role, CreatedBy: rec.CreatedBy, CreatedAt: rec.CreatedAt}, Token: tok}, nil
+	return CreatedToken{TokenInfo: tokenInfo(rec), Token: tok}, nil
 }
 
 // RevokeToken deletes an API token (admin only); it stops working at once.
@@ -392,20 +448,29 @@ func (s *Service) RevokeToken(ctx context.Context, name string) (err error) {
 	return nil
 }
 
-// TokenActor returns the actor an API token stands for; ok is false for a
-// token that does not exist (or was revoked).
+// TokenActor returns the actor an API token stands for, and records its
+// use; ok is false for a token that does not exist, was revoked, ended
+// with its owner's account, or expired.
 func (s *Service) TokenActor(ctx context.Context, token string) (a Actor, ok bool, err error) {
 	if s.tokens == nil {
 		return Actor{}, false, nil
 	}
-	t, err := s.tokens.TokenByHash(ctx, tokenHash(token))
+	h := tokenHash(token)
+	t, err := s.tokens.TokenByHash(ctx, h)
 	if errors.Is(err, store.ErrNotFound) {
 		return Actor{}, false, nil
 	}
 	if err != nil {
 		return Actor{}, false, err
 	}
-	return Actor{Name: "token:" + t.Name, Role: t.Role}, true, nil
+	now := s.now()
+	if !t.ExpiresAt.IsZero() && !now.Before(t.ExpiresAt) {
+		return Actor{}, false, nil
+	}
+	if err := s.tokens.TouchToken(context.WithoutCancel(ctx), h, now); err != nil {
+		s.log.Warn("could not record an API token's use", "token", t.Name, "err", err)
+	}
+	return Actor{Name: "token:" + t.Name, Role: t.Role, AccountID: t.OwnerAccountID}, true, nil
 }
 
 func (s *Service) requireTokens() error {

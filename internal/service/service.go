@@ -82,6 +82,8 @@ type Deps struct {
 	// ConnectClusters keeps the registered Kafka Connect clusters;
 	// optional (without it the Connect use cases answer an internal error).
 	ConnectClusters store.ConnectClusters
+	// Now is the clock API tokens' expiry is read by; optional (time.Now).
+	Now func() time.Time
 }
 
 // Service is the use-case layer. It is safe for concurrent use.
@@ -104,6 +106,7 @@ type Service struct {
 	kafka     Kafka
 	log       *slog.Logger
 	taskLocks taskLocks
+	now       func() time.Time
 }
 
 // New returns a Service. Clusters, Users and Secrets are required.
@@ -132,9 +135,12 @@ func New(d Deps) (*Service, error) {
 	if d.Logger == nil {
 		d.Logger = slog.Default()
 	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
 		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
-		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters, connectRunner: d.ConnectRunner}, nil
+		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters, connectRunner: d.ConnectRunner, now: d.Now}, nil
 }
 
 // ClusterInfo is a registered cluster as shown by the console and the API:
