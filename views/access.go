@@ -54,6 +54,16 @@ type AuditView struct {
 	Older string
 	// Export is the JSON-lines download of the same filter.
 	Export string
+	// Entries and MiB are the whole log's size; Large says it is past the
+	// size where a prune is worth it.
+	Size  AuditSize
+}
+
+// AuditSize is how big the whole audit log is.
+type AuditSize struct {
+	Entries int64
+	MiB     string
+	Large   bool
 }
 
 func auditOutcomeLabel(ctx context.Context, o string) string {

@@ -283,3 +283,61 @@ func TestTokensHaveAnOwnerAnExpiryAndALastUse(t *testing.T) {
 		t.Fatalf("a token for more than 366 days: %d %v", code, body)
 	}
 }
+
+// A denied request never writes what it sent into the audit log: bodies
+// of the account endpoints are capped before anything reads them, and an
+// entry's every field is bounded whatever the caller sent.
+func TestAViewerCannotFillTheAuditLog(t *testing.T) {
+	e := newTaskEnv(t)
+	viewer := e.token("dash", "viewer")
+	auditBytes := func() int {
+		t.Helper()
+		code, _, body := e.call(http.MethodGet, "/api/v1/audit?limit=1000", "")
+		raw, _ := json.Marshal(body)
+		if code != http.StatusOK {
+			t.Fatalf("audit: %d", code)
+		}
+		return len(raw)
+	}
+	before := auditBytes()
+	huge := strings.Repeat("x", 900<<10)
+	for range 5 {
+		if code, _, _ := e.api(http.MethodPost, "/api/v1/users", viewer, fmt.Sprintf(`{"name":%q,"role":"admin","password":"p"}`, huge)); code != http.StatusRequestEntityTooLarge {
+			t.Fatalf("a 900 KB user: %d, want 413", code)
+		}
+	}
+	// Under the cap but far longer than any name: denied, and recorded
+	// bounded.
+	long := strings.Repeat("y", 12<<10)
+	if code, _, _ := e.api(http.MethodPost, "/api/v1/users", viewer, fmt.Sprintf(`{"name":%q,"role":"admin","password":"p"}`, long)); code != http.StatusForbidden {
+		t.Fatalf("a viewer's user: %d, want 403", code)
+	}
+	code, _, body := e.call(http.MethodGet, "/api/v1/audit?action=user.create", "")
+	entries, _ := body["entries"].([]any)
+	if code != http.StatusOK || len(entries) != 1 {
+		t.Fatalf("user.create entries: %d %v", code, body)
+	}
+	m := entries[0].(map[string]any)
+	obj, _ := m["object"].(string)
+	if m["outcome"] != "denied" || len(obj) > 160 || !strings.Contains(obj, "bytes, sha256") {
+		t.Fatalf("the denied entry: %v", m)
+	}
+	if grown := auditBytes() - before; grown > 2000 {
+		t.Fatalf("the audit log grew by %d bytes for six refused requests", grown)
+	}
+	// The console's forms are capped the same way.
+	c := e.newBrowser()
+	p := e.get(c, "/signin")
+	if got := e.postForm(c, "/signin", url.Values{"_csrf": {p.csrf(t)}, "user": {huge}, "password": {"x"}}, nil); got.status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a 900 KB sign-in form: %d", got.status)
+	}
+}
+
+func TestAuditPageSaysHowBigTheLogIs(t *testing.T) {
+	e := newEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	p := e.get(e.client, "/audit")
+	if got := p.testid("audit-size").Text(); !strings.Contains(got, "audit log: 1 (") || p.testid("audit-size-warning").Length() != 0 {
+		t.Fatalf("audit size line %q (warning shown: %v)", got, p.testid("audit-size-warning").Length() > 0)
+	}
+}

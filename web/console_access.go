@@ -65,11 +65,18 @@ func (h *accessPages) changePassword(c echo.Context) error {
 	err := h.s.svc.ChangeOwnPassword(c.Request().Context(), CurrentUser(c), in.Current, in.New)
 	if err != nil {
 		e := service.AsError(err)
-		if e.Code != service.CodeInvalidUser {
+		problems := e.Problems
+		switch e.Code {
+		case service.CodeInvalidUser:
+		case service.CodeTooManyAttempts:
+			// Throttled like a sign-in: said by the current password.
+			c.Response().Header().Set("Retry-After", retryAfterSeconds(e))
+			problems = service.Problems{{Field: "current_password", Message: e.Message}}
+		default:
 			return err
 		}
-		return Render(c, http.StatusUnprocessableEntity, views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c),
-			views.AccountForm{Errors: fieldErrors(e.Problems)}))
+		return Render(c, e.Code.HTTPStatus(), views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c),
+			views.AccountForm{Errors: fieldErrors(problems)}))
 	}
 	// Every session ended, this one too: sign in again with the new one.
 	if err := h.s.endSession(c, h.s.session(c)); err != nil {
@@ -224,7 +231,12 @@ func (h *accessPages) auditPage(c echo.Context) error {
 			q.Set(k, v)
 		}
 	}
-	v := views.AuditView{Filter: views.AuditFilter{Actor: f.Actor, Action: f.Action, Outcome: f.Outcome}, Entries: auditViews(es), Export: "/audit/export?" + q.Encode()}
+	size, err := h.s.svc.AuditSize(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	v := views.AuditView{Filter: views.AuditFilter{Actor: f.Actor, Action: f.Action, Outcome: f.Outcome}, Entries: auditViews(es), Export: "/audit/export?" + q.Encode(),
+		Size: views.AuditSize{Entries: size.Entries, MiB: strconv.FormatFloat(float64(size.Bytes)/(1<<20), 'f', 1, 64), Large: size.Large}}
 	if len(es) == f.Limit {
 		q.Set("before", strconv.FormatInt(es[len(es)-1].ID, 10))
 		v.Older = "/audit?" + q.Encode()

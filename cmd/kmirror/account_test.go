@@ -66,3 +66,45 @@ func TestAdminSetPasswordReadsStdin(t *testing.T) {
 		t.Fatalf("audit: %+v", log)
 	}
 }
+
+// kmirror audit prune removes only entries older than its date, refuses a
+// recent date, and the prune is itself in the audit log.
+func TestAuditPruneOnTheServer(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Date(2025, 6, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 4 {
+		if err := db.AppendAudit(ctx, store.AuditEntry{At: old.AddDate(0, i, 0), Actor: "a", Role: "admin", Action: "task.create", Object: "t", Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+	var out, errOut bytes.Buffer
+	if err := run(ctx, []string{"audit", "prune", "--before", time.Now().Format(time.DateOnly), "--data-dir", dir}, func(string) string { return "" }, &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), "at least a day ago") {
+		t.Fatalf("a prune of today: %v", err)
+	}
+	if err := run(ctx, []string{"audit", "prune", "--before", "June 2025", "--data-dir", dir}, func(string) string { return "" }, &out, &errOut); err == nil ||
+		!strings.Contains(err.Error(), "2026-01-31") {
+		t.Fatalf("an unreadable date: %v", err)
+	}
+	if err := run(ctx, []string{"audit", "prune", "--before", "2025-08-01", "--data-dir", dir}, func(string) string { return "" }, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "removed 2 audit entries") {
+		t.Fatalf("output: %q", out.String())
+	}
+	db, err = store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	es, _ := db.ListAudit(ctx, store.AuditFilter{})
+	if len(es) != 3 || es[0].Action != "audit.prune" || es[0].Outcome != "ok: 2 entries removed" || es[0].Actor != "system" {
+		t.Fatalf("audit after the prune: %+v", es)
+	}
+}

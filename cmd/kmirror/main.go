@@ -10,6 +10,7 @@
 //	kmirror backup FILE | restore FILE   (the database of --data-dir)
 //	kmirror user list|add|remove, kmirror token list|create|revoke   (over the JSON API)
 //	kmirror admin set-password NAME   (on the server, password from stdin)
+//	kmirror audit prune --before DATE (on the server)
 //
 // This file only dispatches; each subcommand lives in its own file.
 package main
@@ -47,6 +48,8 @@ Usage:
   kmirror token ...          list, create, revoke API tokens (JSON API; admin token)
   kmirror admin set-password NAME
                              reset a console user's password (from standard input) on the server
+  kmirror audit prune --before DATE
+                             remove audit entries older than DATE on the server (recorded)
 
 Run 'kmirror <command> -h' for a command's flags.
 `
@@ -100,6 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return healthcheckCommand(ctx, rest, getenv, stdout, stderr)
 	case "admin":
 		return accountAdminCommand(ctx, rest, stdout, stderr)
+	case "audit":
+		return auditCommand(ctx, rest, stdout, stderr)
 	case "user":
 		return userCommand(ctx, rest, getenv, stdout, stderr)
 	case "token":

@@ -8,7 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/store"
@@ -98,15 +101,98 @@ func (s *Service) appendAudit(ctx context.Context, action, object, outcome strin
 	if s.auditLog == nil {
 		return
 	}
-	a, ok := ActorFrom(ctx)
-	if !ok {
-		a = Actor{Name: "system", Role: RoleAdmin}
-	}
-	e := store.AuditEntry{At: time.Now().UTC(), Actor: a.Name, Role: a.Role, Address: a.Address, Action: action, Object: object, Outcome: outcome}
+	e := auditEntry(ctx, action, object, outcome)
 	// A cancelled request still leaves its line.
 	if err := s.auditLog.AppendAudit(context.WithoutCancel(ctx), e); err != nil {
 		s.log.Error("could not write the audit log", "action", action, "object", object, "err", err)
 	}
+}
+
+// auditEntry is the entry for action on object by ctx's actor, every
+// field bounded (auditText): an entry never grows with what a caller sent.
+func auditEntry(ctx context.Context, action, object, outcome string) store.AuditEntry {
+	a, ok := ActorFrom(ctx)
+	if !ok {
+		a = Actor{Name: "system", Role: RoleAdmin}
+	}
+	return store.AuditEntry{At: time.Now().UTC(), Actor: auditText(a.Name), Role: auditText(a.Role), Address: auditText(a.Address),
+		Action: auditText(action), Object: auditText(object), Outcome: auditText(outcome)}
+}
+
+// maxAuditText bounds each field of an audit entry. Names kmirror accepts
+// are at most 64 characters; an object such as "orders group g1" or a
+// failure code fits easily.
+const maxAuditText = 160
+
+// auditText is s as an audit entry keeps it: unchanged when it is short
+// and printable; else its first 48 printable characters with the length
+// and a fingerprint of the whole (the same text gives the same one), so an
+// entry stays small whatever a caller sent, and still tells texts apart.
+func auditText(s string) string {
+	clean := len(s) <= maxAuditText && utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0
+	if clean {
+		return s
+	}
+	var head strings.Builder
+	for _, r := range s {
+		if head.Len() >= 48 {
+			break
+		}
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			r = '?'
+		}
+		head.WriteRune(r)
+	}
+	return fmt.Sprintf("%s... (%d bytes, sha256 %s)", head.String(), len(s), Fingerprint(s))
+}
+
+// Audit log sizes past which the audit page suggests a prune.
+const (
+	AuditWarnEntries = 200_000
+	AuditWarnBytes   = 64 << 20
+)
+
+// AuditSize is how big the audit log is, and whether that is past the
+// size at which a prune is worth it.
+type AuditSize struct {
+	Entries int64 `json:"entries"`
+	Bytes   int64 `json:"bytes"`
+	Large   bool  `json:"large"`
+}
+
+// AuditSize measures the audit log (admin only).
+func (s *Service) AuditSize(ctx context.Context) (AuditSize, error) {
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		return AuditSize{}, err
+	}
+	if s.auditLog == nil {
+		return AuditSize{}, nil
+	}
+	n, b, err := s.auditLog.AuditSize(ctx)
+	if err != nil {
+		return AuditSize{}, err
+	}
+	return AuditSize{Entries: n, Bytes: b, Large: n >= AuditWarnEntries || b >= AuditWarnBytes}, nil
+}
+
+// PruneAudit removes the audit entries made before before (admin only; on
+// the server, `kmirror audit prune`), and records that it did, with the
+// count, in the same transaction. A date less than a day old is refused:
+// a prune is for old entries, never for hiding what just happened.
+func (s *Service) PruneAudit(ctx context.Context, before time.Time) (int64, error) {
+	if err := s.allow(ctx, RoleAdmin); err != nil {
+		s.appendAudit(ctx, "audit.prune", "before "+before.UTC().Format(time.RFC3339), "denied")
+		return 0, err
+	}
+	if s.auditLog == nil {
+		return 0, errors.New("service: pruning the audit log needs Deps.Audit")
+	}
+	if before.After(s.now().Add(-24 * time.Hour)) {
+		var p Problems
+		p.Add("before", "give a date at least a day ago: a prune removes old entries only")
+		return 0, &Error{Code: CodeInvalidRequest, Message: "the audit log was not pruned", Problems: p}
+	}
+	return s.auditLog.PruneAudit(ctx, before, auditEntry(ctx, "audit.prune", "before "+before.UTC().Format(time.RFC3339), ""))
 }
 
 // AuditFilter selects audit entries; see store.AuditFilter.

@@ -16,3 +16,6 @@ func ObserveOverlapSearches(seen func(spent int)) (restore func()) {
 	}
 	return func() { findTopic = find }
 }
+
+// AuditText is auditText, for its table test.
+var AuditText = auditText

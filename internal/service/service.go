@@ -107,6 +107,8 @@ type Service struct {
 	log       *slog.Logger
 	taskLocks taskLocks
 	now       func() time.Time
+	// throttledSeen keeps throttled sign-ins to one audit entry a minute.
+	throttledSeen onceAMinute
 }
 
 // New returns a Service. Clusters, Users and Secrets are required.

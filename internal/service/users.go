@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/account"
@@ -65,31 +66,34 @@ var errWrongCredentials = &Error{Code: CodeBadCredentials, Message: "wrong user 
 // answer is too_many_attempts with a short RetryAfter.
 func (s *Service) SignIn(ctx context.Context, name, password, client string) (Principal, error) {
 	addrKey := "addr|" + AddressKey(client)
+	// Who tried, for the audit log: the name only once it is an account's.
+	anon := WithActor(ctx, Actor{Name: "unknown user " + Fingerprint(name), Address: client})
 	if wait := s.addrThr.Wait(addrKey); wait > 0 {
+		s.auditThrottled(anon, addrKey, "the address")
 		return Principal{}, throttled(wait)
 	}
 	if len(name) > MaxUserNameLength || name == "" {
 		s.addrThr.FailDistinct(addrKey, name)
+		s.appendAudit(anon, "signin", "", "failed: "+string(CodeBadCredentials)+fmt.Sprintf(" (a name of %d bytes)", len(name)))
 		return Principal{}, errWrongCredentials
 	}
 	key := "user|" + name
 	if wait := s.throttle.Wait(key); wait > 0 {
+		s.auditThrottled(anon, key, "the account")
 		return Principal{}, throttled(wait)
 	}
-	select {
-	case s.hashing <- struct{}{}:
-		defer func() { <-s.hashing }()
-	default:
-		return Principal{}, &Error{Code: CodeTooManyAttempts, RetryAfter: time.Second,
-			Message: "too many sign-ins at once: try again in a second"}
+	release, err := s.hashSlot()
+	if err != nil {
+		return Principal{}, err
 	}
+	defer release()
 	u, err := s.users.User(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		account.VerifyNobody(password)
 		s.throttle.Fail(key)
 		s.addrThr.FailDistinct(addrKey, name)
 		// Not the name as typed: it is the caller's text, maybe a password.
-		s.appendAudit(WithActor(ctx, Actor{Name: "unknown user " + Fingerprint(name), Address: client}), "signin", "", "failed: "+string(CodeBadCredentials))
+		s.appendAudit(anon, "signin", "", "failed: "+string(CodeBadCredentials))
 		return Principal{}, errWrongCredentials
 	}
 	if err != nil {
@@ -110,6 +114,50 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 	}
 	s.appendAudit(actx, "signin", u.Name, "ok")
 	return Principal{Name: u.Name, Role: roleOf(u), AccountID: u.AccountID, SessionID: id}, nil
+}
+
+// hashSlot takes one of the MaxConcurrentSignIns slots for a password
+// check (bcrypt is costly on purpose) or answers too_many_attempts with a
+// short RetryAfter when none is free; release gives it back.
+func (s *Service) hashSlot() (release func(), err error) {
+	select {
+	case s.hashing <- struct{}{}:
+		return func() { <-s.hashing }, nil
+	default:
+		return nil, &Error{Code: CodeTooManyAttempts, RetryAfter: time.Second,
+			Message: "too many sign-ins at once: try again in a second"}
+	}
+}
+
+// auditThrottled records a sign-in refused by a throttle, once a minute
+// per throttled key at most: a guesser hammering a throttled account adds
+// one entry a minute, not one a request.
+func (s *Service) auditThrottled(ctx context.Context, key, what string) {
+	if !s.throttledSeen.first(key, s.now()) {
+		return
+	}
+	s.appendAudit(ctx, "signin", "", "throttled: "+what+" waits (further refusals this minute are not recorded)")
+}
+
+// onceAMinute says whether a key was not seen in the last minute; it
+// forgets everything past maxKeys, so it never grows without bound.
+type onceAMinute struct {
+	mu   sync.Mutex
+	seen map[string]time.Time
+}
+
+func (o *onceAMinute) first(key string, now time.Time) bool {
+	const maxKeys = 10_000
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.seen == nil || len(o.seen) >= maxKeys {
+		o.seen = map[string]time.Time{}
+	}
+	if last, ok := o.seen[key]; ok && now.Sub(last) < time.Minute {
+		return false
+	}
+	o.seen[key] = now
+	return true
 }
 
 // Fingerprint identifies a refused user name in logs without writing it:
@@ -191,12 +239,24 @@ func (s *Service) RevokeSessions(ctx context.Context, name string) (err error) {
 }
 
 // ChangeOwnPassword replaces name's password after checking the current
-// one; every session of the account ends, the caller's too.
+// one; every session of the account ends, the caller's too. A wrong
+// current password counts against the account like a wrong sign-in (the
+// same throttle: a stolen session cannot guess the password faster this
+// way), and the check takes one of the sign-in's hashing slots.
 func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next string) (err error) {
 	defer s.audit(ctx, "user.change_password", name, &err)
 	if a, ok := ActorFrom(ctx); ok && a.Name != name {
 		return &Error{Code: CodeForbidden, Message: "you can change only your own password this way"}
 	}
+	key := "user|" + name
+	if wait := s.throttle.Wait(key); wait > 0 {
+		return throttled(wait)
+	}
+	release, err := s.hashSlot()
+	if err != nil {
+		return err
+	}
+	defer release()
 	u, err := s.users.User(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("no user named %q", name)
@@ -205,10 +265,12 @@ func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next str
 		return err
 	}
 	if !account.Verify(u.PasswordHash, current) {
+		s.throttle.Fail(key)
 		var p Problems
 		p.Add("current_password", "this is not your current password")
 		return &Error{Code: CodeInvalidUser, Message: "the password was not changed", Problems: p}
 	}
+	s.throttle.Succeed(key)
 	return s.setPassword(ctx, name, next)
 }
 

@@ -249,3 +249,126 @@ func TestSessionUserSeesRevocation(t *testing.T) {
 		t.Fatalf("after a password change: %v, want unauthorized", err)
 	}
 }
+
+func TestAuditTextIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		same       bool
+		maxLen     int
+		mustHold   string
+		mustNotSee string
+	}{
+		{in: "orders-dr", same: true},
+		{in: "olga as admin", same: true},
+		{in: strings.Repeat("a", 160), same: true},
+		{in: strings.Repeat("a", 161), maxLen: 160, mustHold: "(161 bytes, sha256 "},
+		{in: strings.Repeat("z", 900<<10), maxLen: 160, mustHold: "(921600 bytes"},
+		{in: "line\nbreak", maxLen: 160, mustHold: "line?break", mustNotSee: "\n"},
+		{in: "bad \xff utf8", maxLen: 160, mustNotSee: "\xff"},
+	} {
+		got := service.AuditText(tc.in)
+		if tc.same != (got == tc.in) {
+			t.Errorf("%.40q: got %.80q, same=%v", tc.in, got, tc.same)
+		}
+		if tc.maxLen > 0 && len(got) > tc.maxLen {
+			t.Errorf("%.40q: %d bytes kept", tc.in, len(got))
+		}
+		if !strings.Contains(got, tc.mustHold) || tc.mustNotSee != "" && strings.Contains(got, tc.mustNotSee) {
+			t.Errorf("%.40q: got %q", tc.in, got)
+		}
+	}
+}
+
+// Throttled and over-long sign-ins are audited as such, bounded: one
+// entry a minute per throttled account however often it is tried, and a
+// name never longer than the audit's bound.
+func TestRefusedSignInsAreAuditedBounded(t *testing.T) {
+	ctx := context.Background()
+	_, db, box := servicetest.OpenStore(t, "")
+	if _, err := account.EnsureAdmin(ctx, db, "admin-password"); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1_000_000, 0)
+	perAccount := account.NewThrottle()
+	perAccount.Now = func() time.Time { return clock }
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, Audit: db, Throttle: perAccount, Now: func() time.Time { return clock }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.SignIn(ctx, strings.Repeat("n", 5000), "x", "192.0.2.1"); !service.IsCode(err, service.CodeBadCredentials) {
+		t.Fatalf("over-long name: %v", err)
+	}
+	throttledAt := 0
+	for i := range 40 {
+		_, err := svc.SignIn(ctx, "admin", "wrong", "192.0.2.1")
+		if service.IsCode(err, service.CodeTooManyAttempts) && throttledAt == 0 {
+			throttledAt = i
+		}
+	}
+	if throttledAt == 0 {
+		t.Fatal("never throttled")
+	}
+	es, err := db.ListAudit(ctx, store.AuditFilter{Action: "signin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var long, throttled, failed int
+	for _, e := range es {
+		if len(e.Actor)+len(e.Object)+len(e.Outcome) > 3*160 {
+			t.Errorf("an unbounded entry: %+v", e)
+		}
+		switch {
+		case strings.Contains(e.Outcome, "a name of 5000 bytes"):
+			long++
+		case strings.HasPrefix(e.Outcome, "throttled: "):
+			throttled++
+		case strings.HasPrefix(e.Outcome, "failed: "):
+			failed++
+		}
+	}
+	if long != 1 || throttled != 1 || failed != throttledAt {
+		t.Fatalf("over-long %d, throttled %d, failed %d (throttled from attempt %d); want 1, 1, %d", long, throttled, failed, throttledAt, throttledAt)
+	}
+	// A minute on, a throttled attempt is recorded again.
+	clock = clock.Add(61 * time.Second)
+	for i := 0; ; i++ {
+		if _, err := svc.SignIn(ctx, "admin", "wrong", "192.0.2.1"); service.IsCode(err, service.CodeTooManyAttempts) {
+			break
+		}
+		if i == 20 {
+			t.Fatal("not throttled again")
+		}
+	}
+	if es, _ := db.ListAudit(ctx, store.AuditFilter{Outcome: "throttled"}); len(es) != 2 {
+		t.Fatalf("throttled entries a minute later: %d, want 2", len(es))
+	}
+}
+
+// Wrong current passwords count against the account like wrong sign-ins:
+// a stolen session cannot guess the password through the password change.
+func TestPasswordChangeIsThrottledPerAccount(t *testing.T) {
+	ctx := context.Background()
+	svc, now := throttledService(t)
+	me := service.WithActor(ctx, service.Actor{Name: "bob", Role: service.RoleViewer})
+	throttled := false
+	for range 30 {
+		err := svc.ChangeOwnPassword(me, "bob", "guess", "a-new-password")
+		if service.IsCode(err, service.CodeTooManyAttempts) {
+			throttled = true
+			break
+		}
+		if !service.IsCode(err, service.CodeInvalidUser) {
+			t.Fatalf("a wrong current password: %v", err)
+		}
+	}
+	if !throttled {
+		t.Fatal("30 wrong current passwords in a row were never throttled")
+	}
+	if _, err := svc.SignIn(ctx, "bob", "bob-password", "198.51.100.1"); !service.IsCode(err, service.CodeTooManyAttempts) {
+		t.Fatalf("sign-in of the account guessed at: %v", err)
+	}
+	*now = now.Add(10 * time.Minute)
+	if err := svc.ChangeOwnPassword(me, "bob", "bob-password", "a-new-password"); err != nil {
+		t.Fatalf("after the wait: %v", err)
+	}
+}
