@@ -56,7 +56,7 @@ type AuditView struct {
 	Export string
 	// Entries and MiB are the whole log's size; Large says it is past the
 	// size where a prune is worth it.
-	Size  AuditSize
+	Size AuditSize
 }
 
 // AuditSize is how big the whole audit log is.
