@@ -100,9 +100,13 @@ type ConnectorView struct {
 // one request.
 func (c *Client) Connectors(ctx context.Context) (map[string]ConnectorView, error) {
 	m := map[string]ConnectorView{}
-	_, err := c.do(ctx, http.MethodGet, "/connectors?expand=status&expand=info", nil, &m)
+	_, err := c.do(ctx, http.MethodGet, listingPath, nil, &m)
 	return m, err
 }
+
+// listingPath is Connectors' request, the one answer read up to
+// MaxListingBytes.
+const listingPath = "/connectors?expand=status&expand=info"
 
 // Connector is one connector's configuration and tasks.
 func (c *Client) Connector(ctx context.Context, name string) (ConnectorInfo, error) {

@@ -163,6 +163,18 @@ func New(cfg Config) (*Client, error) {
 // refuseRedirect makes the client hand back a 3xx answer as it is
 // (once reports it as an *Error): following it could send a write's body
 // elsewhere or turn it into a GET that succeeds.
+// MaxAnswerBytes caps what one answer of a worker may take in memory: a
+// connector, its status or offsets, the plugins, a check's answers. A
+// check of a URL that is no worker holds no more than this.
+const MaxAnswerBytes = 4 << 20
+
+// MaxListingBytes caps the one large answer kmirror reads, the cluster's
+// connector listing with status and configs (Connectors), read by one
+// poll per Connect cluster. 200 bidirectional tasks with client
+// certificates and keys inline on both sides take 16.7 MiB
+// (TestLargestListingFitsTheAnswerCap in connectplan measures it).
+const MaxListingBytes = 32 << 20
+
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close lets go of the client's idle connections: each client has its own
@@ -322,9 +334,17 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 		return 0, fmt.Errorf("connect: %s %s: %w: the worker may have acted on it; check with Status before repeating it", method, base+path, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 32<<20))
+	limit := MaxAnswerBytes
+	if path == listingPath {
+		limit = MaxListingBytes
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))
 	if err != nil {
 		return resp.StatusCode, fmt.Errorf("connect: read the answer to %s %s: %w", method, base+path, err)
+	}
+	if len(raw) > limit {
+		return resp.StatusCode, fmt.Errorf("connect: the answer to %s %s is larger than %d MiB, more than kmirror reads from a worker: check that the URL is a Kafka Connect worker",
+			method, base+path, limit>>20)
 	}
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		// Never followed (refuseRedirect): nothing went to the Location,

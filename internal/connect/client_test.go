@@ -531,3 +531,33 @@ func TestConfigHidesSecrets(t *testing.T) {
 		}
 	}
 }
+
+// A URL that is no worker cannot make kmirror hold more than the cap: an
+// answer past MaxAnswerBytes is an error naming the limit, and only the
+// connector listing may be larger, up to MaxListingBytes.
+func TestAnswersAreCapped(t *testing.T) {
+	big := func(n int) string { return `{"name":"` + strings.Repeat("x", n) + `","config":{},"tasks":[]}` }
+	var answer atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, answer.Load().(string))
+	}))
+	defer srv.Close()
+	c := newClient(t, Config{URLs: []string{srv.URL}})
+	ctx := context.Background()
+	answer.Store(big(MaxAnswerBytes - 100))
+	if _, err := c.Connector(ctx, "m"); err != nil {
+		t.Fatalf("an answer under the cap: %v", err)
+	}
+	answer.Store(big(MaxAnswerBytes))
+	if _, err := c.Connector(ctx, "m"); err == nil || !strings.Contains(err.Error(), "larger than 4 MiB") {
+		t.Fatalf("an answer past the cap: %v", err)
+	}
+	answer.Store(`{"m":{"info":` + big(MaxAnswerBytes*2) + `,"status":{"name":"m","connector":{"state":"RUNNING"},"tasks":[]}}}`)
+	if l, err := c.Connectors(ctx); err != nil || len(l) != 1 {
+		t.Fatalf("a listing past the answer cap but under the listing's: %d, %v", len(l), err)
+	}
+	answer.Store(`{"m":{"info":` + big(MaxListingBytes) + `}}`)
+	if _, err := c.Connectors(ctx); err == nil || !strings.Contains(err.Error(), "larger than 32 MiB") {
+		t.Fatalf("a listing past its cap: %v", err)
+	}
+}

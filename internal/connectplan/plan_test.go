@@ -3,8 +3,10 @@ package connectplan
 import (
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -307,5 +309,62 @@ func TestBuildMapsClientCertificatesAndOAuth(t *testing.T) {
 	}
 	if got := src["target.cluster.sasl.jaas.config"]; !strings.Contains(got, `clientSecret="${vault:B.oauth_client_secret}"`) {
 		t.Errorf("secret with a provider: %q", got)
+	}
+}
+
+// The largest answer kmirror reads from Connect is the connector listing
+// with status and configs. 200 tasks, each bidirectional with client
+// certificates (RSA chains and keys inline) on both sides, must fit the
+// client's answer cap with room to spare.
+func TestLargestListingFitsTheAnswerCap(t *testing.T) {
+	ca, err := kafkatest.NewCA("test CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(kafkatest.CertSpec{CommonName: "replicator.example.com", RSA: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := baseTask()
+	tk.Rules.Direction = task.DirectionBidirectional
+	tk.Rules.Topics = []string{"orders", "payments", "shipments", "returns", "invoices"}
+	tk.Peer = task.Peer{Alias: "B", ConfigType: task.PeerByAddress, Address: []string{"w1:9093", "w2:9093", "w3:9093"}, SecurityProtocol: cluster.SSL,
+		ClientCertPEM: cert.ChainPEM, ClientKeyPEM: cert.KeyPEM, CAPEM: ca.PEM}
+	current := east
+	current.SecurityProtocol, current.CAPEM, current.ClientCertPEM, current.ClientKeyPEM = cluster.SSL, ca.PEM, cert.ChainPEM, cert.KeyPEM
+	on := onWest
+	on.OverridesAllowed = true
+	cs, err := Build(tk, current, tk.Peer.Settings(), on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One entry of GET /connectors?expand=status&expand=info per connector.
+	type taskState struct {
+		ID       int    `json:"id"`
+		State    string `json:"state"`
+		WorkerID string `json:"worker_id"`
+	}
+	listing := map[string]any{}
+	const tasks = 200
+	for i := range tasks {
+		for _, c := range cs {
+			name := fmt.Sprintf("%s-%03d", c.Name, i)
+			var states []taskState
+			for id := range tk.Rules.Tasks {
+				states = append(states, taskState{ID: id, State: "RUNNING", WorkerID: "connect-worker-0.connect.kafka.svc.cluster.local:8083"})
+			}
+			listing[name] = map[string]any{
+				"info":   map[string]any{"name": name, "config": c.Config, "tasks": states, "type": "source"},
+				"status": map[string]any{"name": name, "connector": taskState{State: "RUNNING", WorkerID: "connect-worker-1:8083"}, "tasks": states, "type": "source"},
+			}
+		}
+	}
+	raw, err := json.Marshal(listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("listing of %d tasks (%d connectors): %.1f MiB, cap %d MiB", tasks, tasks*len(cs), float64(len(raw))/(1<<20), connect.MaxListingBytes>>20)
+	if len(raw) > connect.MaxListingBytes*3/4 {
+		t.Fatalf("the listing of %d tasks takes %d bytes, too close to the cap of %d", tasks, len(raw), connect.MaxListingBytes)
 	}
 }
