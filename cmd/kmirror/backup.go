@@ -10,8 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kmirror/kmirror/internal/secrets"
+	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/store"
 )
 
@@ -60,7 +62,7 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	if err != nil {
 		return err
 	}
-	version, err := store.Restore(ctx, file, dataDir)
+	version, changes, err := store.Restore(ctx, file, dataDir)
 	if err != nil {
 		return err
 	}
@@ -70,6 +72,10 @@ func restoreCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	fmt.Fprintf(stdout, "kmirror: restored %s (schema version %d) into %s; the previous database is %s\n",
 		file, version, dataDir, filepath.Join(dataDir, store.FileName+".bak"))
+	printChanges(stdout, changes)
+	if err := recordRestore(ctx, dataDir, file, changes, stdout); err != nil {
+		return fmt.Errorf("restored, but %w", err)
+	}
 	sealed, opened, err := checkKey(ctx, dataDir)
 	keyPath := filepath.Join(dataDir, secrets.KeyFile)
 	switch {
@@ -131,4 +137,62 @@ func checkKey(ctx context.Context, dataDir string) (sealed, opened int, err erro
 		}
 	}
 	return sealed, opened, rows.Err()
+}
+
+// printChanges says what the restore brought back (a deleted user, a
+// revoked token, a deleted task returns with the backup) and removed.
+func printChanges(w io.Writer, c store.Changes) {
+	if len(c.BroughtBack)+len(c.Removed) == 0 {
+		fmt.Fprintln(w, "  the backup holds the same users, tokens, tasks and clusters as the replaced database")
+		return
+	}
+	for _, what := range []struct {
+		verb string
+		m    map[string][]string
+	}{{"brings back", c.BroughtBack}, {"removes", c.Removed}} {
+		for _, kind := range []string{"users", "tokens", "tasks", "clusters"} {
+			if names := what.m[kind]; len(names) > 0 {
+				fmt.Fprintf(w, "  %s %d %s: %s\n", what.verb, len(names), kind, strings.Join(names, ", "))
+			}
+		}
+	}
+	if len(c.BroughtBack["users"])+len(c.BroughtBack["tokens"]) > 0 {
+		fmt.Fprintln(w, "  WARNING: users and tokens brought back can sign in and call the API again: remove those that should stay gone (kmirror user remove, kmirror token revoke)")
+	}
+}
+
+// recordRestore brings the restored database to this binary's schema,
+// signs every console session out (a backup's sessions may have ended
+// since), and records the restore in its audit log.
+func recordRestore(ctx context.Context, dataDir, file string, c store.Changes, stdout io.Writer) error {
+	db, err := store.Open(ctx, dataDir)
+	if err != nil {
+		return fmt.Errorf("the restored database could not be opened: %w", err)
+	}
+	defer db.Close()
+	n, err := db.EndAllSessions(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Fprintf(stdout, "  signed out the %d console session(s) the backup held: everyone signs in again\n", n)
+	}
+	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: noSealer{}, Audit: db})
+	if err != nil {
+		return err
+	}
+	svc.RecordRestore(ctx, file, c)
+	return nil
+}
+
+// noSealer stands in for the key when a command only records: the data
+// directory's key may not be there yet right after a restore.
+type noSealer struct{}
+
+func (noSealer) Seal([]byte, string) ([]byte, error) {
+	return nil, errors.New("no secrets are sealed by this command")
+}
+
+func (noSealer) Open([]byte, string) ([]byte, error) {
+	return nil, errors.New("no secrets are opened by this command")
 }

@@ -282,3 +282,64 @@ func TestServeProcessStopsOnSIGTERMAndFreesTheDataDir(t *testing.T) {
 		t.Fatalf("restore after serve stopped: %v\n%s", err, out)
 	}
 }
+
+// A restore says what it brings back — a deleted user, a revoked token —
+// and what it removes, records itself in the audit log, and brings back
+// no console session.
+func TestRestoreSaysWhatItBringsBack(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	db, err := store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateUser(ctx, store.User{Name: "olga", PasswordHash: "h", Role: "operator"}); err != nil {
+		t.Fatal(err)
+	}
+	olga, _ := db.User(ctx, "olga")
+	if err := db.CreateToken(ctx, store.Token{Name: "ci", Role: "operator", TokenSHA256: "t1", CreatedBy: "olga", OwnerAccountID: olga.AccountID}); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := db.CreateSession(ctx, "s1", olga.AccountID, now, now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	file := filepath.Join(t.TempDir(), "b.db")
+	if out, err := runCmd("backup", "--data-dir", dir, file); err != nil {
+		t.Fatalf("backup: %v\n%s", err, out)
+	}
+	db, err = store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.DeleteUser(ctx, "olga"); err != nil { // its token goes with it
+		t.Fatal(err)
+	}
+	if err := db.CreateUser(ctx, store.User{Name: "pat", PasswordHash: "h", Role: "viewer"}); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	out, err := runCmd("restore", "--data-dir", dir, file)
+	if err != nil {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	for _, want := range []string{"brings back 1 users: olga", "brings back 1 tokens: ci", "removes 1 users: pat", "WARNING: users and tokens brought back", "signed out the 1 console session(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("restore output lacks %q:\n%s", want, out)
+		}
+	}
+	db, err = store.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	es, _ := db.ListAudit(ctx, store.AuditFilter{Action: "restore"})
+	if len(es) != 1 || es[0].Object != "b.db" || es[0].Outcome != "ok: brought back 1 users, brought back 1 tokens, removed 1 users" || es[0].Actor != "system" {
+		t.Fatalf("audit of the restore: %+v", es)
+	}
+	if _, err := db.SessionUser(ctx, "s1"); err == nil {
+		t.Fatal("a session of the backup works after the restore")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -193,6 +194,28 @@ func (s *Service) PruneAudit(ctx context.Context, before time.Time) (int64, erro
 		return 0, &Error{Code: CodeInvalidRequest, Message: "the audit log was not pruned", Problems: p}
 	}
 	return s.auditLog.PruneAudit(ctx, before, auditEntry(ctx, "audit.prune", "before "+before.UTC().Format(time.RFC3339), ""))
+}
+
+// RecordRestore writes the audit entry of a restore from file (kmirror
+// restore, on the server, as kmirror itself): what it brought back and
+// what it removed, by kind, bounded like every entry.
+func (s *Service) RecordRestore(ctx context.Context, file string, c store.Changes) {
+	var parts []string
+	for _, what := range []struct {
+		verb string
+		m    map[string][]string
+	}{{"brought back", c.BroughtBack}, {"removed", c.Removed}} {
+		for _, kind := range []string{"users", "tokens", "tasks", "clusters"} {
+			if names := what.m[kind]; len(names) > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d %s", what.verb, len(names), kind))
+			}
+		}
+	}
+	outcome := "ok"
+	if len(parts) > 0 {
+		outcome += ": " + strings.Join(parts, ", ")
+	}
+	s.appendAudit(ctx, "restore", filepath.Base(file), outcome)
 }
 
 // AuditFilter selects audit entries; see store.AuditFilter.

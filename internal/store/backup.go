@@ -55,13 +55,118 @@ func Backup(ctx context.Context, srcPath, dstPath string) error {
 // refuses while a server holds the data directory (LockDataDir) and when
 // file is not a sound kmirror database with a schema this binary knows.
 // The database it replaces is kept as kmirror.db.bak (with its WAL, if
-// any). Restore returns the backup's schema version; the next start
-// migrates it forward when it is older.
-func Restore(ctx context.Context, file, dir string) (int, error) {
+// any). Restore returns the backup's schema version and what it changed
+// (Changes); the next start migrates it forward when it is older.
+func Restore(ctx context.Context, file, dir string) (int, Changes, error) {
 	version, err := checkDatabase(ctx, file)
 	if err != nil {
-		return 0, fmt.Errorf("restore: %s: %w", file, err)
+		return 0, Changes{}, fmt.Errorf("restore: %s: %w", file, err)
 	}
+	after, err := namesIn(ctx, file)
+	if err != nil {
+		return 0, Changes{}, fmt.Errorf("restore: %s: %w", file, err)
+	}
+	version, err = restore(ctx, file, dir, version)
+	if err != nil {
+		return 0, Changes{}, err
+	}
+	ddir, err := DataDir(dir)
+	if err != nil {
+		return version, Changes{}, err
+	}
+	before, err := namesIn(ctx, filepath.Join(ddir, FileName+".bak"))
+	if errors.Is(err, fs.ErrNotExist) {
+		before, err = map[string][]string{}, nil // nothing was replaced
+	}
+	if err != nil {
+		return version, Changes{}, fmt.Errorf("restored, but the replaced database could not be read to compare: %w", err)
+	}
+	return version, diffNames(before, after), nil
+}
+
+// Changes is what a restore brought back and took away, by kind
+// ("users", "tokens", "tasks", "clusters"): names in the backup the
+// replaced database did not have (a deleted user, a revoked token comes
+// back), and names the replaced database had that the backup does not.
+type Changes struct {
+	BroughtBack map[string][]string
+	Removed     map[string][]string
+}
+
+// restoreKinds are the rows a restore reports, by their table.
+var restoreKinds = []struct{ kind, table string }{
+	{"users", "users"}, {"tokens", "api_tokens"}, {"tasks", "tasks"}, {"clusters", "clusters"},
+}
+
+// namesIn reads the names of each kind in the database at path; a kind
+// whose table the database's schema does not have yet has none.
+func namesIn(ctx context.Context, path string) (map[string][]string, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_query_only=1&_busy_timeout=5000")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	out := map[string][]string{}
+	for _, k := range restoreKinds {
+		var n int
+		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, k.table).Scan(&n); err != nil {
+			return nil, fmt.Errorf("read the schema: %w", err)
+		}
+		if n == 0 {
+			continue
+		}
+		rows, err := db.QueryContext(ctx, `SELECT name FROM `+k.table+` ORDER BY name`)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", k.kind, err)
+		}
+		for rows.Next() {
+			var name string
+			if err := rows.Scan(&name); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("read %s: %w", k.kind, err)
+			}
+			out[k.kind] = append(out[k.kind], name)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("read %s: %w", k.kind, err)
+		}
+	}
+	return out, nil
+}
+
+func diffNames(before, after map[string][]string) Changes {
+	c := Changes{BroughtBack: map[string][]string{}, Removed: map[string][]string{}}
+	for _, k := range restoreKinds {
+		if d := missingFrom(after[k.kind], before[k.kind]); len(d) > 0 {
+			c.BroughtBack[k.kind] = d
+		}
+		if d := missingFrom(before[k.kind], after[k.kind]); len(d) > 0 {
+			c.Removed[k.kind] = d
+		}
+	}
+	return c
+}
+
+// missingFrom is the names of a that b does not hold, in a's order.
+func missingFrom(a, b []string) []string {
+	in := make(map[string]bool, len(b))
+	for _, n := range b {
+		in[n] = true
+	}
+	var out []string
+	for _, n := range a {
+		if !in[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func restore(ctx context.Context, file, dir string, version int) (int, error) {
 	lock, err := LockDataDir(dir)
 	if err != nil {
 		return 0, fmt.Errorf("restore refused: %w", err)

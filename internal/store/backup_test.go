@@ -194,7 +194,7 @@ func TestRestoreRefusedWhileInUseAndWorksWhenNot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Restore(ctx, file, dir); !errors.Is(err, store.ErrInUse) {
+	if _, _, err := store.Restore(ctx, file, dir); !errors.Is(err, store.ErrInUse) {
 		t.Fatalf("restore while in use: err = %v, want ErrInUse", err)
 	}
 	if got := fmt.Sprint(taskNames(t, dir)); got != "[current]" {
@@ -204,12 +204,15 @@ func TestRestoreRefusedWhileInUseAndWorksWhenNot(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	v, err := store.Restore(ctx, file, dir)
+	v, changes, err := store.Restore(ctx, file, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v < 1 {
 		t.Fatalf("restored schema version %d", v)
+	}
+	if got := fmt.Sprint(changes.BroughtBack["tasks"], changes.Removed["tasks"]); got != "[from-backup] [current]" {
+		t.Fatalf("the restore says it brought back and removed tasks %s, want [from-backup] [current]", got)
 	}
 	if got := fmt.Sprint(taskNames(t, dir)); got != "[from-backup]" {
 		t.Fatalf("after restore the tasks are %s, want [from-backup]", got)
@@ -290,7 +293,7 @@ func TestRestoreRejectsWhatIsNotAKnownKmirrorDatabase(t *testing.T) {
 				t.Fatal(err)
 			}
 			db.Close()
-			_, err := store.Restore(ctx, tc.file(t), dir)
+			_, _, err := store.Restore(ctx, tc.file(t), dir)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want one saying %q", err, tc.want)
 			}

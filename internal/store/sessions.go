@@ -67,3 +67,14 @@ func (d *DB) EndSession(ctx context.Context, idSHA256 string) error {
 	}
 	return nil
 }
+
+// EndAllSessions signs every console session out: a restored database
+// must not bring back sessions that had ended since the backup.
+func (d *DB) EndAllSessions(ctx context.Context) (int64, error) {
+	res, err := d.db.ExecContext(ctx, `DELETE FROM console_sessions`)
+	if err != nil {
+		return 0, fmt.Errorf("end every session: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
