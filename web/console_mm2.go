@@ -135,7 +135,7 @@ func (h *mm2Pages) importMM2(c echo.Context) error {
 		}
 		f := views.ImportMM2Form{Flow: in.Flow, Name: in.Name, Current: in.Current, Engine: in.Engine,
 			Errors: fieldErrors(e.Problems)}
-		f.Properties, f.SecretsRemoved = withoutSecretProperties(in.Properties)
+		f.Properties, f.SecretsRemoved = service.RedactedProperties(in.Properties)
 		if len(e.Problems) == 0 {
 			f.Message = e.Message
 		}
@@ -162,43 +162,3 @@ func mm2Candidates(cs []service.AdoptCandidate) []views.MM2Candidate {
 	})
 }
 
-// withoutSecretProperties is a pasted mm2.properties to show again, each
-// secret's value (passwords, JAAS lines, keys) taken out, continuation
-// lines included: a page never echoes a secret back. removed says one was.
-func withoutSecretProperties(text string) (string, bool) {
-	lines := strings.Split(text, "\n")
-	removed, blanking := false, false
-	for i, line := range lines {
-		if blanking { // a continuation line of a secret's value
-			blanking = strings.HasSuffix(strings.TrimRight(line, "\r"), `\`)
-			lines[i] = ""
-			continue
-		}
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == '!' {
-			continue
-		}
-		sep := strings.IndexAny(trimmed, "=:")
-		if sep < 0 {
-			continue
-		}
-		key := strings.ToLower(strings.TrimSpace(trimmed[:sep]))
-		if !secretProperty(key) || strings.TrimSpace(trimmed[sep+1:]) == "" {
-			continue
-		}
-		removed = true
-		blanking = strings.HasSuffix(strings.TrimRight(line, "\r"), `\`)
-		lines[i] = trimmed[:sep+1]
-	}
-	return strings.Join(lines, "\n"), removed
-}
-
-// secretProperty says whether a Kafka client property holds a secret.
-func secretProperty(key string) bool {
-	for _, s := range []string{"password", "jaas.config", "secret", "ssl.key", "credentials", "token"} {
-		if strings.Contains(key, s) {
-			return true
-		}
-	}
-	return false
-}

@@ -445,15 +445,9 @@ func settingVerdict(key, value string) string {
 		}
 		return "predicates decide which transforms apply; kmirror applies none: remove them first"
 	}
-	if secretKey.MatchString(key) {
-		// Its value may be a credential: a viewer reads this message.
-		return fmt.Sprintf("%s (value not shown) has no kmirror equivalent, so the adopted task would not honour it: remove it from the connector first, or keep running MM2", key)
-	}
-	return fmt.Sprintf("%s=%q has no kmirror equivalent, so the adopted task would not honour it: remove it from the connector first, or keep running MM2", key, value)
+	// A viewer reads this message: the value only for a known harmless key.
+	return fmt.Sprintf("%s has no kmirror equivalent, so the adopted task would not honour it: remove it from the connector first, or keep running MM2", ShowSetting(key, value))
 }
-
-// secretKey matches setting names whose values may be credentials.
-var secretKey = regexp.MustCompile(`(?i)(password|secret|jaas|token|credential|\.key$|keystore|truststore)`)
 
 // matchCluster is the registered cluster whose bootstrap servers are the
 // same set as list ("" when none), or a problem: none given, or several

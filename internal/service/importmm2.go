@@ -123,3 +123,10 @@ func (s *Service) ImportMM2Properties(ctx context.Context, req ImportRequest) (_
 		"partitions", partitions, "engine", info.Engine, "by", actorName(ctx))
 	return ImportResult{Task: info, Partitions: partitions, OffsetsTopic: flow.OffsetsTopic}, nil
 }
+
+// RedactedProperties is a pasted mm2.properties to show again after a
+// refusal, every value that may be a secret taken out
+// (connectplan.RedactedProperties); removed says one was.
+func RedactedProperties(text string) (redacted string, removed bool) {
+	return connectplan.RedactedProperties(text)
+}

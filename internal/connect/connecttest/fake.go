@@ -41,6 +41,9 @@ type Worker struct {
 	// BearerToken, when set, is required as "Authorization: Bearer
 	// <token>": any other request is answered 401.
 	BearerToken string
+	// Connectors are the connectors' configs GET /connectors lists
+	// (expanded with info and status, each RUNNING on one task).
+	Connectors map[string]map[string]string
 }
 
 // Start serves w on 127.0.0.1 until the test ends and returns its URL.
@@ -158,6 +161,16 @@ func (w Worker) serve(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == "/":
 		_ = json.NewEncoder(rw).Encode(connect.ServerInfo{Version: w.Version, Commit: "fake", KafkaClusterID: w.KafkaClusterID})
+	case r.Method == http.MethodGet && r.URL.Path == "/connectors":
+		out := map[string]connect.ConnectorView{}
+		for name, cfg := range w.Connectors {
+			running := connect.WorkerState{State: "RUNNING", WorkerID: "fake:8083"}
+			out[name] = connect.ConnectorView{
+				Info:   connect.ConnectorInfo{Name: name, Config: cfg, Tasks: []connect.TaskID{{Connector: name, Task: 0}}, Type: "source"},
+				Status: connect.ConnectorStatus{Name: name, Connector: running, Tasks: []connect.TaskState{{ID: 0, State: "RUNNING", WorkerID: "fake:8083"}}, Type: "source"},
+			}
+		}
+		_ = json.NewEncoder(rw).Encode(out)
 	case r.Method == http.MethodGet && r.URL.Path == "/connector-plugins":
 		ps := []connect.Plugin{}
 		for _, c := range w.Plugins {

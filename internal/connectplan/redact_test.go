@@ -1,4 +1,4 @@
-package web
+package connectplan
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 
 // A refused mm2.properties is shown again without its secrets, values
 // continued on the next lines included, and says so.
-func TestWithoutSecretProperties(t *testing.T) {
+func TestRedactedProperties(t *testing.T) {
 	for _, tc := range []struct {
 		name, in, want string
 		removed        bool
@@ -20,9 +20,10 @@ func TestWithoutSecretProperties(t *testing.T) {
 		{name: "colon separator", in: "A.ssl.truststore.password: s3cret", want: "A.ssl.truststore.password:", removed: true},
 		{name: "comment kept", in: "# password = s3cret is not a property", want: "# password = s3cret is not a property"},
 		{name: "empty value", in: "A.ssl.key.password =", want: "A.ssl.key.password ="},
+		{name: "unknown setting", in: "A.vendor.login.option = s3cret\nA->B.topics = orders", want: "A.vendor.login.option =\nA->B.topics = orders", removed: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, removed := withoutSecretProperties(tc.in)
+			got, removed := RedactedProperties(tc.in)
 			if got != tc.want || removed != tc.removed {
 				t.Fatalf("got %q (removed %v), want %q (%v)", got, removed, tc.want, tc.removed)
 			}
