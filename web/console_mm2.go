@@ -161,4 +161,3 @@ func mm2Candidates(cs []service.AdoptCandidate) []views.MM2Candidate {
 			Topics: topics, Problems: problemsView(c.Problems), Reverse: c.Reverse}
 	})
 }
-
