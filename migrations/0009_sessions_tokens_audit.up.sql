@@ -44,3 +44,17 @@ WHEN OLD.id >= (SELECT before_id FROM audit_prune WHERE one = 1)
 BEGIN
     SELECT RAISE(ABORT, 'the audit log is append-only (kmirror audit prune removes old entries)');
 END;
+
+-- The destination policy: which Kafka addresses operators may give as a
+-- task's peer (admins may always give any). mode 'any' is kmirror's
+-- behaviour before the policy existed; 'registered' allows registered
+-- instances only; 'networks' also addresses inside networks (CIDRs,
+-- comma-separated).
+CREATE TABLE destination_policy (
+    one        INTEGER PRIMARY KEY CHECK (one = 1),
+    mode       TEXT    NOT NULL CHECK (mode IN ('any', 'registered', 'networks')),
+    networks   TEXT    NOT NULL DEFAULT '',
+    changed_by TEXT    NOT NULL DEFAULT '',
+    changed_at INTEGER NOT NULL DEFAULT 0 -- unix seconds; 0: never changed
+);
+INSERT INTO destination_policy (one, mode) VALUES (1, 'any');

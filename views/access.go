@@ -72,3 +72,24 @@ func auditOutcomeLabel(ctx context.Context, o string) string {
 	}
 	return o
 }
+
+// DestinationPolicyForm is the destination policy's form state.
+type DestinationPolicyForm struct {
+	Mode string
+	// Networks are the CIDRs, one a line.
+	Networks  string
+	ChangedBy string
+	ChangedAt string
+	Errors    FieldErrors
+}
+
+// policyModeLabel is a destination policy mode's label.
+func policyModeLabel(ctx context.Context, mode string) string {
+	switch mode {
+	case "registered":
+		return i18n.T(ctx, "policy.mode.registered")
+	case "networks":
+		return i18n.T(ctx, "policy.mode.networks")
+	}
+	return i18n.T(ctx, "policy.mode.any")
+}

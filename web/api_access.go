@@ -38,6 +38,8 @@ func (h *accessAPI) routes(g *echo.Group) {
 	g.GET("/tokens", h.apiListTokens)
 	g.POST("/tokens", h.apiCreateToken)
 	g.DELETE("/tokens/:name", h.apiRevokeToken)
+	g.GET("/destination-policy", h.apiDestinationPolicy)
+	g.PUT("/destination-policy", h.apiSetDestinationPolicy)
 	g.GET("/audit", h.apiAudit)
 	g.GET("/audit/export", h.s.exportAudit)
 }
@@ -155,4 +157,24 @@ func (s *Server) exportAudit(c echo.Context) error {
 		}
 	}
 	return nil
+}
+
+func (h *accessAPI) apiDestinationPolicy(c echo.Context) error {
+	p, err := h.s.svc.DestinationPolicy(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
+}
+
+func (h *accessAPI) apiSetDestinationPolicy(c echo.Context) error {
+	var in service.DestinationPolicy
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	p, err := h.s.svc.SetDestinationPolicy(c.Request().Context(), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, p)
 }

@@ -341,3 +341,91 @@ func TestAuditPageSaysHowBigTheLogIs(t *testing.T) {
 		t.Fatalf("audit size line %q (warning shown: %v)", got, p.testid("audit-size-warning").Length() > 0)
 	}
 }
+
+// An admin's destination policy holds operators to registered instances,
+// or to addresses inside networks, for a task's create, its dry run and
+// its connectivity check; admins are not held; every change is audited.
+func TestDestinationPolicyHoldsOperators(t *testing.T) {
+	e := newTaskEnv(t)
+	operator := e.token("ci", service.RoleOperator)
+	if code, _, body := e.call(http.MethodGet, "/api/v1/destination-policy", ""); code != http.StatusOK || body["mode"] != "any" {
+		t.Fatalf("the policy at first: %d %v", code, body)
+	}
+	byAddress := taskJSON("by-address", nil) // peer 10.9.9.9:9093
+	byInstance := taskJSON("by-instance", func(m map[string]any) {
+		m["peer"] = map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"}
+	})
+	if code, _, body := e.api(http.MethodPost, "/api/v1/tasks/validate", operator, byAddress); code != http.StatusOK || body["ok"] != true {
+		t.Fatalf("an address under the policy any: %d %v", code, body)
+	}
+	for _, tc := range []struct {
+		body string
+		code int
+		want string
+	}{
+		{`{"mode":"everything"}`, 400, "mode"},
+		{`{"mode":"networks","networks":[]}`, 400, "networks"},
+		{`{"mode":"networks","networks":["10.0.0.0/33"]}`, 400, "not a network"},
+		{`{"mode":"registered","networks":["10.0.0.0/8"]}`, 400, "networks"},
+	} {
+		if code, _, body := e.call(http.MethodPut, "/api/v1/destination-policy", tc.body); code != tc.code || !strings.Contains(fmt.Sprint(body), tc.want) {
+			t.Errorf("%s: %d %v", tc.body, code, body)
+		}
+	}
+	if code, _, _ := e.api(http.MethodPut, "/api/v1/destination-policy", operator, `{"mode":"any"}`); code != http.StatusForbidden {
+		t.Fatalf("an operator sets the policy: %d", code)
+	}
+
+	if code, _, body := e.call(http.MethodPut, "/api/v1/destination-policy", `{"mode":"registered"}`); code != http.StatusOK || body["mode"] != "registered" {
+		t.Fatalf("set registered: %d %v", code, body)
+	}
+	for _, path := range []string{"/api/v1/tasks/validate", "/api/v1/connectivity", "/api/v1/tasks"} {
+		code, _, body := e.api(http.MethodPost, path, operator, byAddress)
+		refused := code == http.StatusUnprocessableEntity || code == http.StatusOK && body["ok"] == false // the dry run answers 200
+		if !refused || !strings.Contains(fmt.Sprint(body), "peer.config_type") || !strings.Contains(fmt.Sprint(body), "registered instances only") {
+			t.Errorf("%s by address under registered: %d %v", path, code, body)
+		}
+	}
+	if code, _, body := e.api(http.MethodPost, "/api/v1/tasks", operator, byInstance); code != http.StatusCreated {
+		t.Fatalf("by instance under registered: %d %v", code, body)
+	}
+	if code, _, body := e.call(http.MethodPost, "/api/v1/tasks/validate", byAddress); code != http.StatusOK || body["ok"] != true {
+		t.Fatalf("an admin by address under registered: %d %v", code, body)
+	}
+
+	if code, _, body := e.call(http.MethodPut, "/api/v1/destination-policy", `{"mode":"networks","networks":["192.168.0.0/16"]}`); code != http.StatusOK {
+		t.Fatalf("set networks: %d %v", code, body)
+	}
+	code, _, body := e.api(http.MethodPost, "/api/v1/tasks/validate", operator, byAddress)
+	if code != http.StatusOK || body["ok"] != false || !strings.Contains(fmt.Sprint(body), "peer.address") || !strings.Contains(fmt.Sprint(body), "outside the networks") {
+		t.Fatalf("an address outside the networks: %d %v", code, body)
+	}
+	if code, _, body := e.call(http.MethodPut, "/api/v1/destination-policy", `{"mode":"networks","networks":["10.9.0.0/16"," 192.168.0.0/16"]}`); code != http.StatusOK {
+		t.Fatalf("set networks: %d %v", code, body)
+	}
+	if code, _, body := e.api(http.MethodPost, "/api/v1/tasks/validate", operator, byAddress); code != http.StatusOK || body["ok"] != true {
+		t.Fatalf("an address inside the networks: %d %v", code, body)
+	}
+	code, _, body = e.call(http.MethodGet, "/api/v1/audit?action=destination-policy", "")
+	if code != http.StatusOK || len(body["entries"].([]any)) != 8 {
+		t.Fatalf("audit of the policy's changes: %d %v", code, body)
+	}
+}
+
+func TestDestinationPolicyPage(t *testing.T) {
+	e := newEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	p := e.get(e.client, "/destination-policy")
+	if p.status != http.StatusOK || p.doc.Find(`[data-testid="policy-mode-any"][checked]`).Length() != 1 {
+		t.Fatalf("policy page: %d\n%s", p.status, p.body)
+	}
+	bad := e.postForm(e.client, "/destination-policy", url.Values{"_csrf": {p.csrf(t)}, "mode": {"networks"}, "networks": {"10.0.0.0/8\nnot-a-net"}}, nil)
+	if bad.status != http.StatusUnprocessableEntity || !strings.Contains(bad.testid("error-networks").Text(), "not-a-net") {
+		t.Fatalf("a bad network: %d %q", bad.status, bad.testid("error-networks").Text())
+	}
+	ok := e.postForm(e.client, "/destination-policy", url.Values{"_csrf": {p.csrf(t)}, "mode": {"networks"}, "networks": {"10.0.0.0/8\n192.168.1.0/24"}}, nil)
+	if ok.url != "/destination-policy" || ok.doc.Find(`[data-testid="policy-mode-networks"][checked]`).Length() != 1 ||
+		ok.testid("policy-networks").Text() != "10.0.0.0/8\n192.168.1.0/24" || !strings.Contains(ok.testid("policy-changed").Text(), "admin") {
+		t.Fatalf("after saving: %s %q %q", ok.url, ok.testid("policy-networks").Text(), ok.testid("policy-changed").Text())
+	}
+}

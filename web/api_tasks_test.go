@@ -71,7 +71,7 @@ func newTaskEnv(t *testing.T) *taskEnv {
 		"10.9.9.9:9093":  {Brokers: 3, Topics: []string{"orders"}, Password: peerPassword},
 	}}
 	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: runner, Kafka: kafka, Logger: log,
-		Tokens: db, Audit: db, ConnectClusters: db, ConnectRunner: servicetest.NewRunner()})
+		Tokens: db, Audit: db, ConnectClusters: db, ConnectRunner: servicetest.NewRunner(), Policies: db})
 	if err != nil {
 		t.Fatal(err)
 	}

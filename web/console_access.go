@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -25,6 +26,8 @@ func (h *accessPages) routes(g *echo.Group) {
 	g.GET("/tokens", h.tokensPage)
 	g.POST("/tokens", h.addToken)
 	g.POST("/tokens/:name/revoke", h.revokeToken)
+	g.GET("/destination-policy", h.policyPage, h.s.requireRole(service.RoleAdmin))
+	g.POST("/destination-policy", h.setPolicy)
 	g.GET("/audit", h.auditPage)
 	g.GET("/audit/export", h.s.exportAudit)
 }
@@ -242,4 +245,46 @@ func (h *accessPages) auditPage(c echo.Context) error {
 		v.Older = "/audit?" + q.Encode()
 	}
 	return Render(c, http.StatusOK, views.AuditPage(h.s.PageData(c, tr(c, "audit.title"), "/audit"), v))
+}
+
+func (h *accessPages) policyPage(c echo.Context) error {
+	pol, err := h.s.svc.DestinationPolicy(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	return h.renderPolicy(c, http.StatusOK, policyForm(pol))
+}
+
+func policyForm(pol service.DestinationPolicy) views.DestinationPolicyForm {
+	f := views.DestinationPolicyForm{Mode: pol.Mode, Networks: strings.Join(pol.Networks, "\n"), ChangedBy: pol.ChangedBy}
+	if pol.ChangedAt != nil {
+		f.ChangedAt = pol.ChangedAt.Format("2006-01-02 15:04 MST")
+	}
+	return f
+}
+
+func (h *accessPages) renderPolicy(c echo.Context, status int, f views.DestinationPolicyForm) error {
+	return Render(c, status, views.DestinationPolicyPage(h.s.PageData(c, tr(c, "policy.title"), "/destination-policy"), f))
+}
+
+func (h *accessPages) setPolicy(c echo.Context) error {
+	var in struct {
+		Mode     string `form:"mode"`
+		Networks string `form:"networks"`
+	}
+	if err := decodeForm(c, &in); err != nil {
+		return err
+	}
+	pol := service.DestinationPolicy{Mode: in.Mode, Networks: splitServers(in.Networks)}
+	if _, err := h.s.svc.SetDestinationPolicy(c.Request().Context(), pol); err != nil {
+		e := service.AsError(err)
+		if e.Code != service.CodeInvalidRequest {
+			return err
+		}
+		return h.renderPolicy(c, http.StatusUnprocessableEntity, views.DestinationPolicyForm{Mode: in.Mode, Networks: in.Networks, Errors: fieldErrors(e.Problems)})
+	}
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "policy.saved")); err != nil {
+		return err
+	}
+	return Redirect(c, "/destination-policy")
 }

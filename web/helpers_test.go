@@ -45,7 +45,7 @@ func newEnvWithService(t *testing.T, setService func(*service.Deps), set func(*w
 	t.Helper()
 	ctx := context.Background()
 	dir, db, box := servicetest.OpenStore(t, "")
-	sd := service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db, ConnectClusters: db}
+	sd := service.Deps{Clusters: db, Users: db, Secrets: box, Tokens: db, Audit: db, ConnectClusters: db, Policies: db}
 	if setService != nil {
 		setService(&sd)
 	}

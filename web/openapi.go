@@ -66,6 +66,8 @@ var apiOps = []apiOp{
 	{method: http.MethodDelete, path: "/api/v1/tokens/:name", summary: "Revoke an API token at once (admin)", status: 204, errors: []int{401, 403, 404}},
 	{method: http.MethodGet, path: "/api/v1/audit", summary: "Audit log of changes and sign-ins, newest first; query actor, action and outcome (prefixes), before (id), limit (admin)", status: 200, response: auditList{}, errors: []int{401, 403}},
 	{method: http.MethodGet, path: "/api/v1/audit/export", summary: "The whole audit log (same filters) as JSON lines, application/x-ndjson (admin)", status: 200, response: service.AuditEntry{}, errors: []int{401, 403}},
+	{method: http.MethodGet, path: "/api/v1/destination-policy", summary: "Which Kafka addresses operators may give as a task's peer: any, registered instances only, or also addresses inside networks", status: 200, response: service.DestinationPolicy{}, errors: []int{401}},
+	{method: http.MethodPut, path: "/api/v1/destination-policy", summary: "Set the destination policy; audited (admin)", request: service.DestinationPolicy{}, status: 200, response: service.DestinationPolicy{}, errors: []int{400, 401, 403}},
 	{method: http.MethodGet, path: "/api/v1/openapi.json", summary: "This document", status: 200, response: map[string]any{}, public: true},
 }
 

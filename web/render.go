@@ -86,7 +86,8 @@ func mainNav(c echo.Context, active string) []views.NavItem {
 		items = append(items,
 			views.NavItem{Label: tr(c, "nav.users"), Href: "/users", TestID: "nav-users"},
 			views.NavItem{Label: tr(c, "nav.tokens"), Href: "/tokens", TestID: "nav-tokens"},
-			views.NavItem{Label: tr(c, "nav.audit"), Href: "/audit", TestID: "nav-audit"})
+			views.NavItem{Label: tr(c, "nav.audit"), Href: "/audit", TestID: "nav-audit"},
+			views.NavItem{Label: tr(c, "nav.destinations"), Href: "/destination-policy", TestID: "nav-destinations"})
 	}
 	items = append(items, views.NavItem{Label: tr(c, "nav.account"), Href: "/account", TestID: "nav-account"})
 	for i := range items {

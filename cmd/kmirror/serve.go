@@ -142,7 +142,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// Tasks on Kafka Connect: closing that engine only ends its polls; the
 	// connectors run on.
 	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
-		Logger: log, Tokens: db, Audit: db, ConnectClusters: db})
+		Logger: log, Tokens: db, Audit: db, ConnectClusters: db, Policies: db})
 	if err != nil {
 		return err
 	}

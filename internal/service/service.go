@@ -84,6 +84,9 @@ type Deps struct {
 	ConnectClusters store.ConnectClusters
 	// Now is the clock API tokens' expiry is read by; optional (time.Now).
 	Now func() time.Time
+	// Policies keeps the destination policy; optional (without it
+	// operators may give any address, as before the policy).
+	Policies store.Policies
 }
 
 // Service is the use-case layer. It is safe for concurrent use.
@@ -97,6 +100,7 @@ type Service struct {
 	hashing  chan struct{} // one token per password check in progress
 	tokens   store.Tokens
 	auditLog store.Audit
+	policies store.Policies
 
 	connectClusters store.ConnectClusters
 	connectRunner   Runner
@@ -142,7 +146,7 @@ func New(d Deps) (*Service, error) {
 	}
 	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
 		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
-		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters, connectRunner: d.ConnectRunner, now: d.Now}, nil
+		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters, connectRunner: d.ConnectRunner, now: d.Now, policies: d.Policies}, nil
 }
 
 // ClusterInfo is a registered cluster as shown by the console and the API:

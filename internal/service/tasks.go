@@ -341,6 +341,11 @@ func (s *Service) resolveTask(ctx context.Context, t task.Task, p Problems) (cur
 		if err != nil {
 			return current, peer, rp, err
 		}
+		dp, err := s.checkDestination(ctx, t.Peer.Address)
+		if err != nil {
+			return current, peer, rp, err
+		}
+		rp = append(rp, dp...)
 	}
 	return current, peer, rp, nil
 }

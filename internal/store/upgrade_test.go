@@ -77,6 +77,7 @@ var seeds = map[int][]string{
 		`INSERT INTO console_sessions (id_sha256, account_id, created_at) VALUES ('sess9', 'acc9', 1700000061)`,
 		`INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at, owner_account_id, expires_at, last_used_at)
 		 VALUES ('seed-nine-token', 'viewer', 'cd34', 'seed-nine', 1700000062, 'acc9', 1800000000, 1700000063)`,
+		`UPDATE destination_policy SET mode = 'networks', networks = '10.0.0.0/8,192.168.0.0/16', changed_by = 'seed-nine', changed_at = 1700000064`,
 	},
 }
 
@@ -287,6 +288,14 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if tk, err := db.TokenByHash(ctx, "cd34"); err != nil || tk.OwnerAccountID != "acc9" || tk.ExpiresAt.Unix() != 1800000000 || tk.LastUsedAt.Unix() != 1700000063 {
 			t.Errorf("token with an owner: %+v, %v", tk, err)
+		}
+		if p, err := db.DestinationPolicy(ctx); err != nil || p.Mode != "networks" || strings.Join(p.Networks, " ") != "10.0.0.0/8 192.168.0.0/16" || p.ChangedBy != "seed-nine" {
+			t.Errorf("destination policy: %+v, %v", p, err)
+		}
+	}
+	if from < 9 { // the policy of a database from before it: any address, as before
+		if p, err := db.DestinationPolicy(ctx); err != nil || p.Mode != "any" || len(p.Networks) != 0 || !p.ChangedAt.IsZero() {
+			t.Errorf("destination policy after the upgrade: %+v, %v", p, err)
 		}
 	}
 }
