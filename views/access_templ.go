@@ -2135,7 +2135,7 @@ func DestinationPolicyPage(p Page, f DestinationPolicyForm) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				var templ_7745c5c3_Var132 = []any{fieldClass(f.Errors, "mode")}
+				var templ_7745c5c3_Var132 = []any{fieldClass(f.Errors, "mode"), "choices"}
 				templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var132...)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -50,7 +50,7 @@ func startConsole(t *testing.T) string {
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.
 	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
-		Logger: log, ConnectClusters: db})
+		Logger: log, ConnectClusters: db, Tokens: db, Audit: db, Policies: db})
 	if err != nil {
 		t.Fatal(err)
 	}
