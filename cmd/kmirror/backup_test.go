@@ -6,7 +6,9 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -14,6 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/kafkatest"
+	"github.com/kmirror/kmirror/internal/secrets"
 	"github.com/kmirror/kmirror/internal/store"
 )
 
@@ -341,5 +346,60 @@ func TestRestoreSaysWhatItBringsBack(t *testing.T) {
 	}
 	if _, err := db.SessionUser(ctx, "s1"); err == nil {
 		t.Fatal("a session of the backup works after the restore")
+	}
+}
+
+// A backup restored where the data directory's key is carries a cluster's
+// client certificate, its sealed key and OAuth client secret whole.
+func TestBackupKeepsClientCertificatesAndOAuth(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	ca, err := kafkatest.NewCA("test CA", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := ca.Issue(kafkatest.CertSpec{CommonName: "alice"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := cluster.Settings{Name: "east", BootstrapServers: []string{"127.0.0.1:9093"}, SecurityProtocol: cluster.SASLSSL,
+		SASLMechanism: cluster.MechanismOAuthBearer, ClientCertPEM: cert.ChainPEM, ClientKeyPEM: cert.KeyPEM,
+		OAuth: cluster.OAuth{TokenEndpoint: "https://idp.example.com/token", ClientID: "kmirror", ClientSecret: "oauth-secret-1"}}
+	svc, closeDB, err := localService(ctx, dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.AddCluster(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	closeDB()
+	file := filepath.Join(t.TempDir(), "b.db")
+	if out, err := runCmd("backup", "--data-dir", dir, file); err != nil {
+		t.Fatalf("backup: %v\n%s", err, out)
+	}
+	// Elsewhere, with the data directory's key put beside it.
+	other := t.TempDir()
+	key, err := os.ReadFile(filepath.Join(dir, secrets.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(other, secrets.KeyFile), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCmd("restore", "--data-dir", other, file); err != nil {
+		t.Fatalf("restore: %v\n%s", err, out)
+	}
+	svc, closeDB, err = localService(ctx, other, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeDB()
+	got, err := svc.ClusterSettings(ctx, "east")
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b string) bool { return strings.TrimSpace(a) == strings.TrimSpace(b) }
+	if !same(got.ClientCertPEM, in.ClientCertPEM) || !same(got.ClientKeyPEM, in.ClientKeyPEM) || got.OAuth != in.OAuth {
+		t.Fatalf("after the restore: certificate %v, key %v, OAuth %+v", same(got.ClientCertPEM, in.ClientCertPEM), same(got.ClientKeyPEM, in.ClientKeyPEM), got.OAuth)
 	}
 }

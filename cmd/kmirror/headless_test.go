@@ -287,3 +287,66 @@ func TestRunDeploysTasksOnConnect(t *testing.T) {
 		t.Fatal("a password is in kmirror's output")
 	}
 }
+
+// A spec file describes clusters reached with a client certificate and
+// with OAUTHBEARER as the API does: run -f copies every record, once, in
+// order, from a source that requires a certificate to a target that
+// takes only OAuth tokens.
+func TestRunSpecOverClientCertificatesAndOAuth(t *testing.T) {
+	k1, k2 := realKafka(t)
+	source, err := k1.SettingsWithCert(cluster.SSL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	source.Name = "east"
+	target, err := k2.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target.Name = "west"
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	topic := kafkatest.NewTopic(t, k1, 3, nil)
+	if _, err := e2e.Produce(ctx, k1.Settings(cluster.Plaintext, ""), topic, 3, 1500, 100); err != nil {
+		t.Fatal(err)
+	}
+	tk := task.Task{Name: "spec-secured", Type: task.TypeKafkaReplication,
+		Current: task.Current{Cluster: "east", Alias: "A"},
+		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
+		Rules:   task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{topic}, RenameTopics: true}}
+	path := writeSpec(t, service.Spec{Clusters: []cluster.Settings{source, target}, Tasks: []task.Task{tk}})
+	raw, _ := os.ReadFile(path)
+	for _, field := range []string{`"client_cert_pem"`, `"client_key_pem"`, `"token_endpoint"`, `"client_secret"`} {
+		if !strings.Contains(string(raw), field) {
+			t.Fatalf("the spec file has no %s", field)
+		}
+	}
+	rctx, stop := context.WithCancel(ctx)
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(rctx, []string{"run", "-f", path}, func(string) string { return "" }, &out, &errOut)
+	}()
+	readTarget := k2.Settings(cluster.Plaintext, "")
+	if _, err := e2e.WaitFor(ctx, readTarget, "A."+topic, 1500, nil); err != nil {
+		stop()
+		<-done
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	rep, err := e2e.Verify(ctx, k1.Settings(cluster.Plaintext, ""), topic, readTarget, "A."+topic, e2e.VerifyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("copied over a client certificate and OAuth: %s", rep.String())
+	}
+	for _, secret := range []string{"alice-client-secret", "PRIVATE KEY"} {
+		if strings.Contains(out.String()+errOut.String(), secret) {
+			t.Errorf("run's output holds %q", secret)
+		}
+	}
+}
