@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"slices"
@@ -101,6 +102,7 @@ func TestCheckPassesWithCertificatesAndOAuth(t *testing.T) {
 		says map[string]string
 	}{
 		"SSL with a client certificate":      {sslCert, map[string]string{connectivity.StepTLS: `client certificate "CN=alice,O=kmirror tests" accepted`}},
+		"SSL: the server's certificate":      {sslCert, map[string]string{connectivity.StepTLS: fmt.Sprintf("with %s; certificate %q issued by %q, valid until 20", sslCert.BootstrapServers[0], "localhost", "kmirror kafkatest CA")}},
 		"SASL_SSL with a client certificate": {mtls, map[string]string{connectivity.StepTLS: "accepted", connectivity.StepSASL: "authenticated as alice"}},
 		"OAUTHBEARER over SASL_SSL":          {oauthSSL, map[string]string{connectivity.StepSASL: "OAuth token obtained from " + oauthSSL.OAuth.TokenEndpoint}},
 		"OAUTHBEARER over SASL_PLAINTEXT":    {oauthPlain, map[string]string{connectivity.StepSASL: "accepted by the broker for client alice-client"}},
