@@ -13,25 +13,6 @@ import (
 	"github.com/kmirror/kmirror/internal/service"
 )
 
-// outsideSecrets are credentials under every prefix MirrorMaker 2 and
-// Connect take client settings from, each value marked "s3cr3t".
-func outsideSecrets(prefixes ...string) map[string]string {
-	out := map[string]string{}
-	prefixes = append(prefixes, "", "source.cluster.", "target.cluster.", "consumer.override.", "producer.override.", "admin.override.")
-	for _, side := range []string{"source.", "target."} {
-		for _, client := range []string{"consumer.", "producer.", "admin."} {
-			prefixes = append(prefixes, side+client)
-		}
-	}
-	for _, p := range prefixes {
-		out[p+"sasl.jaas.config"] = `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="jaas-s3cr3t";`
-		out[p+"ssl.truststore.password"] = "truststore-s3cr3t"
-		out[p+"ssl.keystore.password"] = "keystore-s3cr3t"
-		out[p+"some.vendor.option"] = "vendor-s3cr3t"
-	}
-	return out
-}
-
 // No value of a connector setting or an imported mm2.properties reaches a
 // viewer or anyone else: the MirrorMaker 2 listing (API and page), an
 // adoption and an import answer, and the server's log, name such keys
@@ -46,7 +27,7 @@ func TestNoSecretFromOutsideReachesAnAnswerAPageOrTheLog(t *testing.T) {
 		"target.cluster.bootstrap.servers": "127.0.0.1:9093",
 		"topics":                           "orders",
 	}
-	for k, v := range outsideSecrets() {
+	for k, v := range connecttest.Credentials("s3cr3t") {
 		src[k] = v
 	}
 	worker := connecttest.Start(t, connecttest.Worker{Connectors: map[string]map[string]string{"mm2-src": src}})
@@ -79,7 +60,7 @@ func TestNoSecretFromOutsideReachesAnAnswerAPageOrTheLog(t *testing.T) {
 	seen = append(seen, "adoption: "+string(raw))
 
 	var props []string
-	for k, v := range outsideSecrets("A.", "B.") {
+	for k, v := range connecttest.Credentials("s3cr3t", "A.", "B.") {
 		props = append(props, k+" = "+v)
 	}
 	sort.Strings(props)

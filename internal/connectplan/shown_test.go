@@ -3,34 +3,12 @@ package connectplan
 import (
 	"strings"
 	"testing"
+
+	"github.com/kmirror/kmirror/internal/connect/connecttest"
 )
 
-// secretSettings are credentials under every prefix MM2 and Connect take
-// client settings from, and at the top level: none may show its value.
-func secretSettings() map[string]string {
-	out := map[string]string{}
-	prefixes := []string{"", "A.", "B.", "source.cluster.", "target.cluster.", "consumer.override.", "producer.override.", "admin.override.",
-		"consumer.", "producer.", "admin."}
-	for _, side := range []string{"source.", "target."} {
-		for _, client := range []string{"consumer.", "producer.", "admin."} {
-			prefixes = append(prefixes, side+client)
-		}
-	}
-	for _, p := range prefixes {
-		out[p+"sasl.jaas.config"] = `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="jaas-s3cr3t-` + p + `";`
-		out[p+"ssl.truststore.password"] = "truststore-s3cr3t-" + p
-		out[p+"ssl.keystore.password"] = "keystore-s3cr3t-" + p
-		out[p+"ssl.key.password"] = "key-s3cr3t-" + p
-		out[p+"ssl.keystore.key"] = "-----BEGIN PRIVATE KEY-----pem-s3cr3t-" + p
-		out[p+"sasl.oauthbearer.client.secret"] = "oauth-s3cr3t-" + p
-		out[p+"basic.auth.user.info"] = "user:basic-s3cr3t-" + p
-		out[p+"some.vendor.option"] = "vendor-s3cr3t-" + p
-	}
-	return out
-}
-
 func TestShowSettingHidesEveryCredential(t *testing.T) {
-	for k, v := range secretSettings() {
+	for k, v := range connecttest.Credentials("s3cr3t", "A.", "B.") {
 		got := ShowSetting(k, v)
 		if strings.Contains(got, "s3cr3t") || !strings.Contains(got, "(value not shown)") || !strings.HasPrefix(got, k) {
 			t.Errorf("%s: shown as %q", k, got)
@@ -64,7 +42,7 @@ func TestAdoptionNeverShowsACredential(t *testing.T) {
 		"target.cluster.bootstrap.servers": "w1:9092",
 		"topics":                           "orders",
 	}
-	for k, v := range secretSettings() {
+	for k, v := range connecttest.Credentials("s3cr3t", "A.", "B.") {
 		src[k] = v
 	}
 	_, problems := Adopt(AdoptInput{Flow: MM2Flow{SourceAlias: "A", TargetAlias: "B", Source: "mm2-src"},
