@@ -26,7 +26,7 @@ const (
 	// SessionAbsolute is the longest a sign-in lasts. It and SessionIdle are
 	// checked on the server against times the session carries, not left to
 	// the browser.
-	SessionAbsolute = 12 * time.Hour
+	SessionAbsolute = service.MaxSessionAge
 	// SessionIdle is how long a sign-in lasts without a request.
 	SessionIdle = 2 * time.Hour
 	// seenEvery is how stale the session's last-seen time may get before a
