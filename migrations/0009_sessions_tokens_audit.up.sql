@@ -39,10 +39,15 @@ CREATE TABLE audit_prune (
 );
 INSERT INTO audit_prune (one, before_id) VALUES (1, 0);
 DROP TRIGGER audit_log_no_delete;
+-- coalesce: without the gate's row the gate is shut, never open.
 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
-WHEN OLD.id >= (SELECT before_id FROM audit_prune WHERE one = 1)
+WHEN OLD.id >= coalesce((SELECT before_id FROM audit_prune WHERE one = 1), 0)
 BEGIN
     SELECT RAISE(ABORT, 'the audit log is append-only (kmirror audit prune removes old entries)');
+END;
+CREATE TRIGGER audit_prune_no_delete BEFORE DELETE ON audit_prune
+BEGIN
+    SELECT RAISE(ABORT, 'the audit log''s prune gate stays');
 END;
 
 -- The destination policy: which Kafka addresses operators may give as a

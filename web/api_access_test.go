@@ -272,6 +272,14 @@ func TestTokensHaveAnOwnerAnExpiryAndALastUse(t *testing.T) {
 	if _, err := e.svc.CreateUser(root, service.NewUser{Name: "root2", Role: service.RoleAdmin, Password: "root2-password"}); err != nil {
 		t.Fatal(err)
 	}
+	// Its owner demoted to viewer, the operator token acts as a viewer.
+	viewer := service.RoleViewer
+	if _, err := e.svc.ChangeUser(root, "admin", service.UserChange{Role: &viewer}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := e.api(http.MethodPost, "/api/v1/tasks/validate", long, `{}`); code != http.StatusForbidden {
+		t.Fatalf("an operator token of an owner demoted to viewer: %d, want 403", code)
+	}
 	if err := e.svc.DeleteUser(root, "admin"); err != nil {
 		t.Fatal(err)
 	}
@@ -405,6 +413,17 @@ func TestDestinationPolicyHoldsOperators(t *testing.T) {
 	}
 	if code, _, body := e.api(http.MethodPost, "/api/v1/tasks/validate", operator, byAddress); code != http.StatusOK || body["ok"] != true {
 		t.Fatalf("an address inside the networks: %d %v", code, body)
+	}
+	// The token endpoint an OAuth peer sends its client secret to is held
+	// to the networks too.
+	oauthPeer := taskJSON("oauth-peer", func(m map[string]any) {
+		m["peer"] = map[string]any{"alias": "B", "config_type": "address", "address": []string{"10.9.9.9:9093"},
+			"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+			"oauth": map[string]any{"token_endpoint": "https://203.0.113.7/token", "client_id": "kmirror", "client_secret": "s"}}
+	})
+	if code, _, body := e.api(http.MethodPost, "/api/v1/tasks/validate", operator, oauthPeer); code != http.StatusOK || body["ok"] != false ||
+		!strings.Contains(fmt.Sprint(body), "peer.oauth.token_endpoint") {
+		t.Fatalf("a token endpoint outside the networks: %d %v", code, body)
 	}
 	code, _, body = e.call(http.MethodGet, "/api/v1/audit?action=destination-policy", "")
 	if code != http.StatusOK || len(body["entries"].([]any)) != 8 {

@@ -91,6 +91,12 @@ func (s *Server) saveSession(c echo.Context, sess *sessions.Session) error {
 // session before it is kept (its CSRF token included), so a planted
 // session cannot be carried into a signed-in one.
 func (s *Server) startSession(c echo.Context, sess *sessions.Session, p service.Principal) error {
+	// A sign-in over a signed-in session ends the old one on the server.
+	if old, _ := sess.Values[keySession].(string); old != "" {
+		if err := s.svc.EndSession(c.Request().Context(), service.Principal{SessionID: old}); err != nil {
+			return err
+		}
+	}
 	now := s.now().Unix()
 	for k := range sess.Values {
 		delete(sess.Values, k)

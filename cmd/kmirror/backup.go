@@ -142,22 +142,22 @@ func checkKey(ctx context.Context, dataDir string) (sealed, opened int, err erro
 // printChanges says what the restore brought back (a deleted user, a
 // revoked token, a deleted task returns with the backup) and removed.
 func printChanges(w io.Writer, c store.Changes) {
-	if len(c.BroughtBack)+len(c.Removed) == 0 {
+	if len(c.BroughtBack)+len(c.Removed)+len(c.Changed) == 0 {
 		fmt.Fprintln(w, "  the backup holds the same users, tokens, tasks and clusters as the replaced database")
 		return
 	}
 	for _, what := range []struct {
 		verb string
 		m    map[string][]string
-	}{{"brings back", c.BroughtBack}, {"removes", c.Removed}} {
-		for _, kind := range []string{"users", "tokens", "tasks", "clusters"} {
+	}{{"brings back", c.BroughtBack}, {"brings back an older password, secret or settings of", c.Changed}, {"removes", c.Removed}} {
+		for _, kind := range store.RestoreKinds {
 			if names := what.m[kind]; len(names) > 0 {
 				fmt.Fprintf(w, "  %s %d %s: %s\n", what.verb, len(names), kind, strings.Join(names, ", "))
 			}
 		}
 	}
-	if len(c.BroughtBack["users"])+len(c.BroughtBack["tokens"]) > 0 {
-		fmt.Fprintln(w, "  WARNING: users and tokens brought back can sign in and call the API again: remove those that should stay gone (kmirror user remove, kmirror token revoke)")
+	if len(c.BroughtBack["users"])+len(c.BroughtBack["tokens"])+len(c.Changed["users"])+len(c.Changed["tokens"]) > 0 {
+		fmt.Fprintln(w, "  WARNING: users and tokens brought back, and older passwords and tokens, work again: remove or reset those that should stay gone (kmirror user remove, kmirror token revoke, admin set-password)")
 	}
 }
 

@@ -301,6 +301,9 @@ func TestRestoreSaysWhatItBringsBack(t *testing.T) {
 	if err := db.CreateUser(ctx, store.User{Name: "olga", PasswordHash: "h", Role: "operator"}); err != nil {
 		t.Fatal(err)
 	}
+	if err := db.CreateUser(ctx, store.User{Name: "admin", PasswordHash: "old", Role: "admin"}); err != nil {
+		t.Fatal(err)
+	}
 	olga, _ := db.User(ctx, "olga")
 	if err := db.CreateToken(ctx, store.Token{Name: "ci", Role: "operator", TokenSHA256: "t1", CreatedBy: "olga", OwnerAccountID: olga.AccountID}); err != nil {
 		t.Fatal(err)
@@ -321,6 +324,11 @@ func TestRestoreSaysWhatItBringsBack(t *testing.T) {
 	if err := db.DeleteUser(ctx, "olga"); err != nil { // its token goes with it
 		t.Fatal(err)
 	}
+	// The admin's password changed since the backup: the restore brings
+	// the older one back, and says so.
+	if err := db.SetPassword(ctx, "admin", "new"); err != nil {
+		t.Fatal(err)
+	}
 	if err := db.CreateUser(ctx, store.User{Name: "pat", PasswordHash: "h", Role: "viewer"}); err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +338,8 @@ func TestRestoreSaysWhatItBringsBack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("restore: %v\n%s", err, out)
 	}
-	for _, want := range []string{"brings back 1 users: olga", "brings back 1 tokens: ci", "removes 1 users: pat", "WARNING: users and tokens brought back", "signed out the 1 console session(s)"} {
+	for _, want := range []string{"brings back 1 users: olga", "brings back 1 tokens: ci", "brings back an older password, secret or settings of 1 users: admin",
+		"removes 1 users: pat", "WARNING: users and tokens brought back", "signed out the 1 console session(s)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("restore output lacks %q:\n%s", want, out)
 		}
@@ -341,7 +350,7 @@ func TestRestoreSaysWhatItBringsBack(t *testing.T) {
 	}
 	defer db.Close()
 	es, _ := db.ListAudit(ctx, store.AuditFilter{Action: "restore"})
-	if len(es) != 1 || es[0].Object != "b.db" || es[0].Outcome != "ok: brought back 1 users, brought back 1 tokens, removed 1 users" || es[0].Actor != "system" {
+	if len(es) != 1 || es[0].Object != "b.db" || es[0].Outcome != "ok: brought back 1 users, brought back 1 tokens, brought back older 1 users, removed 1 users" || es[0].Actor != "system" {
 		t.Fatalf("audit of the restore: %+v", es)
 	}
 	if _, err := db.SessionUser(ctx, "s1"); err == nil {

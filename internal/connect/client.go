@@ -168,11 +168,13 @@ func New(cfg Config) (*Client, error) {
 // check of a URL that is no worker holds no more than this.
 const MaxAnswerBytes = 4 << 20
 
-// MaxListingBytes caps the one large answer kmirror reads, the cluster's
-// connector listing with status and configs (Connectors), read by one
-// poll per Connect cluster. 200 bidirectional tasks with client
+// MaxListingBytes caps the two answers that grow with the deployment: the
+// cluster's connector listing with status and configs (Connectors, one
+// poll per Connect cluster), where 200 bidirectional tasks with client
 // certificates and keys inline on both sides take 16.7 MiB
-// (TestLargestListingFitsTheAnswerCap in connectplan measures it).
+// (TestLargestListingFitsTheAnswerCap in connectplan measures it), and a
+// connector's offsets, about 100 bytes a partition (a 40,000-partition
+// MM2 flow being adopted: ~4 MiB).
 const MaxListingBytes = 32 << 20
 
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -335,7 +337,7 @@ func (c *Client) once(ctx context.Context, base, method, path string, body []byt
 	}
 	defer resp.Body.Close()
 	limit := MaxAnswerBytes
-	if path == listingPath {
+	if path == listingPath || strings.HasSuffix(path, "/offsets") {
 		limit = MaxListingBytes
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, int64(limit)+1))

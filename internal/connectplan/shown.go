@@ -60,41 +60,24 @@ var shownConnector = map[string]bool{
 	"key.converter": true, "value.converter": true, "header.converter": true,
 	"transforms": true, "predicates": true, "config.action.reload": true,
 	"exactly.once.support": true, "transaction.boundary": true, "consumer.poll.timeout.ms": true, "admin.timeout.ms": true,
+	"refresh.topics.enabled": true, "refresh.topics.interval.seconds": true, "refresh.groups.enabled": true, "refresh.groups.interval.seconds": true,
+	"emit.heartbeats.enabled": true, "emit.heartbeats.interval.seconds": true, "emit.checkpoints.enabled": true, "emit.checkpoints.interval.seconds": true,
+	"sync.topic.configs.enabled": true, "sync.topic.configs.interval.seconds": true, "sync.topic.acls.enabled": true, "sync.topic.acls.interval.seconds": true,
+	"sync.group.offsets.enabled": true, "sync.group.offsets.interval.seconds": true,
+	"errors.tolerance": true, "errors.log.enable": true, "errors.log.include.messages": true, "errors.retry.timeout": true,
+	"errors.retry.delay.max.ms": true, "errors.deadletterqueue.topic.name": true,
 }
 
-// shownConnectorFamilies are connector setting families whose values are
-// flags, intervals and topic names.
-var shownConnectorFamilies = []string{"refresh.", "emit.", "sync.topic.", "sync.group.", "errors."}
-
+// settingValueShown is the allow-list: exact keys only, so a key merely
+// starting like a harmless one ("emit.secret") stays hidden. A dedicated
+// MM2's "A." or "A->B." before a listed key is allowed: whatever the
+// first segment is, the rest is a listed harmless key.
 func settingValueShown(key string) bool {
-	// Dedicated MM2: "A.bootstrap.servers", "A->B.topics".
-	if alias, rest, ok := strings.Cut(key, "."); ok && !strings.Contains(alias, "_") && rest != "" && !isClientPrefixRoot(alias) {
-		if shownConnector[rest] || familyShown(rest) || clientShown(rest) {
-			return true
-		}
-	}
-	return shownConnector[key] || familyShown(key) || clientShown(key)
-}
-
-// isClientPrefixRoot is whether s begins a prefix of clientPrefixes or a
-// family, so "source.cluster.x" is not read as alias "source".
-func isClientPrefixRoot(s string) bool {
-	switch s {
-	case "source", "target", "consumer", "producer", "admin", "refresh", "emit", "sync", "errors", "offset", "replication",
-		"topics", "groups", "topic", "group", "config", "checkpoints", "heartbeats", "key", "value", "header", "transaction",
-		"exactly", "add", "tasks", "connector":
+	if shownConnector[key] || clientShown(key) {
 		return true
 	}
-	return false
-}
-
-func familyShown(key string) bool {
-	for _, p := range shownConnectorFamilies {
-		if strings.HasPrefix(key, p) {
-			return true
-		}
-	}
-	return false
+	_, rest, ok := strings.Cut(key, ".")
+	return ok && (shownConnector[rest] || clientShown(rest))
 }
 
 func clientShown(key string) bool {
@@ -112,31 +95,63 @@ func clientShown(key string) bool {
 // RedactedProperties is a pasted mm2.properties to show again, the value
 // of every setting not on the allow-list of harmless settings
 // (ShowSetting) taken out, continuation lines included: a page never
-// echoes a secret back. removed says one was.
+// echoes a secret back. A line whose key cannot be read is blanked. The
+// key ends as java.util.Properties ends it: at the first unescaped '=',
+// ':' or white space. removed says a value was taken out.
 func RedactedProperties(text string) (string, bool) {
 	lines := strings.Split(text, "\n")
 	removed, blanking := false, false
 	for i, line := range lines {
 		if blanking { // a continuation line of a hidden value
-			blanking = strings.HasSuffix(strings.TrimRight(line, "\r"), `\`)
+			blanking = continues(line)
 			lines[i] = ""
 			continue
 		}
-		trimmed := strings.TrimSpace(line)
-		if trimmed == "" || trimmed[0] == '#' || trimmed[0] == '!' {
+		trimmed := strings.TrimLeft(line, " \t\f")
+		if strings.TrimSpace(trimmed) == "" || trimmed[0] == '#' || trimmed[0] == '!' {
 			continue
 		}
-		sep := strings.IndexAny(trimmed, "=:")
-		if sep < 0 {
-			continue
+		key, value := splitProperty(trimmed)
+		if key == "" || (!settingValueShown(key) && strings.TrimSpace(value) != "") {
+			removed = true
+			blanking = continues(line)
+			lines[i] = key + " ="
+			if key == "" {
+				lines[i] = ""
+			}
 		}
-		key := strings.TrimSpace(trimmed[:sep])
-		if settingValueShown(key) || strings.TrimSpace(trimmed[sep+1:]) == "" {
-			continue
-		}
-		removed = true
-		blanking = strings.HasSuffix(strings.TrimRight(line, "\r"), `\`)
-		lines[i] = trimmed[:sep+1]
 	}
 	return strings.Join(lines, "\n"), removed
+}
+
+// continues says a properties line goes on on the next one: it ends in an
+// odd number of backslashes.
+func continues(line string) bool {
+	line = strings.TrimRight(line, "\r")
+	n := len(line) - len(strings.TrimRight(line, `\`))
+	return n%2 == 1
+}
+
+// splitProperty splits a properties line (leading white space gone) into
+// its key, unescaped, and the rest after the separator.
+func splitProperty(line string) (key, value string) {
+	var k strings.Builder
+	i := 0
+	for ; i < len(line); i++ {
+		c := line[i]
+		if c == '\\' && i+1 < len(line) {
+			i++
+			k.WriteByte(line[i])
+			continue
+		}
+		if c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f' {
+			break
+		}
+		k.WriteByte(c)
+	}
+	rest := strings.TrimLeft(line[i:], " \t\f")
+	if rest != "" && (rest[0] == '=' || rest[0] == ':') {
+		rest = strings.TrimLeft(rest[1:], " \t\f")
+	}
+	return k.String(), rest
 }

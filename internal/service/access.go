@@ -204,8 +204,8 @@ func (s *Service) RecordRestore(ctx context.Context, file string, c store.Change
 	for _, what := range []struct {
 		verb string
 		m    map[string][]string
-	}{{"brought back", c.BroughtBack}, {"removed", c.Removed}} {
-		for _, kind := range []string{"users", "tokens", "tasks", "clusters"} {
+	}{{"brought back", c.BroughtBack}, {"brought back older", c.Changed}, {"removed", c.Removed}} {
+		for _, kind := range store.RestoreKinds {
 			if names := what.m[kind]; len(names) > 0 {
 				parts = append(parts, fmt.Sprintf("%s %d %s", what.verb, len(names), kind))
 			}
@@ -582,7 +582,13 @@ func (s *Service) TokenActor(ctx context.Context, token string) (a Actor, ok boo
 			s.log.Warn("could not record an API token's use", "token", t.Name, "err", err)
 		}
 	}
-	return Actor{Name: "token:" + t.Name, Role: t.Role, AccountID: t.OwnerAccountID}, true, nil
+	// A token acts with at most its owner's rights now: an admin demoted
+	// to viewer leaves no admin token behind.
+	role := t.Role
+	if t.OwnerAccountID != "" && roleRank(t.OwnerRole) < roleRank(role) {
+		role = t.OwnerRole
+	}
+	return Actor{Name: "token:" + t.Name, Role: role, AccountID: t.OwnerAccountID}, true, nil
 }
 
 func (s *Service) requireTokens() error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -108,10 +109,11 @@ func (s *Service) SetDestinationPolicy(ctx context.Context, in DestinationPolicy
 }
 
 // checkDestination holds a peer given by address to the policy when the
-// caller is not an admin (kmirror itself, with no caller, is not held).
-// A host name is resolved now and every address it resolves to must be
-// inside the policy's networks.
-func (s *Service) checkDestination(ctx context.Context, addrs []string) (Problems, error) {
+// caller is not an admin (kmirror itself, with no caller, is not held):
+// its brokers, and the OAuth token endpoint it would send the client
+// secret to. A host name is resolved now and every address it resolves to
+// must be inside the policy's networks; all lookups share one deadline.
+func (s *Service) checkDestination(ctx context.Context, addrs []string, tokenEndpoint string) (Problems, error) {
 	a, ok := ActorFrom(ctx)
 	if !ok || Allows(a.Role, RoleAdmin) {
 		return nil, nil
@@ -131,8 +133,15 @@ func (s *Service) checkDestination(ctx context.Context, addrs []string) (Problem
 				nets = append(nets, pfx)
 			}
 		}
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		for _, addr := range addrs {
-			s.checkInsideNetworks(ctx, &p, addr, nets)
+			s.checkInsideNetworks(lctx, &p, "peer.address", addr, nets)
+		}
+		if tokenEndpoint != "" {
+			if u, err := url.Parse(tokenEndpoint); err == nil && u.Hostname() != "" {
+				s.checkInsideNetworks(lctx, &p, "peer.oauth.token_endpoint", u.Hostname(), nets)
+			}
 		}
 	}
 	return p, nil
@@ -140,7 +149,7 @@ func (s *Service) checkDestination(ctx context.Context, addrs []string) (Problem
 
 // checkInsideNetworks adds a problem when addr (host:port) names an
 // address outside nets.
-func (s *Service) checkInsideNetworks(ctx context.Context, p *Problems, addr string, nets []netip.Prefix) {
+func (s *Service) checkInsideNetworks(ctx context.Context, p *Problems, field, addr string, nets []netip.Prefix) {
 	allowed := strings.Join(prefixStrings(nets), ", ")
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -150,11 +159,9 @@ func (s *Service) checkInsideNetworks(ctx context.Context, p *Problems, addr str
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
 	} else {
-		rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		defer cancel()
-		found, err := net.DefaultResolver.LookupNetIP(rctx, "ip", host)
+		found, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 		if err != nil || len(found) == 0 {
-			p.Add("peer.address", "%s: its host name could not be resolved to check it against the networks an admin allows (%s): give an address inside them", addr, allowed)
+			p.Add(field, "%s: its host name could not be resolved to check it against the networks an admin allows (%s): give an address inside them", addr, allowed)
 			return
 		}
 		ips = found
@@ -169,7 +176,7 @@ func (s *Service) checkInsideNetworks(ctx context.Context, p *Problems, addr str
 			}
 		}
 		if !inside {
-			p.Add("peer.address", "%s (%s) is outside the networks an admin allows operators to copy to (%s): use an address inside them, or a registered instance", addr, ip, allowed)
+			p.Add(field, "%s (%s) is outside the networks an admin allows operators to copy to (%s): use an address inside them, or a registered instance", addr, ip, allowed)
 			return
 		}
 	}

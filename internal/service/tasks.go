@@ -341,11 +341,14 @@ func (s *Service) resolveTask(ctx context.Context, t task.Task, p Problems) (cur
 		if err != nil {
 			return current, peer, rp, err
 		}
-		dp, err := s.checkDestination(ctx, t.Peer.Address)
-		if err != nil {
-			return current, peer, rp, err
+		// Addresses already refused by their rules are not looked up.
+		if len(p.For("peer.address")) == 0 {
+			dp, err := s.checkDestination(ctx, t.Peer.Address, t.Peer.OAuth.TokenEndpoint)
+			if err != nil {
+				return current, peer, rp, err
+			}
+			rp = append(rp, dp...)
 		}
-		rp = append(rp, dp...)
 	}
 	return current, peer, rp, nil
 }

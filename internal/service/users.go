@@ -69,17 +69,19 @@ func (s *Service) SignIn(ctx context.Context, name, password, client string) (Pr
 	// Who tried, for the audit log: the name only once it is an account's.
 	anon := WithActor(ctx, Actor{Name: "unknown user " + Fingerprint(name), Address: client})
 	if wait := s.addrThr.Wait(addrKey); wait > 0 {
-		s.auditThrottled(anon, addrKey, "the address")
+		s.auditOnceAMinute(anon, "signin", "throttled|"+addrKey, "throttled: the address waits")
 		return Principal{}, throttled(wait)
 	}
 	if len(name) > MaxUserNameLength || name == "" {
-		s.addrThr.FailDistinct(addrKey, name)
-		s.appendAudit(anon, "signin", "", "failed: "+string(CodeBadCredentials)+fmt.Sprintf(" (a name of %d bytes)", len(name)))
+		// No account has such a name: every attempt counts against the
+		// address (not once per name), and is recorded once a minute.
+		s.addrThr.Fail(addrKey)
+		s.auditOnceAMinute(anon, "signin", "badname|"+addrKey, "failed: "+string(CodeBadCredentials)+fmt.Sprintf(" (a name of %d bytes)", len(name)))
 		return Principal{}, errWrongCredentials
 	}
 	key := "user|" + name
 	if wait := s.throttle.Wait(key); wait > 0 {
-		s.auditThrottled(anon, key, "the account")
+		s.auditOnceAMinute(anon, "signin", "throttled|"+key, "throttled: the account waits")
 		return Principal{}, throttled(wait)
 	}
 	release, err := s.hashSlot()
@@ -129,14 +131,14 @@ func (s *Service) hashSlot() (release func(), err error) {
 	}
 }
 
-// auditThrottled records a sign-in refused by a throttle, once a minute
-// per throttled key at most: a guesser hammering a throttled account adds
-// one entry a minute, not one a request.
-func (s *Service) auditThrottled(ctx context.Context, key, what string) {
+// auditOnceAMinute records a refusal at most once a minute per key: a
+// guesser hammering a throttled account, or sending names no account can
+// have, adds one entry a minute, not one a request.
+func (s *Service) auditOnceAMinute(ctx context.Context, action, key, outcome string) {
 	if !s.throttledSeen.first(key, s.now()) {
 		return
 	}
-	s.appendAudit(ctx, "signin", "", "throttled: "+what+" waits (further refusals this minute are not recorded)")
+	s.appendAudit(ctx, action, "", outcome+" (more this minute are not recorded)")
 }
 
 // onceAMinute says whether a key was not seen in the last minute; it
@@ -244,14 +246,16 @@ func (s *Service) RevokeSessions(ctx context.Context, name string) (err error) {
 // same throttle: a stolen session cannot guess the password faster this
 // way), and the check takes one of the sign-in's hashing slots.
 func (s *Service) ChangeOwnPassword(ctx context.Context, name, current, next string) (err error) {
-	defer s.audit(ctx, "user.change_password", name, &err)
 	if a, ok := ActorFrom(ctx); ok && a.Name != name {
+		s.appendAudit(ctx, "user.change_password", name, "denied")
 		return &Error{Code: CodeForbidden, Message: "you can change only your own password this way"}
 	}
 	key := "user|" + name
 	if wait := s.throttle.Wait(key); wait > 0 {
+		s.auditOnceAMinute(ctx, "user.change_password", "throttled|"+key, "throttled: the account waits")
 		return throttled(wait)
 	}
+	defer s.audit(ctx, "user.change_password", name, &err)
 	release, err := s.hashSlot()
 	if err != nil {
 		return err

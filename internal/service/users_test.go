@@ -339,7 +339,22 @@ func TestRefusedSignInsAreAuditedBounded(t *testing.T) {
 			t.Fatal("not throttled again")
 		}
 	}
-	if es, _ := db.ListAudit(ctx, store.AuditFilter{Outcome: "throttled"}); len(es) != 2 {
+	// Names no account can have, again and again from one address: the
+	// address is throttled, and they are recorded once a minute.
+	badThrottled := false
+	for range 100 {
+		if _, err := svc.SignIn(ctx, "", "x", "192.0.2.9"); service.IsCode(err, service.CodeTooManyAttempts) {
+			badThrottled = true
+			break
+		}
+	}
+	if !badThrottled {
+		t.Fatal("100 sign-ins with an empty name from one address were never throttled")
+	}
+	if es, _ := db.ListAudit(ctx, store.AuditFilter{Outcome: "failed: bad_credentials (a name of 0 bytes)"}); len(es) != 1 {
+		t.Fatalf("entries for the empty names: %d, want 1", len(es))
+	}
+	if es, _ := db.ListAudit(ctx, store.AuditFilter{Outcome: "throttled"}); len(es) != 3 {
 		t.Fatalf("throttled entries a minute later: %d, want 2", len(es))
 	}
 }

@@ -24,6 +24,9 @@ type Token struct {
 	// LastUsedAt is the last request made with it, to the minute; zero:
 	// never used.
 	LastUsedAt time.Time
+	// OwnerRole is the owner's role now (read, never stored): a token acts
+	// with at most its owner's rights. Empty without an owner.
+	OwnerRole string
 }
 
 // Tokens stores API tokens.
@@ -35,8 +38,7 @@ type Tokens interface {
 	ListTokens(ctx context.Context) ([]Token, error)
 	// DeleteToken fails with ErrNotFound for an unknown name.
 	DeleteToken(ctx context.Context, name string) error
-	// TouchToken records a use of the token at at, when the last one
-	// recorded is a minute older or more (not a write per request).
+	// TouchToken records a use of the token at at.
 	TouchToken(ctx context.Context, sha256Hex string, at time.Time) error
 }
 
@@ -101,17 +103,20 @@ func (d *DB) CreateToken(ctx context.Context, t Token) error {
 
 // TokenByHash implements Tokens.
 func (d *DB) TokenByHash(ctx context.Context, sha256Hex string) (Token, error) {
-	return queryOne(ctx, d.db, "token", scanToken, `SELECT `+tokenColumns+` FROM api_tokens WHERE token_sha256 = ?`, sha256Hex)
+	return queryOne(ctx, d.db, "token", scanToken, `SELECT `+tokenColumns+` FROM `+tokensWithOwners+` WHERE t.token_sha256 = ?`, sha256Hex)
 }
 
-const tokenColumns = `name, role, token_sha256, created_by, created_at, owner_account_id, expires_at, last_used_at`
+const (
+	tokenColumns     = `t.name, t.role, t.token_sha256, t.created_by, t.created_at, t.owner_account_id, t.expires_at, t.last_used_at, coalesce(u.role, '')`
+	tokensWithOwners = `api_tokens t LEFT JOIN users u ON u.account_id = t.owner_account_id`
+)
 
 func scanToken(row scanner) (Token, error) {
 	var t Token
 	var created int64
 	var owner sql.NullString
 	var expires, used sql.NullInt64
-	if err := row.Scan(&t.Name, &t.Role, &t.TokenSHA256, &t.CreatedBy, &created, &owner, &expires, &used); err != nil {
+	if err := row.Scan(&t.Name, &t.Role, &t.TokenSHA256, &t.CreatedBy, &created, &owner, &expires, &used, &t.OwnerRole); err != nil {
 		return Token{}, err
 	}
 	t.CreatedAt = unixTime(created)
@@ -127,7 +132,7 @@ func scanToken(row scanner) (Token, error) {
 
 // ListTokens implements Tokens.
 func (d *DB) ListTokens(ctx context.Context) ([]Token, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT `+tokenColumns+` FROM api_tokens ORDER BY name`)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+tokenColumns+` FROM `+tokensWithOwners+` ORDER BY t.name`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -148,8 +153,7 @@ func (d *DB) ListTokens(ctx context.Context) ([]Token, error) {
 
 // TouchToken implements Tokens.
 func (d *DB) TouchToken(ctx context.Context, sha256Hex string, at time.Time) error {
-	_, err := d.db.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE token_sha256 = ? AND (last_used_at IS NULL OR last_used_at <= ?)`,
-		at.Unix(), sha256Hex, at.Add(-time.Minute).Unix())
+	_, err := d.db.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE token_sha256 = ?`, at.Unix(), sha256Hex)
 	if err != nil {
 		return fmt.Errorf("record a token's use: %w", err)
 	}

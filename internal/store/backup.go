@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 
 	"github.com/mattn/go-sqlite3"
 
@@ -76,7 +77,7 @@ func Restore(ctx context.Context, file, dir string) (int, Changes, error) {
 	}
 	before, err := namesIn(ctx, filepath.Join(ddir, FileName+".bak"))
 	if errors.Is(err, fs.ErrNotExist) {
-		before, err = map[string][]string{}, nil // nothing was replaced
+		before, err = map[string]map[string]string{}, nil // nothing was replaced
 	}
 	if err != nil {
 		return version, Changes{}, fmt.Errorf("restored, but the replaced database could not be read to compare: %w", err)
@@ -85,22 +86,33 @@ func Restore(ctx context.Context, file, dir string) (int, Changes, error) {
 }
 
 // Changes is what a restore brought back and took away, by kind
-// ("users", "tokens", "tasks", "clusters"): names in the backup the
-// replaced database did not have (a deleted user, a revoked token comes
-// back), and names the replaced database had that the backup does not.
+// (RestoreKinds): names in the backup the replaced database did not have
+// (a deleted user, a revoked token comes back), names the replaced
+// database had that the backup does not, and names in both whose secret
+// or settings differ (a user's older password, a token made again under
+// its name whose older secret works again, a task's older settings).
 type Changes struct {
 	BroughtBack map[string][]string
 	Removed     map[string][]string
+	Changed     map[string][]string
 }
 
-// restoreKinds are the rows a restore reports, by their table.
-var restoreKinds = []struct{ kind, table string }{
-	{"users", "users"}, {"tokens", "api_tokens"}, {"tasks", "tasks"}, {"clusters", "clusters"},
+// RestoreKinds are the kinds of rows a restore reports, in order.
+var RestoreKinds = []string{"users", "tokens", "tasks", "clusters"}
+
+// restoreTables say where each kind lives and what tells two rows of the
+// same name apart: columns every schema of the table has had.
+var restoreTables = map[string]struct{ table, what string }{
+	"users":    {"users", "password_hash"},
+	"tokens":   {"api_tokens", "token_sha256"},
+	"tasks":    {"tasks", "spec"},
+	"clusters": {"clusters", "bootstrap_servers || ' ' || security_protocol"},
 }
 
-// namesIn reads the names of each kind in the database at path; a kind
-// whose table the database's schema does not have yet has none.
-func namesIn(ctx context.Context, path string) (map[string][]string, error) {
+// namesIn reads the names of each kind in the database at path, each with
+// what tells it apart (restoreTables); a kind whose table the database's
+// schema does not have yet has none.
+func namesIn(ctx context.Context, path string) (map[string]map[string]string, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
@@ -109,8 +121,9 @@ func namesIn(ctx context.Context, path string) (map[string][]string, error) {
 		return nil, err
 	}
 	defer db.Close()
-	out := map[string][]string{}
-	for _, k := range restoreKinds {
+	out := map[string]map[string]string{}
+	for _, kind := range RestoreKinds {
+		k := restoreTables[kind]
 		var n int
 		if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, k.table).Scan(&n); err != nil {
 			return nil, fmt.Errorf("read the schema: %w", err)
@@ -118,51 +131,55 @@ func namesIn(ctx context.Context, path string) (map[string][]string, error) {
 		if n == 0 {
 			continue
 		}
-		rows, err := db.QueryContext(ctx, `SELECT name FROM `+k.table+` ORDER BY name`)
+		rows, err := db.QueryContext(ctx, `SELECT name, `+k.what+` FROM `+k.table)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", k.kind, err)
+			return nil, fmt.Errorf("read %s: %w", kind, err)
 		}
+		out[kind] = map[string]string{}
 		for rows.Next() {
 			var name string
-			if err := rows.Scan(&name); err != nil {
+			var what sql.NullString
+			if err := rows.Scan(&name, &what); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("read %s: %w", k.kind, err)
+				return nil, fmt.Errorf("read %s: %w", kind, err)
 			}
-			out[k.kind] = append(out[k.kind], name)
+			out[kind][name] = what.String
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("read %s: %w", k.kind, err)
+			return nil, fmt.Errorf("read %s: %w", kind, err)
 		}
 	}
 	return out, nil
 }
 
-func diffNames(before, after map[string][]string) Changes {
-	c := Changes{BroughtBack: map[string][]string{}, Removed: map[string][]string{}}
-	for _, k := range restoreKinds {
-		if d := missingFrom(after[k.kind], before[k.kind]); len(d) > 0 {
-			c.BroughtBack[k.kind] = d
+func diffNames(before, after map[string]map[string]string) Changes {
+	c := Changes{BroughtBack: map[string][]string{}, Removed: map[string][]string{}, Changed: map[string][]string{}}
+	for _, kind := range RestoreKinds {
+		for _, name := range sortedKeys(after[kind]) {
+			was, ok := before[kind][name]
+			switch {
+			case !ok:
+				c.BroughtBack[kind] = append(c.BroughtBack[kind], name)
+			case was != after[kind][name]:
+				c.Changed[kind] = append(c.Changed[kind], name)
+			}
 		}
-		if d := missingFrom(before[k.kind], after[k.kind]); len(d) > 0 {
-			c.Removed[k.kind] = d
+		for _, name := range sortedKeys(before[kind]) {
+			if _, ok := after[kind][name]; !ok {
+				c.Removed[kind] = append(c.Removed[kind], name)
+			}
 		}
 	}
 	return c
 }
 
-// missingFrom is the names of a that b does not hold, in a's order.
-func missingFrom(a, b []string) []string {
-	in := make(map[string]bool, len(b))
-	for _, n := range b {
-		in[n] = true
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
 	}
-	var out []string
-	for _, n := range a {
-		if !in[n] {
-			out = append(out, n)
-		}
-	}
+	sort.Strings(out)
 	return out
 }
 
