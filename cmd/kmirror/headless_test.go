@@ -330,7 +330,9 @@ func TestRunSpecOverClientCertificatesAndOAuth(t *testing.T) {
 	readTarget := k2.Settings(cluster.Plaintext, "")
 	if _, err := e2e.WaitFor(ctx, readTarget, "A."+topic, 1500, nil); err != nil {
 		stop()
-		<-done
+		if runErr := <-done; runErr != nil {
+			t.Logf("run: %v", runErr)
+		}
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
 	stop()

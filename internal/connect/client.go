@@ -160,12 +160,9 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// refuseRedirect makes the client hand back a 3xx answer as it is
-// (once reports it as an *Error): following it could send a write's body
-// elsewhere or turn it into a GET that succeeds.
 // MaxAnswerBytes caps what one answer of a worker may take in memory: a
-// connector, its status or offsets, the plugins, a check's answers. A
-// check of a URL that is no worker holds no more than this.
+// connector, its status, the plugins, a check's answers. A check of a URL
+// that is no worker holds no more than this.
 const MaxAnswerBytes = 4 << 20
 
 // MaxListingBytes caps the two answers that grow with the deployment: the
@@ -177,6 +174,9 @@ const MaxAnswerBytes = 4 << 20
 // MM2 flow being adopted: ~4 MiB).
 const MaxListingBytes = 32 << 20
 
+// refuseRedirect makes the client hand back a 3xx answer as it is
+// (once reports it as an *Error): following it could send a write's body
+// elsewhere or turn it into a GET that succeeds.
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // Close lets go of the client's idle connections: each client has its own
