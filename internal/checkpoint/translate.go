@@ -25,6 +25,15 @@
 // interpolating across a distance change the history cannot see could
 // translate past records that were never copied.
 //
+// A target that went back. A sync marked TargetReset by its writer (which
+// saw the target topic created again, or lost records), or whose downstream
+// is below the one before it while its upstream moved on, means the target
+// partition no longer holds what the earlier syncs describe. Every earlier
+// sync is dropped and the new one becomes the floor: a group
+// behind it translates to the floor's downstream (the new topic's first
+// copied record), never into offsets of a topic that is gone, and MM2's
+// older syncs are not taken in again.
+//
 // The caps keep the result from ever being ahead of what was copied: a group
 // moved to the target never skips a record. Because history is kept for
 // every distance change (not MM2's 64 syncs since restart), groups lagging
@@ -49,6 +58,10 @@ type SyncPoint struct {
 const (
 	ChainStart int64 = -1
 	Unlinked   int64 = -2
+	// TargetReset starts a writer's chain on a target partition that is
+	// not the one earlier syncs describe (the target topic was created
+	// again, or lost records): every earlier sync is dropped.
+	TargetReset int64 = -3
 )
 
 // Live is a flow's acknowledged progress on a partition: every upstream
@@ -64,6 +77,10 @@ type Live struct {
 type History struct {
 	points []SyncPoint
 	max    int
+	// floor, when set, is the first sync after the target went back: a
+	// group behind it translates to its downstream.
+	floor    SyncPoint
+	hasFloor bool
 }
 
 // NewHistory keeps at most limit points (the oldest are dropped first);
@@ -78,6 +95,12 @@ func NewHistory(limit int) *History {
 // Add records a sync.
 func (h *History) Add(p SyncPoint) {
 	n := len(h.points)
+	if p.Prev == TargetReset || n > 0 && p.Upstream > h.points[n-1].Upstream && p.Downstream < h.points[n-1].Downstream {
+		// The target went back: what the earlier syncs map to is gone.
+		h.points = h.points[:0]
+		h.floor, h.hasFloor = p, true
+		n = 0
+	}
 	if n > 0 && p.Upstream <= h.points[n-1].Upstream {
 		i := sort.Search(n, func(i int) bool { return h.points[i].Upstream >= p.Upstream })
 		h.points = h.points[:i]
@@ -105,6 +128,9 @@ func (h *History) PrevFor(up int64) int64 {
 // those older than every point already held, so they extend the history
 // backwards without overriding what the writer's own history says.
 func (h *History) AddOlder(points []SyncPoint) {
+	if h.hasFloor {
+		return // they describe a target partition that is gone
+	}
 	older := NewHistory(h.max)
 	for _, p := range points {
 		p.Prev = Unlinked
@@ -123,8 +149,12 @@ func (h *History) AddOlder(points []SyncPoint) {
 // Len is the number of points kept.
 func (h *History) Len() int { return len(h.points) }
 
-// Oldest is the first upstream offset the history can translate, or -1.
+// Oldest is the first upstream offset the history can translate, or -1;
+// 0 once the target went back (every older offset translates to the floor).
 func (h *History) Oldest() int64 {
+	if h.hasFloor {
+		return 0
+	}
 	if len(h.points) == 0 {
 		return -1
 	}
@@ -137,6 +167,11 @@ func (h *History) Oldest() int64 {
 func (h *History) Translate(g int64, live *Live) (downstream int64, ok bool) {
 	n := len(h.points)
 	i := sort.Search(n, func(i int) bool { return h.points[i].Upstream > g }) - 1
+	if i < 0 && h.hasFloor && g < h.floor.Upstream {
+		// Behind the point where the target went back: the records it
+		// read there are gone from the target; start at the new first.
+		return h.floor.Downstream, true
+	}
 	if i < 0 {
 		return 0, false
 	}

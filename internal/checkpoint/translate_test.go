@@ -234,3 +234,67 @@ func FuzzTranslateNeverAheadWithLostSyncs(f *testing.F) {
 		}
 	})
 }
+
+// The target topic deleted and created again while the copy went on from
+// its progress: 0..2999 were copied to 0..2999 of the old topic; the new
+// topic holds 3500.. from 0. No group translates into the old topic's
+// offsets: one behind the replacement goes to the new topic's start.
+func TestTargetThatWentBackStartsHistoryAgain(t *testing.T) {
+	h := history(pt(0, 0), pt(1000, 1000), pt(2000, 2005))
+	// Unmarked: the downstream going back is enough to see it.
+	h.Add(SyncPoint{Upstream: 3500, Downstream: 0, Prev: h.PrevFor(3500)})
+	live := &Live{NextUpstream: 4000, NextDownstream: 500}
+	for _, c := range []struct {
+		g, want int64
+	}{
+		{0, 0},      // was 0 on the old topic
+		{1500, 0},   // was 1505: gone with the old topic
+		{3499, 0},   // never on the new topic: start there
+		{3500, 0},   // the new topic's first record
+		{3700, 200}, // exact on the new topic
+		{5000, 500}, // capped at what was copied
+	} {
+		got, ok := h.Translate(c.g, live)
+		if !ok || got != c.want {
+			t.Errorf("Translate(%d) = %d, %v; want %d", c.g, got, ok, c.want)
+		}
+	}
+	if h.Len() != 1 || h.Oldest() != 0 {
+		t.Fatalf("history after the target went back: %d points, oldest %d", h.Len(), h.Oldest())
+	}
+	// MM2's syncs from before describe the old topic: not taken in.
+	h.AddOlder([]SyncPoint{pt(0, 0), pt(100, 100)})
+	if h.Len() != 1 {
+		t.Fatalf("older MM2 syncs were added after the target went back: %d points", h.Len())
+	}
+}
+
+// Whatever the copy did before, once the target went back no translation
+// is ahead of the first record the new target holds for the group.
+func FuzzTranslateNeverAheadAfterTheTargetWentBack(f *testing.F) {
+	f.Add([]byte{1, 0, 3, 1, 0, 0, 2}, int64(3), int64(5))
+	f.Fuzz(func(t *testing.T, steps []byte, skip, g int64) {
+		down, h, d := randomCopy(steps)
+		if len(down) == 0 || d <= 0 {
+			return
+		}
+		// The target is replaced; the copy goes on at upstream
+		// len(down)+skip, landing at 0 of the new topic.
+		skip = max(0, skip%1000)
+		restart := int64(len(down)) + skip
+		h.Add(SyncPoint{Upstream: restart, Downstream: 0, Prev: TargetReset})
+		copied := int64(10)
+		live := &Live{NextUpstream: restart + copied, NextDownstream: copied}
+		if g < 0 || g > restart+copied {
+			g = restart / 2
+		}
+		got, ok := h.Translate(g, live)
+		if !ok {
+			t.Fatalf("g=%d not translated after the target went back", g)
+		}
+		want := max(g-restart, 0) // the new topic holds restart.. at 0..
+		if got != want {
+			t.Fatalf("g=%d translated to %d, want %d (restart at %d)", g, got, want, restart)
+		}
+	})
+}
