@@ -81,6 +81,17 @@ type History struct {
 	// group behind it translates to its downstream.
 	floor    SyncPoint
 	hasFloor bool
+	// reset: the target went back (Reset) and its first sync is not here
+	// yet; older syncs describe a target that is gone.
+	reset bool
+}
+
+// Reset forgets every sync when the writer knows the target partition is
+// not the one they describe (created again): nothing translates until the
+// writer's next sync (marked TargetReset) becomes the floor.
+func (h *History) Reset() {
+	h.points = h.points[:0]
+	h.hasFloor, h.reset = false, true
 }
 
 // NewHistory keeps at most limit points (the oldest are dropped first);
@@ -128,7 +139,7 @@ func (h *History) PrevFor(up int64) int64 {
 // those older than every point already held, so they extend the history
 // backwards without overriding what the writer's own history says.
 func (h *History) AddOlder(points []SyncPoint) {
-	if h.hasFloor {
+	if h.hasFloor || h.reset {
 		return // they describe a target partition that is gone
 	}
 	older := NewHistory(h.max)

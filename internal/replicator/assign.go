@@ -15,6 +15,10 @@ type Partition struct {
 	// a topic deleted and created again under the same name has a new one,
 	// and progress stored for the old topic does not apply to it.
 	TopicID string
+	// TargetTopicID is the target topic's id ("" unknown): a target topic
+	// deleted and created again has a new one, and what was copied to the
+	// old one is gone (worker.targetReplaced).
+	TargetTopicID string
 }
 
 // Assignment is the share of a flow's partitions one worker runs.

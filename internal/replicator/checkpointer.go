@@ -73,6 +73,30 @@ type checkpointer struct {
 	emitted  map[string]mm2.Checkpoint // last checkpoint written per group/topic/partition
 	loaded   bool                      // emitted holds what the topic had at start
 	producer sarama.SyncProducer
+	// targetGens is each partition's targetGen as last seen: a change says
+	// its target topic was replaced since.
+	targetGens map[*partState]int64
+}
+
+// forgetReplaced drops the checkpoints written for target partitions
+// replaced since the last sync: they name offsets of a topic that is gone,
+// and "never backwards" would keep them standing over the new topic's.
+func (c *checkpointer) forgetReplaced(parts []*partState) {
+	if c.targetGens == nil {
+		c.targetGens = map[*partState]int64{}
+	}
+	for _, ps := range parts {
+		gen := ps.targetGen.Load()
+		if gen == c.targetGens[ps] {
+			continue
+		}
+		c.targetGens[ps] = gen
+		for key, cp := range c.emitted {
+			if cp.Topic == ps.Target && cp.Partition == ps.Partition.Partition {
+				delete(c.emitted, key)
+			}
+		}
+	}
 }
 
 // forget makes the next sync write every checkpoint again (the topic was
@@ -165,6 +189,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 		return nil, err
 	}
 	parts := c.replicated()
+	c.forgetReplaced(parts)
 	if len(parts) == 0 || len(groups) == 0 {
 		return nil, nil
 	}

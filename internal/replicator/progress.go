@@ -59,6 +59,10 @@ func newProgress(client sarama.Client, group string, log *progressLog) (*progres
 type storedProgress struct {
 	offset, down int64
 	topicID      string // the source topic's id when stored; "" unknown
+	// targetTopicID is the target topic's id the progress was made on;
+	// "" unknown. Kept in the progress log only (the group's metadata
+	// format is read by older kmirrors, which would misread it).
+	targetTopicID string
 }
 
 // noProgress is a partition with nothing stored.
@@ -110,6 +114,15 @@ func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error)
 	for pt, sp := range fromLog {
 		if sp.offset > fromGroup[pt].offset {
 			fromGroup[pt] = sp
+			continue
+		}
+		// The same progress in both: the target topic it was made on is
+		// the log's to say. Where the group is further (the log's write
+		// failed or is due), it stays unknown: a wrong one would copy a
+		// whole topic again.
+		if g := fromGroup[pt]; g.offset == sp.offset {
+			g.targetTopicID = sp.targetTopicID
+			fromGroup[pt] = g
 		}
 	}
 	return fromGroup, nil

@@ -57,6 +57,8 @@ type progressValue struct {
 	Next    int64  `json:"next"`
 	Down    int64  `json:"down"`
 	TopicID string `json:"topic_id,omitempty"`
+	// TargetTopicID is the target topic's id the progress was made on.
+	TargetTopicID string `json:"target_topic_id,omitempty"`
 	// Started, on the flow's start record (topic "", partition -1), is when
 	// the flow first ran (Unix ms): partitions found after it start at
 	// their first record, whatever the task's start offset.
@@ -140,7 +142,7 @@ func (l *progressLog) read(parts []Partition) (map[Partition]storedProgress, err
 		case v == nil:
 			out[p] = noProgress // a tombstone or a record we cannot read
 		default:
-			out[p] = storedProgress{v.Next, v.Down, v.TopicID}
+			out[p] = storedProgress{v.Next, v.Down, v.TopicID, v.TargetTopicID}
 		}
 	})
 	if err != nil {
@@ -164,7 +166,7 @@ func (l *progressLog) write(states []*partState, final bool) error {
 			continue
 		}
 		msgs = append(msgs, progressRecord(l.topic, progressKey{l.task, l.flow, ps.Source, ps.Partition.Partition},
-			progressValue{Next: sp.offset, Down: sp.down, TopicID: sp.topicID}))
+			progressValue{Next: sp.offset, Down: sp.down, TopicID: sp.topicID, TargetTopicID: sp.targetTopicID}))
 		wrote[ps] = sp
 	}
 	l.lastAt = now

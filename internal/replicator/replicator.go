@@ -30,6 +30,11 @@ type Replicator struct {
 
 	mu   sync.Mutex
 	ckpt *checkpointer // the running checkpointer, for on-demand syncs (failover)
+
+	// targetIDs are the target topics' ids seen by planning rounds, kept
+	// across rounds and flow restarts: a target topic gone from the
+	// target is one that was deleted under the copy (planner.run).
+	targetIDs map[string]string
 }
 
 func (r *Replicator) newCheckpointer(srcAdmin sarama.ClusterAdmin, dst sarama.Client, dstAdmin sarama.ClusterAdmin) *checkpointer {
@@ -220,7 +225,10 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			log: r.log.With("component", "heartbeats"), now: time.Now}, r.opts.HeartbeatInterval)()
 	}
 
-	pl := &planner{flow: r.flow, src: src, dst: dst, srcAdmin: srcAdmin, dstAdmin: dstAdmin, log: r.log}
+	if r.targetIDs == nil {
+		r.targetIDs = map[string]string{}
+	}
+	pl := &planner{flow: r.flow, src: src, dst: dst, srcAdmin: srcAdmin, dstAdmin: dstAdmin, log: r.log, targetIDs: r.targetIDs}
 	var (
 		current []Partition
 		ws      workerSet
@@ -293,6 +301,11 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			return nil
 		}
 		r.state.set(task.StateRunning, "")
+		if len(p.Gone) > 0 {
+			// The workers that wrote to the gone topics stopped above:
+			// plan again now, which creates them anew.
+			continue
+		}
 		if stop, err := nextRound(); stop {
 			return err
 		}
@@ -362,7 +375,7 @@ func samePartitions(a, b []Partition) bool {
 		return false
 	}
 	key := func(p Partition) string {
-		return fmt.Sprintf("%s/%d/%s/%d/%s", p.Source, p.Partition, p.Target, p.MaxBytes, p.TopicID)
+		return fmt.Sprintf("%s/%d/%s/%d/%s/%s", p.Source, p.Partition, p.Target, p.MaxBytes, p.TopicID, p.TargetTopicID)
 	}
 	ka, kb := make([]string, len(a)), make([]string, len(b))
 	for i := range a {

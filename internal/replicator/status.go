@@ -43,6 +43,10 @@ type FlowStatus struct {
 	// could not prevent (see PartitionStatus).
 	ExpiredOnSource int64 `json:"expired_on_source"`
 	LostOnTarget    int64 `json:"lost_on_target"`
+	// TargetTopicsReplaced counts target topics found deleted or created
+	// again under the copy (each copied again from the source), since
+	// this process started.
+	TargetTopicsReplaced int64 `json:"target_topics_replaced"`
 	// Restarts counts recoveries after errors since the process started.
 	Restarts int64 `json:"restarts"`
 	// ErrorKind says what kind of failure a FAILED flow has when it is one
@@ -121,10 +125,18 @@ type partState struct {
 	stalled      string
 	stalledSince time.Time
 	topicID      string // the source topic's id in this run, stored with progress
-	failed       bool   // a permanent failure: the partition stops until the task restarts
-	reason       string
-	sync         syncState           // last offset sync emitted; only the ack goroutine touches it
-	hist         *checkpoint.History // syncs where the upstream/downstream distance changed
+	// targetTopicID is the target topic's id in this run, stored with
+	// progress; targetReset makes the next offset sync start the sync
+	// history again (checkpoint.TargetReset): the target was replaced.
+	targetTopicID string
+	targetReset   bool
+	// targetGen counts the target's replacements, so the checkpointer
+	// forgets the checkpoints it wrote for the old target topic.
+	targetGen atomic.Int64
+	failed    bool // a permanent failure: the partition stops until the task restarts
+	reason    string
+	sync      syncState           // last offset sync emitted; only the ack goroutine touches it
+	hist      *checkpoint.History // syncs where the upstream/downstream distance changed
 	// syncPending are distance-change syncs not yet acknowledged by the
 	// sync history topic, oldest first: progress is not committed past them.
 	syncPending []heldSync
@@ -164,7 +176,7 @@ func (p *partState) syncDurable(upstream int64) {
 func (p *partState) committable() storedProgress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sp := storedProgress{p.next.Load(), p.progDown, p.topicID}
+	sp := storedProgress{p.next.Load(), p.progDown, p.topicID, p.targetTopicID}
 	if len(p.syncPending) > 0 && p.syncPending[0].Upstream < sp.offset {
 		sp.offset, sp.down = p.syncPending[0].Upstream, p.syncPending[0].Downstream
 	}
@@ -237,6 +249,76 @@ type flowState struct {
 	// (heartbeat.go); "" while they are written.
 	heartbeatErr   string
 	heartbeatSince time.Time
+	// replaced are target partitions found replaced (deleted or created
+	// again), by "target/partition", while their copy catches up again.
+	replaced map[string]replacedTarget
+	// replacedTopics counts each target topic replacement once
+	// (replacedSeen: by topic and new id).
+	replacedTopics atomic.Int64
+	replacedSeen   map[string]bool
+}
+
+// replacedTarget is a target partition found replaced: when, how many
+// records kmirror had copied to the old one (up to), and the source offset
+// it had copied up to, which the copy from the source's first record
+// reaches again.
+type replacedTarget struct {
+	target    string
+	partition int32
+	at        time.Time
+	lost      int64
+	until     int64
+	ps        *partState
+}
+
+// targetReplaced records that p's target topic was replaced.
+func (s *flowState) targetReplaced(r replacedTarget, newID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.replaced == nil {
+		s.replaced, s.replacedSeen = map[string]replacedTarget{}, map[string]bool{}
+	}
+	s.replaced[r.target+"/"+strconv.Itoa(int(r.partition))] = r
+	if seen := r.target + "/" + newID; !s.replacedSeen[seen] {
+		s.replacedSeen[seen] = true
+		s.replacedTopics.Add(1)
+	}
+}
+
+// replacedReason is the degraded reason while target topics found
+// replaced are being copied again; "" once every such partition reached
+// where its copy was (those are forgotten). Called with s.mu held.
+func (s *flowState) replacedReason() string {
+	type agg struct {
+		at    time.Time
+		lost  int64
+		parts int
+	}
+	by := map[string]*agg{}
+	for k, r := range s.replaced {
+		if r.ps.next.Load() >= r.until {
+			delete(s.replaced, k)
+			continue
+		}
+		a := by[r.target]
+		if a == nil {
+			a = &agg{at: r.at}
+			by[r.target] = a
+		}
+		a.lost += r.lost
+		a.parts++
+	}
+	if len(by) == 0 {
+		return ""
+	}
+	topics := keys(by)
+	a := by[topics[0]]
+	reason := fmt.Sprintf("target topic %s was deleted or created again (found %s): it lost up to %d records kmirror had copied there; copying them again from the source (%d partition(s) still catching up)",
+		topics[0], a.at.UTC().Format("2006-01-02 15:04:05 UTC"), a.lost, a.parts)
+	if n := len(topics) - 1; n > 0 {
+		reason += fmt.Sprintf(" (and %d more topics)", n)
+	}
+	return reason
 }
 
 // heartbeat records the outcome of a heartbeat write at now.
@@ -392,8 +474,12 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 	if reason := s.leaderlessReason(now, s.degradedAfter); reason != "" && st.State == task.StateRunning {
 		st.State, st.Reason = task.StateDegraded, reason
 	}
+	if reason := s.replacedReason(); reason != "" && st.State == task.StateRunning {
+		st.State, st.Reason = task.StateDegraded, reason
+	}
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()
+	st.TargetTopicsReplaced = s.replacedTopics.Load()
 	var oldest int64
 	for _, p := range parts {
 		failed, reason, degraded := p.health(now, s.degradedAfter, syncErr)

@@ -41,6 +41,8 @@ type planner struct {
 	// topic, so only source changes are applied and settings made only on
 	// the target survive.
 	applied map[string]map[string]string
+	// targetIDs are the target topics' ids seen so far (Replicator's).
+	targetIDs map[string]string
 }
 
 // plan is the result of one planning round.
@@ -51,6 +53,11 @@ type plan struct {
 	// Unavailable says, per topic, why its copy waits this round (its
 	// target topic could not be created).
 	Unavailable []string
+	// Gone are target topics deleted under the copy: left out of this
+	// round, so the workers writing to them stop before the next round
+	// creates them again (a produce retried into the new topic would put
+	// records ahead of the copy that makes it whole).
+	Gone []string
 }
 
 func (p *planner) run() (plan, error) {
@@ -100,8 +107,16 @@ func (p *planner) run() (plan, error) {
 	// target, a name it refuses) stops only its own copy: it is tried again
 	// every round, with its reason in the status, while the rest go on.
 	var missing []newTopic
+	gone := map[string]bool{}
 	for _, pair := range pairs {
 		if existing[pair.Target] {
+			continue
+		}
+		if id := p.targetIDs[pair.Target]; id != "" {
+			gone[pair.Target] = true
+			delete(p.targetIDs, pair.Target)
+			out.Gone = append(out.Gone, pair.Target)
+			p.log.Warn("target topic deleted under the copy; its copy stops and the topic is created again at the next round", "topic", pair.Target, "topic_id", id)
 			continue
 		}
 		parts, err := p.src.Partitions(pair.Source)
@@ -116,6 +131,9 @@ func (p *planner) run() (plan, error) {
 	p.awaitLeaders(missing, createErrs)
 	ready := pairs[:0:0]
 	for _, pair := range pairs {
+		if gone[pair.Target] {
+			continue
+		}
 		if !existing[pair.Target] {
 			if err := createErrs[pair.Target]; err != nil {
 				out.Unavailable = append(out.Unavailable, fmt.Sprintf("%s: %v (tried again at every topic refresh; the flow's other topics go on)", pair.Source, err))
@@ -157,6 +175,19 @@ func (p *planner) run() (plan, error) {
 	if err != nil {
 		return plan{}, fmt.Errorf("read source topic ids: %w", err)
 	}
+	tids, err := topicIDs(p.dst, targets(pairs))
+	if err != nil {
+		return plan{}, fmt.Errorf("read target topic ids: %w", err)
+	}
+	for _, pair := range pairs {
+		id := tids[pair.Target]
+		if known := p.targetIDs[pair.Target]; known != "" && id != "" && known != id {
+			p.log.Warn("target topic created again under the copy", "topic", pair.Target, "topic_id", id, "was", known)
+		}
+		if id != "" {
+			p.targetIDs[pair.Target] = id
+		}
+	}
 	for _, pair := range pairs {
 		p.syncConfigs(pair, srcConfigs[pair.Source], dstConfigs[pair.Target])
 		maxBytes := defaultMaxMessageBytes
@@ -168,7 +199,8 @@ func (p *planner) run() (plan, error) {
 			return plan{}, fmt.Errorf("partitions of source topic %s: %w", pair.Source, err)
 		}
 		for _, id := range parts {
-			out.Partitions = append(out.Partitions, Partition{Source: pair.Source, Target: pair.Target, Partition: id, MaxBytes: maxBytes, TopicID: ids[pair.Source]})
+			out.Partitions = append(out.Partitions, Partition{Source: pair.Source, Target: pair.Target, Partition: id, MaxBytes: maxBytes,
+				TopicID: ids[pair.Source], TargetTopicID: tids[pair.Target]})
 		}
 	}
 	return out, nil

@@ -402,8 +402,21 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 		stored[p] = noProgress
 		mu.Unlock()
 	}
-	offset, err := w.startOffset(src, p, st.offset)
-	if err != nil {
+	var offset int64
+	var err error
+	if st.offset >= 0 && st.targetTopicID != "" && p.TargetTopicID != "" && st.targetTopicID != p.TargetTopicID {
+		// Made whole again: from the source's first record, whatever the
+		// task's start offset.
+		w.targetReplaced(p, ps, st)
+		st = noProgress
+		mu.Lock()
+		stored[p] = noProgress
+		mu.Unlock()
+		offset, err = src.GetOffset(p.Source, p.Partition, sarama.OffsetOldest)
+		if err != nil {
+			return nil, fmt.Errorf("find the oldest offset of %s-%d: %w", p.Source, p.Partition, err)
+		}
+	} else if offset, err = w.startOffset(src, p, st.offset); err != nil {
 		return nil, err
 	}
 	pc, err := consumer.ConsumePartition(p.Source, p.Partition, offset)
@@ -455,8 +468,38 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	ps.progDown = down
 	ps.resumed = st.offset == offset && down >= 0
 	ps.topicID = p.TopicID
+	ps.targetTopicID = p.TargetTopicID
 	ps.mu.Unlock()
 	return pc, nil
+}
+
+// targetReplaced handles p's target topic found deleted or created again
+// (its id is not the one p's progress was made on): what kmirror had copied
+// there is gone, counted as lost on the target (up to the progress's
+// target position); the partition's sync history starts again with its
+// next sync, and the checkpoints written for the old topic are forgotten,
+// so no group is translated into the old topic's offsets; the status says
+// so until the copy, started again from the source's first record, is back
+// where it was.
+func (w *worker) targetReplaced(p Partition, ps *partState, st storedProgress) {
+	lost := max(st.down, 0)
+	ps.lost.Add(lost)
+	ps.mu.Lock()
+	ps.hist.Reset()
+	ps.targetReset = true
+	ps.sync = syncState{}
+	ps.progDown = -1
+	ps.resumed = false
+	ps.mu.Unlock()
+	ps.lastUp.Store(-1)
+	ps.lastDown.Store(-1)
+	ps.targetGen.Add(1)
+	now := time.Now()
+	w.state.targetReplaced(replacedTarget{target: p.Target, partition: p.Partition, at: now, lost: lost, until: st.offset, ps: ps}, p.TargetTopicID)
+	msg := fmt.Sprintf("%s-%d: target topic %s was deleted or created again (topic id %s, progress made on %s): up to %d records kmirror had copied there are gone; copying the partition again from the source's first record",
+		p.Target, p.Partition, p.Target, p.TargetTopicID, st.targetTopicID, lost)
+	w.log.Warn(msg)
+	w.state.setError(msg)
 }
 
 // syncFlushWait bounds how long a stopping worker waits for its offset syncs.

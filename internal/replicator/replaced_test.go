@@ -1,0 +1,89 @@
+package replicator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// checkKeysInOrder checks that topic's partition 0 on s holds exactly the
+// records k0..k<n-1>, in order: the source's, each once.
+func checkKeysInOrder(t *testing.T, s cluster.Settings, topic string, n int) {
+	t.Helper()
+	for i, m := range readAll(t, s, topic, 0, n) {
+		if string(m.Key) != fmt.Sprintf("k%d", i) {
+			t.Fatalf("%s offset %d: key %q, want k%d (a record lost, doubled or out of order)", topic, i, m.Key, i)
+		}
+	}
+	dst, _ := admin(t, s)
+	if end, err := dst.GetOffset(topic, 0, sarama.OffsetNewest); err != nil || end != int64(n) {
+		t.Fatalf("%s holds %d records (%v), want %d", topic, end, err, n)
+	}
+}
+
+// The scenario, shrunk: a target topic deleted under a running
+// copy is created again and made whole from the source — every source
+// record, once, in order — and the status names the topic and the records
+// the target lost, counts the replacement, and is RUNNING again after.
+func TestReplacedTargetTopicIsCopiedAgainFromTheSource(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 1)
+	produceKeys(t, a, "orders", 1, 0, 30)
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest})
+	r := runFlow(t, f)
+	waitProgress(t, r, 30)
+	_, dstAdmin := admin(t, b)
+	if err := dstAdmin.DeleteTopic("A.orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceKeys(t, a, "orders", 1, 30, 10)
+	waitFor(t, func() error {
+		st := r.Status()
+		if st.State != task.StateRunning || st.LostOnTarget != 30 || st.TargetTopicsReplaced != 1 || targetTotal(t, b, "A.orders", 1) != 40 {
+			return fmt.Errorf("state %s (%s), lost %d, replaced %d, target holds %d", st.State, st.Reason, st.LostOnTarget,
+				st.TargetTopicsReplaced, targetTotal(t, b, "A.orders", 1))
+		}
+		return nil
+	})
+	checkKeysInOrder(t, b, "A.orders", 40)
+	if st := r.Status(); !strings.Contains(st.LastError, "target topic A.orders was deleted or created again") || !strings.Contains(st.LastError, "up to 30 records") {
+		t.Fatalf("last error %q does not name the topic and the loss", st.LastError)
+	}
+}
+
+// A target topic deleted and created again by hand while kmirror was
+// stopped is found by its id (the progress stored names the old one): the
+// copy starts over from the source's first record.
+func TestTargetTopicCreatedAgainWhileStoppedIsFoundByItsID(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 1)
+	produceKeys(t, a, "orders", 1, 0, 30)
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest})
+	r, stop := startStoppable(f)
+	waitProgress(t, r, 30)
+	stop()
+	_, dstAdmin := admin(t, b)
+	if err := dstAdmin.DeleteTopic("A.orders"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() error { // deletion is asynchronous
+		return dstAdmin.CreateTopic("A.orders", &sarama.TopicDetail{NumPartitions: 1, ReplicationFactor: 1}, false)
+	})
+	produceKeys(t, a, "orders", 1, 30, 10)
+	r, stop = startStoppable(f)
+	defer stop()
+	waitFor(t, func() error {
+		if n := targetTotal(t, b, "A.orders", 1); n != 40 || r.Status().LostOnTarget != 30 {
+			return fmt.Errorf("target holds %d, lost %d", n, r.Status().LostOnTarget)
+		}
+		return nil
+	})
+	checkKeysInOrder(t, b, "A.orders", 40)
+}
