@@ -51,6 +51,7 @@ var (
 	ckptFailDesc   = desc("kmirror_checkpoint_sync_failed", "1 when the last consumer-offset sync failed (see the task's status for the error), else 0.")
 	expiredDesc    = desc("kmirror_source_expired_records_total", "Records the source deleted (retention) before they could be copied, since this process started.")
 	targetLostDesc = desc("kmirror_target_lost_records_total", "Records the target acknowledged and later lost (unclean leader election, a crashed broker without replicas), since this process started.")
+	replacedDesc   = desc("kmirror_target_topics_replaced_total", "Target topics found deleted or created again under the copy (each copied again from the source; its loss is in kmirror_target_lost_records_total), since this process started.")
 	recopiedDesc   = desc("kmirror_recopied_records_total", "Records copied again after a restart from older progress: the duplicates this caused on the target, since this process started.")
 	partLagDesc    = prometheus.NewDesc("kmirror_partition_lag_records", "Records on a source partition not yet copied: its end offset minus the next offset to copy.", partLabels, nil)
 )
@@ -65,7 +66,7 @@ func NewCollector(src Source) *Collector { return &Collector{src: src} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, credentialDesc, degradedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, expiredDesc, targetLostDesc, partLagDesc} {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, credentialDesc, degradedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, expiredDesc, targetLostDesc, replacedDesc, partLagDesc} {
 		ch <- d
 	}
 }
@@ -98,6 +99,7 @@ func collectFlow(ch chan<- prometheus.Metric, taskName string, f replicator.Flow
 	counter(recopiedDesc, float64(f.Recopied))
 	counter(expiredDesc, float64(f.ExpiredOnSource))
 	counter(targetLostDesc, float64(f.LostOnTarget))
+	counter(replacedDesc, float64(f.TargetTopicsReplaced))
 	gauge(lagRecordsDesc, float64(f.LagRecords))
 	gauge(lagSecondsDesc, f.LagSeconds)
 	gauge(upDesc, b2f(f.State == task.StateRunning))
