@@ -416,6 +416,10 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 		if err != nil {
 			return nil, fmt.Errorf("find the oldest offset of %s-%d: %w", p.Source, p.Partition, err)
 		}
+		// The source no longer holds what came before its oldest: those
+		// records cannot be copied again (counted as expired, as at any
+		// start before the source's retention).
+		ps.expired.Add(offset)
 	} else if offset, err = w.startOffset(src, p, st.offset); err != nil {
 		return nil, err
 	}
