@@ -407,7 +407,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	if st.offset >= 0 && st.targetTopicID != "" && p.TargetTopicID != "" && st.targetTopicID != p.TargetTopicID {
 		// Made whole again: from the source's first record, whatever the
 		// task's start offset.
-		w.targetReplaced(p, ps, st)
+		w.targetReplaced(dst, p, ps, st)
 		st = noProgress
 		mu.Lock()
 		stored[p] = noProgress
@@ -485,7 +485,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 // so no group is translated into the old topic's offsets; the status says
 // so until the copy, started again from the source's first record, is back
 // where it was.
-func (w *worker) targetReplaced(p Partition, ps *partState, st storedProgress) {
+func (w *worker) targetReplaced(dst sarama.Client, p Partition, ps *partState, st storedProgress) {
 	lost := max(st.down, 0)
 	ps.lost.Add(lost)
 	ps.mu.Lock()
@@ -502,6 +502,13 @@ func (w *worker) targetReplaced(p Partition, ps *partState, st storedProgress) {
 	w.state.targetReplaced(replacedTarget{target: p.Target, partition: p.Partition, at: now, lost: lost, until: st.offset, ps: ps}, p.TargetTopicID)
 	msg := fmt.Sprintf("%s-%d: target topic %s was deleted or created again (topic id %s, progress made on %s): up to %d records kmirror had copied there are gone; copying the partition again from the source's first record",
 		p.Target, p.Partition, p.Target, p.TargetTopicID, st.targetTopicID, lost)
+	// A topic created again by someone else before a planning round saw
+	// it may hold records already (that writer's, or a retried produce of
+	// the copy's that landed there): they stay ahead of the copy. Said,
+	// never hidden.
+	if end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest); err == nil && end > 0 {
+		msg += fmt.Sprintf("; the new topic held %d records before this copy, which stay ahead of it", end)
+	}
 	w.log.Warn(msg)
 	w.state.setError(msg)
 }
