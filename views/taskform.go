@@ -50,7 +50,9 @@ type TaskForm struct {
 	ReplicationFactor   string
 	StartOffset         string
 	Compression         string
-	Mappings            []task.Mapping
+	// OnTargetTopicReplaced is "" (recopy) or "continue".
+	OnTargetTopicReplaced string
+	Mappings              []task.Mapping
 
 	// Touched lists the fields the user has changed ("*": all), so inline
 	// validation does not scold fields not reached yet.

@@ -299,3 +299,12 @@ func tpFailedPartitions(f FlowStatus) []PartitionStatus {
 	}
 	return out
 }
+
+// tpOnTargetReplaced names what a task does when a target topic is
+// deleted or created again.
+func tpOnTargetReplaced(ctx context.Context, v string) string {
+	if v == task.TargetReplacedContinue {
+		return i18n.T(ctx, "task.on_target_topic_replaced.continue")
+	}
+	return i18n.T(ctx, "task.on_target_topic_replaced.recopy")
+}

@@ -227,6 +227,7 @@ type taskFormInput struct {
 	ReplicationFactor    string   `form:"rules.replication_factor,trim"`
 	StartOffset          string   `form:"rules.start_offset,trim"`
 	Compression          string   `form:"rules.compression,trim"`
+	OnTargetReplaced     string   `form:"rules.on_target_topic_replaced,trim"`
 	MappingSources       []string `form:"rules.topic_mappings.source"`
 	MappingTargets       []string `form:"rules.topic_mappings.target"`
 	Engine               string   `form:"engine,trim"`
@@ -268,7 +269,7 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 		TopicsMode: in.TopicsMode, TopicsRegex: in.TopicsRegex, Tasks: in.Tasks,
 		RenameTopics: in.RenameTopics, AddSourceHeader: in.AddSourceHeader,
 		SyncConsumerOffsets: in.SyncConsumerOffsets, ReplicationFactor: in.ReplicationFactor,
-		StartOffset: in.StartOffset, Compression: in.Compression, Touched: in.Touched,
+		StartOffset: in.StartOffset, Compression: in.Compression, OnTargetTopicReplaced: in.OnTargetReplaced, Touched: in.Touched,
 		Engine: in.Engine,
 	}
 	for _, line := range strings.Split(in.Topics, "\n") {
@@ -325,7 +326,7 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 			Direction: f.Direction, Tasks: number("rules.tasks", "tasks", f.Tasks, task.DefaultTasks),
 			RenameTopics: f.RenameTopics, AddSourceHeader: f.AddSourceHeader, SyncConsumerOffsets: f.SyncConsumerOffsets,
 			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor, task.DefaultReplicationFactor),
-			StartOffset:       f.StartOffset, Compression: f.Compression,
+			StartOffset:       f.StartOffset, Compression: f.Compression, OnTargetTopicReplaced: f.OnTargetTopicReplaced,
 		},
 	}
 	if f.PeerConfigType == task.PeerByCluster {

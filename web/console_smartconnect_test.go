@@ -266,3 +266,32 @@ func TestTraditionalChineseShowsNoEnglishProblems(t *testing.T) {
 		})
 	}
 }
+
+// The form's "when a target topic is deleted or created again" reaches the
+// task, and the task page says it; a refused create keeps the choice.
+func TestTaskFormOnTargetTopicReplaced(t *testing.T) {
+	e := newTaskEnv(t)
+	e.signIn(e.client, "admin", adminPassword)
+	form := e.get(e.client, "/instances/east/smart-connect/new")
+	if got := form.doc.Find(`#f-on-replaced option[selected]`).AttrOr("value", "?"); got != "" {
+		t.Fatalf("the form's default is %q, want recopy (\"\")", got)
+	}
+	v := taskFormValues(form.csrf(t), "keep-on")
+	v.Set("rules.on_target_topic_replaced", "continue")
+	v.Set("current.alias", "")
+	refused := e.postForm(e.client, "/instances/east/smart-connect", v, nil)
+	if got := refused.doc.Find(`#f-on-replaced option[selected]`).AttrOr("value", ""); refused.status != http.StatusUnprocessableEntity || got != "continue" {
+		t.Fatalf("refused create: %d, choice kept as %q", refused.status, got)
+	}
+	v.Set("current.alias", "A")
+	if p := e.postForm(e.client, "/instances/east/smart-connect", v, nil); p.status != http.StatusOK {
+		t.Fatalf("create: %d", p.status)
+	}
+	code, _, body := e.call(http.MethodGet, "/api/v1/tasks/keep-on", "")
+	if code != http.StatusOK || sub(body, "rules")["on_target_topic_replaced"] != "continue" {
+		t.Fatalf("the task's rules: %d %v", code, sub(body, "rules"))
+	}
+	if got := e.get(e.client, "/tasks/keep-on").testid("task-on-target-replaced").Text(); got != "Continue from the progress" {
+		t.Fatalf("task page says %q", got)
+	}
+}

@@ -88,6 +88,9 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 	if r.AddSourceHeader {
 		refuse("rules.add_source_header", "Kafka Connect cannot add the source header and still copy headers faithfully (its InsertHeader transform writes a string, which the byte-for-byte header converter refuses; the default converter would base64-encode every existing header): turn it off and use rename topics, or run the task on the embedded engine")
 	}
+	if r.OnTargetTopicReplaced == task.TargetReplacedRecopy {
+		refuse("rules.on_target_topic_replaced", "MirrorMaker 2 goes on from its offsets when a target topic is deleted or created again, and cannot copy it again from the source: leave the setting out (MM2's behaviour, without the loss reported) or run the task on the embedded engine")
+	}
 	if r.StartOffset == task.StartLatest {
 		refuse("rules.start_offset", "MirrorMaker 2 applies \"latest\" to every partition it finds later too, so records written to a topic before MM2 noticed it would be skipped: use earliest, or run the task on the embedded engine")
 	}

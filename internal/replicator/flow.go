@@ -55,11 +55,15 @@ type Flow struct {
 	Policy policy.Policy
 	// Workers is the task's parallelism: the flow's partitions are spread
 	// over this many assignments.
-	Workers           int
-	AddSourceHeader   bool
-	StartOffset       string
-	Compression       sarama.CompressionCodec
-	ReplicationFactor int16
+	Workers         int
+	AddSourceHeader bool
+	StartOffset     string
+	// ContinueOnTargetReplaced: a target topic deleted or created again
+	// is copied on from the progress, not again from the source's first
+	// record (task.TargetReplacedContinue).
+	ContinueOnTargetReplaced bool
+	Compression              sarama.CompressionCodec
+	ReplicationFactor        int16
 	// OffsetSyncs is where offset syncs are written (task.FlowSpec says
 	// which cluster and topic).
 	OffsetSyncs      cluster.Settings
@@ -131,22 +135,23 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			return nil, err
 		}
 		flows = append(flows, Flow{
-			Task:              t.Name,
-			Source:            Endpoint{Alias: fs.SourceAlias, Settings: settings[fs.Source]},
-			Target:            Endpoint{Alias: fs.TargetAlias, Settings: settings[fs.Target]},
-			Policy:            p,
-			Workers:           t.Rules.Tasks,
-			AddSourceHeader:   t.Rules.AddSourceHeader,
-			StartOffset:       t.Rules.StartOffset,
-			Compression:       codec,
-			ReplicationFactor: int16(t.Rules.ReplicationFactor),
-			OffsetSyncs:       settings[fs.OffsetSyncs],
-			OffsetSyncsTopic:  fs.OffsetSyncsTopic,
-			SyncHistoryTopic:  fs.SyncHistoryTopic,
-			SyncGroupOffsets:  t.Rules.SyncConsumerOffsets,
-			CheckpointsTopic:  fs.CheckpointsTopic,
-			ProgressTopic:     fs.ProgressTopic,
-			HeartbeatsTopic:   fs.HeartbeatsTopic,
+			Task:                     t.Name,
+			Source:                   Endpoint{Alias: fs.SourceAlias, Settings: settings[fs.Source]},
+			Target:                   Endpoint{Alias: fs.TargetAlias, Settings: settings[fs.Target]},
+			Policy:                   p,
+			Workers:                  t.Rules.Tasks,
+			AddSourceHeader:          t.Rules.AddSourceHeader,
+			StartOffset:              t.Rules.StartOffset,
+			ContinueOnTargetReplaced: t.Rules.OnTargetTopicReplaced == task.TargetReplacedContinue,
+			Compression:              codec,
+			ReplicationFactor:        int16(t.Rules.ReplicationFactor),
+			OffsetSyncs:              settings[fs.OffsetSyncs],
+			OffsetSyncsTopic:         fs.OffsetSyncsTopic,
+			SyncHistoryTopic:         fs.SyncHistoryTopic,
+			SyncGroupOffsets:         t.Rules.SyncConsumerOffsets,
+			CheckpointsTopic:         fs.CheckpointsTopic,
+			ProgressTopic:            fs.ProgressTopic,
+			HeartbeatsTopic:          fs.HeartbeatsTopic,
 		})
 	}
 	return flows, nil

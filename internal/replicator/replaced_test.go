@@ -87,3 +87,36 @@ func TestTargetTopicCreatedAgainWhileStoppedIsFoundByItsID(t *testing.T) {
 	})
 	checkKeysInOrder(t, b, "A.orders", 40)
 }
+
+// With on_target_topic_replaced continue, the copy goes on from its
+// progress onto the new topic: only what came after is there, the loss is
+// counted and the flow says so (DEGRADED) instead of copying again.
+func TestReplacedTargetTopicContinuesFromTheProgressWhenAsked(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 1)
+	produceKeys(t, a, "orders", 1, 0, 30)
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest, OnTargetTopicReplaced: task.TargetReplacedContinue})
+	if !f.ContinueOnTargetReplaced {
+		t.Fatal("the flow does not carry the task's on_target_topic_replaced")
+	}
+	r := runFlow(t, f)
+	waitProgress(t, r, 30)
+	_, dstAdmin := admin(t, b)
+	if err := dstAdmin.DeleteTopic("A.orders"); err != nil {
+		t.Fatal(err)
+	}
+	produceKeys(t, a, "orders", 1, 30, 10)
+	waitFor(t, func() error {
+		st := r.Status()
+		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "stay lost") || st.LostOnTarget != 30 || targetTotal(t, b, "A.orders", 1) != 10 {
+			return fmt.Errorf("state %s (%s), lost %d, target holds %d", st.State, st.Reason, st.LostOnTarget, targetTotal(t, b, "A.orders", 1))
+		}
+		return nil
+	})
+	for i, m := range readAll(t, b, "A.orders", 0, 10) {
+		if want := fmt.Sprintf("k%d", 30+i); string(m.Key) != want {
+			t.Fatalf("offset %d: key %q, want %s", i, m.Key, want)
+		}
+	}
+}

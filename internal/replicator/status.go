@@ -268,8 +268,15 @@ type replacedTarget struct {
 	at        time.Time
 	lost      int64
 	until     int64
+	// holdUntil keeps the loss in the status when there is nothing to
+	// catch up (a flow that continues from the progress).
+	holdUntil time.Time
 	ps        *partState
 }
+
+// replacedShownFor is how long a replaced target topic's loss stays the
+// flow's DEGRADED reason when its copy went on from the progress.
+const replacedShownFor = 15 * time.Minute
 
 // targetReplaced records that p's target topic was replaced.
 func (s *flowState) targetReplaced(r replacedTarget, newID string) {
@@ -288,15 +295,15 @@ func (s *flowState) targetReplaced(r replacedTarget, newID string) {
 // replacedReason is the degraded reason while target topics found
 // replaced are being copied again; "" once every such partition reached
 // where its copy was (those are forgotten). Called with s.mu held.
-func (s *flowState) replacedReason() string {
+func (s *flowState) replacedReason(now time.Time) string {
 	type agg struct {
-		at    time.Time
-		lost  int64
-		parts int
+		at       time.Time
+		lost     int64
+		catching int
 	}
 	by := map[string]*agg{}
 	for k, r := range s.replaced {
-		if r.ps.next.Load() >= r.until {
+		if r.ps.next.Load() >= r.until && !now.Before(r.holdUntil) {
 			delete(s.replaced, k)
 			continue
 		}
@@ -306,15 +313,22 @@ func (s *flowState) replacedReason() string {
 			by[r.target] = a
 		}
 		a.lost += r.lost
-		a.parts++
+		if r.ps.next.Load() < r.until {
+			a.catching++
+		}
 	}
 	if len(by) == 0 {
 		return ""
 	}
 	topics := keys(by)
 	a := by[topics[0]]
-	reason := fmt.Sprintf("target topic %s was deleted or created again (found %s): it lost up to %d records kmirror had copied there; copying them again from the source (%d partition(s) still catching up)",
-		topics[0], a.at.UTC().Format("2006-01-02 15:04:05 UTC"), a.lost, a.parts)
+	reason := fmt.Sprintf("target topic %s was deleted or created again (found %s): it lost up to %d records kmirror had copied there; ",
+		topics[0], a.at.UTC().Format("2006-01-02 15:04:05 UTC"), a.lost)
+	if a.catching > 0 {
+		reason += fmt.Sprintf("copying them again from the source (%d partition(s) still catching up)", a.catching)
+	} else {
+		reason += "the copy went on from its progress, so they stay lost (on_target_topic_replaced: continue)"
+	}
 	if n := len(topics) - 1; n > 0 {
 		reason += fmt.Sprintf(" (and %d more topics)", n)
 	}
@@ -474,7 +488,7 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 	if reason := s.leaderlessReason(now, s.degradedAfter); reason != "" && st.State == task.StateRunning {
 		st.State, st.Reason = task.StateDegraded, reason
 	}
-	if reason := s.replacedReason(); reason != "" && st.State == task.StateRunning {
+	if reason := s.replacedReason(now); reason != "" && st.State == task.StateRunning {
 		st.State, st.Reason = task.StateDegraded, reason
 	}
 	s.mu.Unlock()

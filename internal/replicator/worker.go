@@ -404,22 +404,30 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	}
 	var offset int64
 	var err error
-	if st.offset >= 0 && st.targetTopicID != "" && p.TargetTopicID != "" && st.targetTopicID != p.TargetTopicID {
-		// Made whole again: from the source's first record, whatever the
-		// task's start offset.
+	replaced := st.offset >= 0 && st.targetTopicID != "" && p.TargetTopicID != "" && st.targetTopicID != p.TargetTopicID
+	if replaced {
 		w.targetReplaced(dst, p, ps, st)
-		st = noProgress
-		mu.Lock()
-		stored[p] = noProgress
-		mu.Unlock()
-		offset, err = src.GetOffset(p.Source, p.Partition, sarama.OffsetOldest)
-		if err != nil {
-			return nil, fmt.Errorf("find the oldest offset of %s-%d: %w", p.Source, p.Partition, err)
+		if w.flow.ContinueOnTargetReplaced {
+			// On from the progress, onto the new topic's end: what the
+			// old topic held stays lost (counted).
+			st.down = -1
+			offset = st.offset
+		} else {
+			// Made whole again: from the source's first record, whatever
+			// the task's start offset.
+			st = noProgress
+			offset, err = src.GetOffset(p.Source, p.Partition, sarama.OffsetOldest)
+			if err != nil {
+				return nil, fmt.Errorf("find the oldest offset of %s-%d: %w", p.Source, p.Partition, err)
+			}
+			// The source no longer holds what came before its oldest:
+			// those records cannot be copied again (counted as
+			// expired, as at any start before the source's retention).
+			ps.expired.Add(offset)
 		}
-		// The source no longer holds what came before its oldest: those
-		// records cannot be copied again (counted as expired, as at any
-		// start before the source's retention).
-		ps.expired.Add(offset)
+		mu.Lock()
+		stored[p] = st
+		mu.Unlock()
 	} else if offset, err = w.startOffset(src, p, st.offset); err != nil {
 		return nil, err
 	}
@@ -461,8 +469,10 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	// The target position that goes with the start: stored with the
 	// progress, or the target partition's end for a fresh start (where
 	// the first copied record lands when nothing else writes there).
+	// (A replaced target's copy that goes on from its progress lands at
+	// the new topic's end too.)
 	down := int64(-1)
-	if st.offset == offset {
+	if st.offset == offset && !replaced {
 		down = st.down
 	} else if end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest); err == nil {
 		down = end
@@ -499,9 +509,16 @@ func (w *worker) targetReplaced(dst sarama.Client, p Partition, ps *partState, s
 	ps.lastDown.Store(-1)
 	ps.targetGen.Add(1)
 	now := time.Now()
-	w.state.targetReplaced(replacedTarget{target: p.Target, partition: p.Partition, at: now, lost: lost, until: st.offset, ps: ps}, p.TargetTopicID)
-	msg := fmt.Sprintf("%s-%d: target topic %s was deleted or created again (topic id %s, progress made on %s): up to %d records kmirror had copied there are gone; copying the partition again from the source's first record",
-		p.Target, p.Partition, p.Target, p.TargetTopicID, st.targetTopicID, lost)
+	r := replacedTarget{target: p.Target, partition: p.Partition, at: now, lost: lost, until: st.offset, ps: ps}
+	what := "copying the partition again from the source's first record"
+	if w.flow.ContinueOnTargetReplaced {
+		// Nothing to catch up: the loss is shown for a while instead.
+		r.until, r.holdUntil = -1, now.Add(replacedShownFor)
+		what = "going on from the progress (the task's on_target_topic_replaced is continue): they stay lost"
+	}
+	w.state.targetReplaced(r, p.TargetTopicID)
+	msg := fmt.Sprintf("%s-%d: target topic %s was deleted or created again (topic id %s, progress made on %s): up to %d records kmirror had copied there are gone; %s",
+		p.Target, p.Partition, p.Target, p.TargetTopicID, st.targetTopicID, lost, what)
 	// A topic created again by someone else before a planning round saw
 	// it may hold records already (that writer's, or a retried produce of
 	// the copy's that landed there): they stay ahead of the copy. Said,

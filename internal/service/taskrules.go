@@ -337,6 +337,11 @@ func validateRules(p *Problems, t task.Task) {
 	if !contains(compressions, r.Compression) {
 		p.Add("rules.compression", "compression must be none, gzip, snappy, lz4 or zstd")
 	}
+	switch r.OnTargetTopicReplaced {
+	case "", task.TargetReplacedRecopy, task.TargetReplacedContinue:
+	default:
+		p.Add("rules.on_target_topic_replaced", "on target topic replaced must be recopy (copy the topic again from the source, the default) or continue (go on from the progress; what the old topic held stays lost)")
+	}
 	validateMappings(p, t, re, targets)
 }
 

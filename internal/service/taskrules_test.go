@@ -300,6 +300,8 @@ func TestValidateTask(t *testing.T) {
 		{"compression snappy", func(x *task.Task) { x.Rules.Compression = "snappy" }, nil},
 		{"compression zstd", func(x *task.Task) { x.Rules.Compression = "zstd" }, nil},
 		{"compression bad", func(x *task.Task) { x.Rules.Compression = "brotli" }, []fp{{"rules.compression", "none, gzip, snappy, lz4 or zstd"}}},
+		{"on target topic replaced bad", func(x *task.Task) { x.Rules.OnTargetTopicReplaced = "ignore" }, []fp{{"rules.on_target_topic_replaced", "recopy"}}},
+		{"on target topic replaced continue", func(x *task.Task) { x.Rules.OnTargetTopicReplaced = task.TargetReplacedContinue }, nil},
 		{"compression upper case", func(x *task.Task) { x.Rules.Compression = "LZ4" }, []fp{{"rules.compression", "lz4"}}},
 
 		// topic mappings

@@ -91,7 +91,20 @@ type Rules struct {
 	StartOffset         string    `json:"start_offset"`
 	Compression         string    `json:"compression"`
 	TopicMappings       []Mapping `json:"topic_mappings,omitempty"`
+	// OnTargetTopicReplaced is what a flow does when a target topic is
+	// deleted or created again under it: TargetReplacedRecopy (the
+	// default, also for "") copies it again from the source's first
+	// record; TargetReplacedContinue goes on from the progress. Either way
+	// the loss is counted and shown, and translation stays inside the new
+	// topic.
+	OnTargetTopicReplaced string `json:"on_target_topic_replaced,omitempty"`
 }
+
+// What a flow does when a target topic is deleted or created again.
+const (
+	TargetReplacedRecopy   = "recopy"
+	TargetReplacedContinue = "continue"
+)
 
 // Mapping names a target topic freely for one source topic.
 type Mapping struct {
