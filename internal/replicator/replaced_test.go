@@ -26,16 +26,19 @@ func checkKeysInOrder(t *testing.T, s cluster.Settings, topic string, n int) {
 	}
 }
 
-// The scenario, shrunk: a target topic deleted under a running
-// copy is created again and made whole from the source — every source
-// record, once, in order — and the status names the topic and the records
-// the target lost, counts the replacement, and is RUNNING again after.
-func TestReplacedTargetTopicIsCopiedAgainFromTheSource(t *testing.T) {
+// deleteTargetUnderTheCopy copies k0..k29 of orders to A.orders (with the
+// task's on_target_topic_replaced onReplaced), deletes A.orders under the
+// running copy and produces k30..k39.
+func deleteTargetUnderTheCopy(t *testing.T, onReplaced string) (*Replicator, cluster.Settings) {
+	t.Helper()
 	a, b := startFakes(t)
 	createTopic(t, a, "orders", 1)
 	produceKeys(t, a, "orders", 1, 0, 30)
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
-		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest})
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest, OnTargetTopicReplaced: onReplaced})
+	if f.ContinueOnTargetReplaced != (onReplaced == task.TargetReplacedContinue) {
+		t.Fatal("the flow does not carry the task's on_target_topic_replaced")
+	}
 	r := runFlow(t, f)
 	waitProgress(t, r, 30)
 	_, dstAdmin := admin(t, b)
@@ -43,6 +46,15 @@ func TestReplacedTargetTopicIsCopiedAgainFromTheSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	produceKeys(t, a, "orders", 1, 30, 10)
+	return r, b
+}
+
+// The scenario, shrunk: a target topic deleted under a running
+// copy is created again and made whole from the source — every source
+// record, once, in order — and the status names the topic and the records
+// the target lost, counts the replacement, and is RUNNING again after.
+func TestReplacedTargetTopicIsCopiedAgainFromTheSource(t *testing.T) {
+	r, b := deleteTargetUnderTheCopy(t, "")
 	waitFor(t, func() error {
 		st := r.Status()
 		if st.State != task.StateRunning || st.LostOnTarget != 30 || st.TargetTopicsReplaced != 1 || targetTotal(t, b, "A.orders", 1) != 40 {
@@ -92,21 +104,7 @@ func TestTargetTopicCreatedAgainWhileStoppedIsFoundByItsID(t *testing.T) {
 // progress onto the new topic: only what came after is there, the loss is
 // counted and the flow says so (DEGRADED) instead of copying again.
 func TestReplacedTargetTopicContinuesFromTheProgressWhenAsked(t *testing.T) {
-	a, b := startFakes(t)
-	createTopic(t, a, "orders", 1)
-	produceKeys(t, a, "orders", 1, 0, 30)
-	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
-		RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest, OnTargetTopicReplaced: task.TargetReplacedContinue})
-	if !f.ContinueOnTargetReplaced {
-		t.Fatal("the flow does not carry the task's on_target_topic_replaced")
-	}
-	r := runFlow(t, f)
-	waitProgress(t, r, 30)
-	_, dstAdmin := admin(t, b)
-	if err := dstAdmin.DeleteTopic("A.orders"); err != nil {
-		t.Fatal(err)
-	}
-	produceKeys(t, a, "orders", 1, 30, 10)
+	r, b := deleteTargetUnderTheCopy(t, task.TargetReplacedContinue)
 	waitFor(t, func() error {
 		st := r.Status()
 		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "stay lost") || st.LostOnTarget != 30 || targetTotal(t, b, "A.orders", 1) != 10 {
