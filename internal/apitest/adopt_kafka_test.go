@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -243,13 +244,32 @@ func TestAdoptMM2PairAsBidirectionalTask(t *testing.T) {
 			_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
 			t.Fatalf("after adoption, %s: %v\nstatus: %v", c.target, err, st)
 		}
-		rep, err := e2e.Verify(ctx, c.src, topic, c.dst, c.target, e2e.VerifyOptions{AllowDuplicates: true})
+		rep, err := e2e.Verify(ctx, c.src, topic, c.dst, c.target, e2e.VerifyOptions{AllowDuplicates: true, Examples: n + m})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Logf("after adoption, %s: %s", c.target, rep)
-		if !rep.OK() || rep.Duplicated != 0 {
-			t.Fatalf("the copy to %s across the adoption is not exact (%d duplicated):\n%s", c.target, rep.Duplicated, rep)
+		if !rep.OK() {
+			t.Fatalf("the copy to %s across the adoption lost or changed records:\n%s", c.target, rep)
+		}
+		// The handover is exact when no record copied before the adoption
+		// is copied again (Produce's keys are "<partition>-<seq>", seq
+		// below n/3 before it). Records copied after it may be copied again
+		// when a Connect rebalance (other tests deploy on the same workers)
+		// stops a task before its first offset commit: Connect's own
+		// at-least-once, which exactly-once on Connect (KIP-618) ends, not
+		// the adoption's.
+		for _, pr := range rep.Problems {
+			if pr.Kind != e2e.Duplicated {
+				continue
+			}
+			_, seq, _ := strings.Cut(pr.Key, "-")
+			if s, err := strconv.Atoi(seq); err != nil || s < n/3 {
+				t.Fatalf("record %s, copied before the adoption, was copied again after it:\n%s", pr.Key, rep)
+			}
+		}
+		if rep.Duplicated > 0 {
+			t.Logf("%d records copied after the adoption were copied twice by a Connect rebalance (at-least-once on Connect)", rep.Duplicated)
 		}
 	}
 }
