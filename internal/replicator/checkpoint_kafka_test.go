@@ -410,4 +410,18 @@ func TestDeletedInternalTopicsAreRecreatedAndReported(t *testing.T) {
 	// Still replicating.
 	produceN(t, src, topic, 1, 50, 50)
 	verifyCopy(t, src, topic, dst, topic, 150, e2e.VerifyOptions{})
+	// And translating exactly: a group at 120 (after the deletions) reads
+	// on at the copy of record 120 (one partition, copied one to one).
+	group := "after-internal-deleted-" + topic
+	commitOnSource(t, k1, group, topic, map[int32]int64{0: 120})
+	waitFor(t, func() error {
+		res, err := reps[0].SyncGroup(context.Background(), group)
+		if err != nil || len(res) == 0 {
+			return fmt.Errorf("sync %+v, %v", res, err)
+		}
+		if got := targetGroupOffset(t, k2, group, topic, 0); got != 120 {
+			return fmt.Errorf("translated to %d, want 120", got)
+		}
+		return nil
+	})
 }
