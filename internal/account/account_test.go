@@ -1,6 +1,8 @@
 package account_test
 
 import (
+	"golang.org/x/crypto/bcrypt"
+
 	"context"
 	"strconv"
 	"strings"
@@ -158,5 +160,17 @@ func TestThrottleFailDistinctCountsNames(t *testing.T) {
 	th.FailDistinct("addr", "admin")
 	if w := th.Wait("addr"); w != 0 {
 		t.Fatalf("after Forget: wait %v, want none", w)
+	}
+}
+
+// kmirror's own hashes cost bcrypt's default: UseTestHashCost is for other
+// packages' test binaries only, and this one never calls it.
+func TestHashUsesTheDefaultCost(t *testing.T) {
+	h, err := account.Hash("a-password-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cost, err := bcrypt.Cost([]byte(h)); err != nil || cost != bcrypt.DefaultCost {
+		t.Fatalf("hash cost %d (%v), want %d", cost, err, bcrypt.DefaultCost)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/service"
@@ -11,8 +12,12 @@ import (
 )
 
 // Kafka and Connect start only for the tests that ask for them (Lazy,
-// LazyConnect); the in-process tests pay nothing.
-func TestMain(m *testing.M) { kafkatest.Main(m, 0) }
+// LazyConnect); the in-process tests pay nothing. Test accounts' password
+// hashes are cheap: these tests are about the service, not bcrypt.
+func TestMain(m *testing.M) {
+	account.UseTestHashCost()
+	kafkatest.Main(m, 0)
+}
 
 // The check against real workers: one as the harness configures it
 // (connector.client.config.override.policy=All), one with Connect's own
