@@ -1,13 +1,13 @@
 package account_test
 
 import (
-	"golang.org/x/crypto/bcrypt"
-
 	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/store"
