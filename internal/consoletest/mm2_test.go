@@ -97,8 +97,8 @@ func TestMM2AdoptAndImportWalk(t *testing.T) {
 	if got, err := e2e.Count(ctx, ws, target); err != nil || got != n+m {
 		t.Fatalf("target holds %d records (%v), want %d: nothing copied twice", got, err, n+m)
 	}
-	if _, err := e2e.Verify(ctx, es, topic, ws, target, e2e.VerifyOptions{}); err != nil {
-		t.Fatalf("verify the copy: %v", err)
+	if rep, err := e2e.Verify(ctx, es, topic, ws, target, e2e.VerifyOptions{}); err != nil || !rep.OK() {
+		t.Fatalf("the copy across the console adoption (%v): %s", err, rep)
 	}
 
 	// 2. Import, in Traditional Chinese: from the dashboard.
@@ -151,8 +151,8 @@ func TestMM2AdoptAndImportWalk(t *testing.T) {
 	if _, err := e2e.WaitFor(ctx, ws, a2+"."+topic2, n2, nil); err != nil {
 		t.Fatalf("imported task's copy: %v", err)
 	}
-	if _, err := e2e.Verify(ctx, es, topic2, ws, a2+"."+topic2, e2e.VerifyOptions{}); err != nil {
-		t.Fatalf("verify the imported task's copy: %v", err)
+	if rep, err := e2e.Verify(ctx, es, topic2, ws, a2+"."+topic2, e2e.VerifyOptions{}); err != nil || !rep.OK() {
+		t.Fatalf("the imported task's copy (%v): %s", err, rep)
 	}
 	b.switchLang("en", `h1`)
 }
