@@ -88,7 +88,8 @@ type History struct {
 
 // Reset forgets every sync when the writer knows the target partition is
 // not the one they describe (created again): nothing translates until the
-// writer's next sync (marked TargetReset) becomes the floor.
+// writer's next sync becomes the floor (PrevFor marks it TargetReset, so
+// readers of the history topic see the reset too).
 func (h *History) Reset() {
 	h.points = h.points[:0]
 	h.hasFloor, h.reset = false, true
@@ -109,7 +110,7 @@ func (h *History) Add(p SyncPoint) {
 	if p.Prev == TargetReset || n > 0 && p.Upstream > h.points[n-1].Upstream && p.Downstream < h.points[n-1].Downstream {
 		// The target went back: what the earlier syncs map to is gone.
 		h.points = h.points[:0]
-		h.floor, h.hasFloor = p, true
+		h.floor, h.hasFloor, h.reset = p, true, false
 		n = 0
 	}
 	if n > 0 && p.Upstream <= h.points[n-1].Upstream {
@@ -125,8 +126,12 @@ func (h *History) Add(p SyncPoint) {
 
 // PrevFor is the Prev of a new distance-change sync at upstream up by a
 // writer whose earlier changes are all in the history: the sync before up,
-// unless that one is Unlinked (nothing is known about the stretch between).
+// unless that one is Unlinked (nothing is known about the stretch between);
+// TargetReset for the first sync after Reset.
 func (h *History) PrevFor(up int64) int64 {
+	if h.reset {
+		return TargetReset // the first sync since Reset
+	}
 	i := sort.Search(len(h.points), func(i int) bool { return h.points[i].Upstream >= up }) - 1
 	if i < 0 || h.points[i].Prev == Unlinked {
 		return ChainStart

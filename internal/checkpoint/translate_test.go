@@ -298,3 +298,21 @@ func FuzzTranslateNeverAheadAfterTheTargetWentBack(f *testing.F) {
 		}
 	})
 }
+
+// After Reset nothing translates, MM2's older syncs are not taken in, and
+// the writer's next sync is marked TargetReset and becomes the floor.
+func TestResetMarksTheNextSync(t *testing.T) {
+	h := history(pt(0, 0), pt(100, 100))
+	h.Reset()
+	if _, ok := h.Translate(50, nil); ok {
+		t.Fatal("translated after Reset, before any new sync")
+	}
+	h.AddOlder([]SyncPoint{pt(0, 0)})
+	if prev := h.PrevFor(300); prev != TargetReset {
+		t.Fatalf("PrevFor after Reset = %d, want TargetReset", prev)
+	}
+	h.Add(SyncPoint{Upstream: 300, Downstream: 0, Prev: h.PrevFor(300)})
+	if got, ok := h.Translate(50, nil); !ok || got != 0 || h.PrevFor(400) != 300 {
+		t.Fatalf("after the first sync: Translate(50) = %d, %v; PrevFor(400) = %d", got, ok, h.PrevFor(400))
+	}
+}

@@ -789,11 +789,6 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 		var point *checkpoint.SyncPoint
 		if changed {
 			p := checkpoint.SyncPoint{Upstream: up, Downstream: down, Prev: ps.hist.PrevFor(up)}
-			if ps.targetReset {
-				// The first sync on a replaced target: the history of
-				// the old one ends here, for every reader of it.
-				p.Prev, ps.targetReset = checkpoint.TargetReset, false
-			}
 			ps.hist.Add(p)
 			ps.syncPending = append(ps.syncPending, heldSync{p, now})
 			point = &p

@@ -126,10 +126,8 @@ type partState struct {
 	stalledSince time.Time
 	topicID      string // the source topic's id in this run, stored with progress
 	// targetTopicID is the target topic's id in this run, stored with
-	// progress; targetReset makes the next offset sync start the sync
-	// history again (checkpoint.TargetReset): the target was replaced.
+	// progress.
 	targetTopicID string
-	targetReset   bool
 	// targetGen counts the target's replacements, so the checkpointer
 	// forgets the checkpoints it wrote for the old target topic.
 	targetGen atomic.Int64

@@ -499,8 +499,7 @@ func (w *worker) targetReplaced(dst sarama.Client, p Partition, ps *partState, s
 	lost := max(st.down, 0)
 	ps.lost.Add(lost)
 	ps.mu.Lock()
-	ps.hist.Reset()
-	ps.targetReset = true
+	ps.hist.Reset() // its next sync is marked checkpoint.TargetReset
 	ps.sync = syncState{}
 	ps.progDown = -1
 	ps.resumed = false
