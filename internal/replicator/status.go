@@ -250,10 +250,9 @@ type flowState struct {
 	// replaced are target partitions found replaced (deleted or created
 	// again), by "target/partition", while their copy catches up again.
 	replaced map[string]replacedTarget
-	// replacedTopics counts each target topic replacement once
-	// (replacedSeen: by topic and new id).
-	replacedTopics atomic.Int64
-	replacedSeen   map[string]bool
+	// replacedSeen has each target topic replacement once, by topic and
+	// new id: its size is FlowStatus.TargetTopicsReplaced.
+	replacedSeen map[string]bool
 }
 
 // replacedTarget is a target partition found replaced: when, how many
@@ -284,10 +283,7 @@ func (s *flowState) targetReplaced(r replacedTarget, newID string) {
 		s.replaced, s.replacedSeen = map[string]replacedTarget{}, map[string]bool{}
 	}
 	s.replaced[r.target+"/"+strconv.Itoa(int(r.partition))] = r
-	if seen := r.target + "/" + newID; !s.replacedSeen[seen] {
-		s.replacedSeen[seen] = true
-		s.replacedTopics.Add(1)
-	}
+	s.replacedSeen[r.target+"/"+newID] = true
 }
 
 // replacedReason is the degraded reason while target topics found
@@ -489,9 +485,9 @@ func (s *flowState) snapshot(now time.Time) FlowStatus {
 	if reason := s.replacedReason(now); reason != "" && st.State == task.StateRunning {
 		st.State, st.Reason = task.StateDegraded, reason
 	}
+	st.TargetTopicsReplaced = int64(len(s.replacedSeen))
 	s.mu.Unlock()
 	st.Restarts = s.restarts.Load()
-	st.TargetTopicsReplaced = s.replacedTopics.Load()
 	var oldest int64
 	for _, p := range parts {
 		failed, reason, degraded := p.health(now, s.degradedAfter, syncErr)
