@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -45,19 +44,8 @@ func (d *DB) CreateSession(ctx context.Context, idSHA256, accountID string, at, 
 
 // SessionUser implements Sessions.
 func (d *DB) SessionUser(ctx context.Context, idSHA256 string) (User, error) {
-	var u User
-	var created int64
-	err := d.db.QueryRowContext(ctx, `SELECT u.name, u.password_hash, u.role, u.account_id, u.created_at
-		FROM console_sessions s JOIN users u ON u.account_id = s.account_id WHERE s.id_sha256 = ?`, idSHA256).
-		Scan(&u.Name, &u.PasswordHash, &u.Role, &u.AccountID, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, fmt.Errorf("session: %w", ErrNotFound)
-	}
-	if err != nil {
-		return User{}, fmt.Errorf("read a session: %w", err)
-	}
-	u.CreatedAt = unixTime(created)
-	return u, nil
+	return queryOne(ctx, d.db, "session", scanUser,
+		`SELECT `+userColumns+` FROM console_sessions s JOIN users u ON u.account_id = s.account_id WHERE s.id_sha256 = ?`, idSHA256)
 }
 
 // EndSession implements Sessions.

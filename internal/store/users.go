@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -69,15 +68,17 @@ func (d *DB) CreateUser(ctx context.Context, u User) error {
 
 // User implements Users.
 func (d *DB) User(ctx context.Context, name string) (User, error) {
-	u := User{Name: name}
+	return queryOne(ctx, d.db, fmt.Sprintf("user %q", name), scanUser, `SELECT `+userColumns+` FROM users u WHERE u.name = ?`, name)
+}
+
+// userColumns are what scanUser reads, of users u.
+const userColumns = `u.name, u.password_hash, u.role, u.account_id, u.created_at`
+
+func scanUser(row scanner) (User, error) {
+	var u User
 	var created int64
-	err := d.db.QueryRowContext(ctx, `SELECT password_hash, role, account_id, created_at FROM users WHERE name = ?`, name).
-		Scan(&u.PasswordHash, &u.Role, &u.AccountID, &created)
-	if errors.Is(err, sql.ErrNoRows) {
-		return User{}, fmt.Errorf("user %q: %w", name, ErrNotFound)
-	}
-	if err != nil {
-		return User{}, fmt.Errorf("read user %q: %w", name, err)
+	if err := row.Scan(&u.Name, &u.PasswordHash, &u.Role, &u.AccountID, &created); err != nil {
+		return User{}, err
 	}
 	u.CreatedAt = unixTime(created)
 	return u, nil
@@ -94,19 +95,17 @@ func (d *DB) CountUsers(ctx context.Context) (int, error) {
 
 // ListUsers implements Users.
 func (d *DB) ListUsers(ctx context.Context) ([]User, error) {
-	rows, err := d.db.QueryContext(ctx, `SELECT name, password_hash, role, account_id, created_at FROM users ORDER BY name`)
+	rows, err := d.db.QueryContext(ctx, `SELECT `+userColumns+` FROM users u ORDER BY u.name`)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	defer rows.Close()
 	var out []User
 	for rows.Next() {
-		var u User
-		var created int64
-		if err := rows.Scan(&u.Name, &u.PasswordHash, &u.Role, &u.AccountID, &created); err != nil {
+		u, err := scanUser(rows)
+		if err != nil {
 			return nil, fmt.Errorf("list users: %w", err)
 		}
-		u.CreatedAt = unixTime(created)
 		out = append(out, u)
 	}
 	if err := rows.Err(); err != nil {
