@@ -111,8 +111,9 @@ type Service struct {
 	log       *slog.Logger
 	taskLocks taskLocks
 	now       func() time.Time
-	// throttledSeen keeps throttled sign-ins to one audit entry a minute.
-	throttledSeen onceAMinute
+	// auditedOnce keeps repeated refusals (throttled sign-ins, names no
+	// account can have) to one audit entry a minute (auditOnceAMinute).
+	auditedOnce onceAMinute
 }
 
 // New returns a Service. Clusters, Users and Secrets are required.

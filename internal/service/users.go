@@ -135,7 +135,7 @@ func (s *Service) hashSlot() (release func(), err error) {
 // guesser hammering a throttled account, or sending names no account can
 // have, adds one entry a minute, not one a request.
 func (s *Service) auditOnceAMinute(ctx context.Context, action, key, outcome string) {
-	if !s.throttledSeen.first(key, s.now()) {
+	if !s.auditedOnce.first(key, s.now()) {
 		return
 	}
 	s.appendAudit(ctx, action, "", outcome+" (more this minute are not recorded)")
