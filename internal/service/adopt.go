@@ -167,11 +167,9 @@ func (s *Service) AdoptMM2(ctx context.Context, connectCluster string, req Adopt
 			s.unseed(t)
 			resume()
 		}
-		for _, n := range conns {
-			if err := connectengine.StopConnector(ctx, client, n); err != nil {
-				resume()
-				return nil, failed("stop MM2 connector "+n, err)
-			}
+		if err := connectengine.StopConnectors(ctx, client, conns); err != nil {
+			resume()
+			return nil, failed("stop the MM2 connectors", err)
 		}
 		progress := map[string][]task.Position{}
 		for _, f := range adopted {
