@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/service"
@@ -335,16 +336,16 @@ func kmirrorChild(ctx context.Context, args []string) error {
 		defer func() { pprof.StopCPUProfile(); pf.Close() }()
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	engine.TuneGC() // as kmirror itself runs
+	embeddedengine.TuneGC() // as kmirror itself runs
 	budget := int64(replicator.DefaultBufferBytes)
 	if *bufferMemory != "" {
 		if budget, err = replicator.ParseBytes(*bufferMemory); err != nil {
 			return err
 		}
 	}
-	engine.LimitMemory(budget)
-	eng := engine.New(replicator.Options{Budget: replicator.NewBudget(budget)}, log)
-	if err := spec.StartAll(func(task.Task) (service.Runner, error) { return eng, nil }); err != nil {
+	embeddedengine.LimitMemory(budget)
+	eng := embeddedengine.New(replicator.Options{Budget: replicator.NewBudget(budget)}, log)
+	if err := spec.StartAll(func(task.Task) (engine.Runner, error) { return eng, nil }); err != nil {
 		return err
 	}
 	if *memProfile != "" {

@@ -30,7 +30,7 @@ const (
 
 // connectRow is the Kafka Connect cluster of the mm2-connect row and
 // kmirror's Connect engine deploying to it, as the product does
-// (service.ConnectTarget, connectplan.NewEngine).
+// (service.ConnectTarget, connectengine.New).
 type connectRow struct {
 	cc  *kafkatest.ConnectCluster
 	eng *connectengine.Engine
@@ -58,7 +58,7 @@ func (h *harness) startConnect(ctx context.Context, sc scenario) (*connectRow, e
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(logf, nil))
-	eng := connectplan.NewEngine(func(context.Context, string) (connectengine.Cluster, error) { return target, nil }, log)
+	eng := connectengine.New(connectengine.Deps{Cluster: func(context.Context, string) (connectplan.Cluster, error) { return target, nil }, Logger: log})
 	h.logf("  Kafka Connect cluster up: %d workers at %v (took %s)", connectWorkers, cc.URLs(), time.Since(began).Round(time.Second))
 	return &connectRow{cc: cc, eng: eng}, nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -44,7 +43,7 @@ func TestRateSampler(t *testing.T) {
 }
 
 // oneTask is a history.Source of one task whose flows' counters the test sets.
-type oneTask struct{ flows []replicator.FlowStatus }
+type oneTask struct{ flows []engine.FlowStatus }
 
 func (o *oneTask) Names() []string { return []string{"t"} }
 func (o *oneTask) Status(string) (engine.TaskStatus, bool) {
@@ -79,7 +78,7 @@ func TestSmartConnectRateAgreesWithHistory(t *testing.T) {
 	}
 	for i, s := range steps {
 		now = now.Add(s.after)
-		src.flows = []replicator.FlowStatus{
+		src.flows = []engine.FlowStatus{
 			{Flow: "A->B", State: task.StateRunning, Records: s.ab},
 			{Flow: "B->A", State: task.StateRunning, Records: s.ba},
 		}

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/replicator"
 )
 
@@ -33,5 +33,5 @@ func (b bufferMemory) options() replicator.Options {
 	return replicator.Options{Budget: replicator.NewBudget(int64(b))}
 }
 
-// limitMemory bounds the process's heap by the budget (engine.LimitMemory).
-func (b bufferMemory) limitMemory() { engine.LimitMemory(int64(b)) }
+// limitMemory bounds the process's heap by the budget (embeddedengine.LimitMemory).
+func (b bufferMemory) limitMemory() { embeddedengine.LimitMemory(int64(b)) }

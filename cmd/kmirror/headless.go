@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/task"
@@ -52,24 +53,24 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 	}
 	log := lf.logger(stderr)
 	buffer.limitMemory()
-	eng := engine.New(buffer.options(), log)
+	eng := embeddedengine.New(buffer.options(), log)
 	// Tasks on Kafka Connect are deployed there and watched from here;
 	// stopping kmirror leaves them running on Connect.
-	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+	onConnect := connectengine.New(connectengine.Deps{Logger: log, Cluster: func(ctx context.Context, name string) (connectplan.Cluster, error) {
 		cs, ok := spec.ConnectCluster(name)
 		if !ok {
-			return connectengine.Cluster{}, fmt.Errorf("no Kafka Connect cluster %q in the spec", name)
+			return connectplan.Cluster{}, fmt.Errorf("no Kafka Connect cluster %q in the spec", name)
 		}
 		target, err := service.ConnectTarget(ctx, cs)
 		if err != nil {
-			return connectengine.Cluster{}, err
+			return connectplan.Cluster{}, err
 		}
 		// For the status poll, which reads the workers' group there.
 		target.Kafka, _ = spec.Lookup(cs.KafkaCluster)
 		return target, nil
-	}, log)
+	}})
 	defer onConnect.Close()
-	runnerFor := func(t task.Task) (service.Runner, error) {
+	runnerFor := func(t task.Task) (engine.Runner, error) {
 		if _, ok := t.ConnectCluster(); ok {
 			return onConnect, nil
 		}

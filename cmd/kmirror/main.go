@@ -25,7 +25,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 )
 
 const usage = `kmirror replicates data between Apache Kafka clusters.
@@ -55,7 +55,7 @@ Run 'kmirror <command> -h' for a command's flags.
 `
 
 func main() {
-	engine.TuneGC()
+	embeddedengine.TuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop() // not deferred: os.Exit below would skip it

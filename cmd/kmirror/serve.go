@@ -20,6 +20,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/demo"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/metrics"
@@ -137,7 +138,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// The engine runs every task of this process; closing it stops them
 	// gracefully, progress committed.
 	cfg.BufferMemory.limitMemory()
-	eng := engine.New(cfg.BufferMemory.options(), log)
+	eng := embeddedengine.New(cfg.BufferMemory.options(), log)
 	defer eng.Close()
 	// Tasks on Kafka Connect: closing that engine only ends its polls; the
 	// connectors run on.

@@ -19,7 +19,7 @@ import (
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
-	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/service"
@@ -54,7 +54,7 @@ type server struct {
 	t    *testing.T
 	url  string
 	dir  string
-	eng  *engine.Engine
+	eng  *embeddedengine.Engine
 	logs *lockedBuffer
 }
 
@@ -64,7 +64,7 @@ func newServer(t *testing.T) *server {
 	dir, db, box := servicetest.OpenStore(t, "")
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	eng := engine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
+	eng := embeddedengine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
 	t.Cleanup(eng.Close) // after the server: cleanups run last-in first-out
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.

@@ -29,47 +29,21 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
-
-// Connector is one connector to deploy: its name and configuration.
-type Connector struct {
-	Name   string
-	Config map[string]string
-	// Flow is the flow it serves ("A->B"), for the status.
-	Flow string
-	// Copy is set on the connector whose offsets are the flow's progress.
-	Copy *Copy
-}
-
-// Cluster is a registered Connect cluster, ready to connect to.
-type Cluster struct {
-	Name   string
-	Client connect.Config
-	// Plan carries what the connector configs depend on: the Kafka cluster
-	// the workers write to, a config provider for secrets.
-	KafkaCluster   string
-	ConfigProvider string
-	// OverridesAllowed says the workers accept per-connector producer
-	// overrides (connector.client.config.override.policy=All).
-	OverridesAllowed bool
-	// Kafka is how to reach KafkaCluster, where the status poll reads the
-	// workers' group to see a worker die (see poller); without bootstrap
-	// servers only the registered URLs are asked.
-	Kafka cluster.Settings
-}
 
 // Deps are the engine's collaborators.
 type Deps struct {
 	// Cluster resolves a Connect cluster by name (its password opened).
-	Cluster func(ctx context.Context, name string) (Cluster, error)
+	Cluster func(ctx context.Context, name string) (connectplan.Cluster, error)
 	// Plan turns a task into its connectors on a Connect cluster, or says
-	// why it cannot run there.
-	Plan func(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector, error)
+	// why it cannot run there; nil is connectplan.Build (tests plan their
+	// own).
+	Plan func(t task.Task, current, peer cluster.Settings, on connectplan.Cluster) ([]connectplan.Connector, error)
 	// Names are the connectors Plan makes for t, for deleting a task that
-	// is not running here.
+	// is not running here; nil is connectplan.Names.
 	Names  func(t task.Task) []string
 	Logger *slog.Logger
 	// PollInterval is how often each Connect cluster's state is read;
@@ -92,7 +66,7 @@ type Engine struct {
 
 type deployment struct {
 	cluster    string
-	connectors []Connector
+	connectors []connectplan.Connector
 	progress   *progress
 	at         time.Time // when it was deployed
 	// task and its clusters as deployed, for failovers (failover.go).
@@ -107,6 +81,12 @@ func New(d Deps) *Engine {
 	}
 	if d.PollInterval <= 0 {
 		d.PollInterval = 5 * time.Second
+	}
+	if d.Plan == nil {
+		d.Plan = connectplan.Build
+	}
+	if d.Names == nil {
+		d.Names = connectplan.Names
 	}
 	return &Engine{d: d, log: d.Logger, tasks: map[string]*deployment{}, waiting: map[string]*pending{},
 		pausing: map[string]*pending{}, pollers: map[string]*poller{}}
@@ -276,7 +256,7 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 // deployed records dep as the task's deployment, starting its progress
 // sampling and its Connect cluster's poll; it returns the deployment it
 // replaces, whose sampling the caller stops.
-func (e *Engine) deployed(name string, dep *deployment, cc Cluster) (*deployment, error) {
+func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) (*deployment, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -331,7 +311,7 @@ func (e *Engine) Check(t task.Task, current, peer cluster.Settings) error {
 	return nil
 }
 
-func withName(c Connector) map[string]string {
+func withName(c connectplan.Connector) map[string]string {
 	m := make(map[string]string, len(c.Config)+1)
 	for k, v := range c.Config {
 		m[k] = v
@@ -356,14 +336,14 @@ func validationErrors(v connect.Validation) string {
 }
 
 // resolve is the Connect cluster t runs on.
-func (e *Engine) resolve(ctx context.Context, t task.Task) (Cluster, error) {
+func (e *Engine) resolve(ctx context.Context, t task.Task) (connectplan.Cluster, error) {
 	name, ok := t.ConnectCluster()
 	if !ok {
-		return Cluster{}, fmt.Errorf("task %s runs in-process, not on Kafka Connect", t.Name)
+		return connectplan.Cluster{}, fmt.Errorf("task %s runs in-process, not on Kafka Connect", t.Name)
 	}
 	cc, err := e.d.Cluster(ctx, name)
 	if err != nil {
-		return Cluster{}, fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
+		return connectplan.Cluster{}, fmt.Errorf("Kafka Connect cluster %s: %w", name, err)
 	}
 	cc.Name = name
 	return cc, nil
@@ -403,7 +383,7 @@ func (e *Engine) Stop(name string) {
 
 // pauseConnectors asks Connect to pause each connector; one it does not
 // know is as good as paused.
-func pauseConnectors(cfg connect.Config, conns []Connector) error {
+func pauseConnectors(cfg connect.Config, conns []connectplan.Connector) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
 	client, err := connect.New(cfg)
@@ -460,12 +440,12 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	pw, pausing := e.pausing[name]
 	e.mu.Unlock()
 	if !ok && pausing {
-		return engine.TaskStatus{Name: name, State: task.StatePaused, Flows: []replicator.FlowStatus{},
+		return engine.TaskStatus{Name: name, State: task.StatePaused, Flows: []engine.FlowStatus{},
 			Reason: fmt.Sprintf("Kafka Connect has not paused the connectors yet, so they may still copy; trying again every %s: %v",
 				e.d.PollInterval, pw.why())}, true
 	}
 	if !ok && waiting {
-		return engine.TaskStatus{Name: name, State: task.StateDegraded, Flows: []replicator.FlowStatus{},
+		return engine.TaskStatus{Name: name, State: task.StateDegraded, Flows: []engine.FlowStatus{},
 			Reason: fmt.Sprintf("not deployed on Kafka Connect yet, trying again every %s: %v", e.d.PollInterval, w.why())}, true
 	}
 	if !ok {
@@ -488,7 +468,7 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	sort.Strings(flows)
 	if !seen {
 		for _, f := range flows {
-			st.Flows = append(st.Flows, replicator.FlowStatus{Flow: f, State: task.StateStarting, Partitions: []replicator.PartitionStatus{}})
+			st.Flows = append(st.Flows, engine.FlowStatus{Flow: f, State: task.StateStarting, Partitions: []engine.PartitionStatus{}})
 		}
 		return st, true
 	}
@@ -496,7 +476,7 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
 		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, o, o.at.Before(dep.at.Add(deployGrace)))
-		flow := replicator.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []replicator.PartitionStatus{}}
+		flow := engine.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []engine.PartitionStatus{}}
 		if fp, ok := dep.progress.of(f); ok {
 			flow.Partitions, flow.LagRecords, flow.Records = fp.partitions, fp.lag, fp.records
 		}
@@ -582,7 +562,7 @@ type poller struct {
 	done chan struct{}
 
 	mu   sync.Mutex
-	cc   Cluster
+	cc   connectplan.Cluster
 	obs  observed
 	seen bool
 
@@ -594,13 +574,13 @@ type poller struct {
 	group     *groupWatch
 }
 
-func newPoller(name string, cc Cluster, every time.Duration, log *slog.Logger) *poller {
+func newPoller(name string, cc connectplan.Cluster, every time.Duration, log *slog.Logger) *poller {
 	p := &poller{name: name, cc: cc, log: log, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run(every)
 	return p
 }
 
-func (p *poller) setCluster(cc Cluster) {
+func (p *poller) setCluster(cc connectplan.Cluster) {
 	p.mu.Lock()
 	p.cc = cc
 	p.mu.Unlock()
@@ -612,7 +592,7 @@ func (p *poller) config() connect.Config {
 	return p.cc.Client
 }
 
-func (p *poller) cluster() Cluster {
+func (p *poller) cluster() connectplan.Cluster {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cc
@@ -689,7 +669,7 @@ func (p *poller) restClient(cfg connect.Config) (*connect.Client, error) {
 
 // groupOf is the poll's group watch, made again when the Kafka cluster's
 // settings changed.
-func (p *poller) groupOf(cc Cluster) *groupWatch {
+func (p *poller) groupOf(cc connectplan.Cluster) *groupWatch {
 	if p.group != nil && reflect.DeepEqual(p.group.kafka, cc.Kafka) {
 		return p.group
 	}

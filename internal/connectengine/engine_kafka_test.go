@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
@@ -34,8 +35,8 @@ func TestEngineOnRealConnect(t *testing.T) {
 	})
 	topic := kafkatest.NewTopic(t, source, 2, nil)
 	name := "kmirror-" + kafkatest.TopicName(t.Name())[:20]
-	plan := func(tk task.Task, _, _ cluster.Settings, on Cluster) ([]Connector, error) {
-		return []Connector{{Name: name, Flow: "src->dst", Config: map[string]string{
+	plan := func(tk task.Task, _, _ cluster.Settings, on connectplan.Cluster) ([]connectplan.Connector, error) {
+		return []connectplan.Connector{{Name: name, Flow: "src->dst", Config: map[string]string{
 			"connector.class":                       "org.apache.kafka.connect.mirror.MirrorSourceConnector",
 			"tasks.max":                             "2",
 			"source.cluster.alias":                  "src",
@@ -49,8 +50,8 @@ func TestEngineOnRealConnect(t *testing.T) {
 		}}}, nil
 	}
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) {
-			return Cluster{Name: "c1", Client: connect.Config{URLs: cc.URLs(), DialTimeout: 2 * time.Second}}, nil
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
+			return connectplan.Cluster{Name: "c1", Client: connect.Config{URLs: cc.URLs(), DialTimeout: 2 * time.Second}}, nil
 		},
 		Plan:         plan,
 		Names:        func(task.Task) []string { return []string{name} },
@@ -216,8 +217,8 @@ func TestStatusThroughOneURLWithUnresolvableWorkers(t *testing.T) {
 	service := tcpProxy(t, strings.TrimPrefix(cc.URL(leader), "http://"))
 	topic := kafkatest.NewTopic(t, source, 2, nil)
 	name := "kmirror-" + kafkatest.TopicName(t.Name())[:20]
-	plan := func(tk task.Task, _, _ cluster.Settings, on Cluster) ([]Connector, error) {
-		return []Connector{{Name: name, Flow: "src->dst", Config: map[string]string{
+	plan := func(tk task.Task, _, _ cluster.Settings, on connectplan.Cluster) ([]connectplan.Connector, error) {
+		return []connectplan.Connector{{Name: name, Flow: "src->dst", Config: map[string]string{
 			"connector.class":                       "org.apache.kafka.connect.mirror.MirrorSourceConnector",
 			"tasks.max":                             "2",
 			"source.cluster.alias":                  "src",
@@ -231,8 +232,8 @@ func TestStatusThroughOneURLWithUnresolvableWorkers(t *testing.T) {
 		}}}, nil
 	}
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) {
-			return Cluster{Name: "svc", Client: connect.Config{URLs: []string{service}}, Kafka: target.Settings(cluster.Plaintext, "")}, nil
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
+			return connectplan.Cluster{Name: "svc", Client: connect.Config{URLs: []string{service}}, Kafka: target.Settings(cluster.Plaintext, "")}, nil
 		},
 		Plan:         plan,
 		Names:        func(task.Task) []string { return []string{name} },

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -135,10 +136,10 @@ func (e *Engine) forget(name string) {
 	}
 }
 
-func (e *Engine) clientFor(ctx context.Context, t task.Task) (Cluster, *connect.Client, error) {
+func (e *Engine) clientFor(ctx context.Context, t task.Task) (connectplan.Cluster, *connect.Client, error) {
 	cc, err := e.resolve(ctx, t)
 	if err != nil {
-		return Cluster{}, nil, err
+		return connectplan.Cluster{}, nil, err
 	}
 	client, err := connect.New(cc.Client)
 	return cc, client, err

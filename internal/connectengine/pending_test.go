@@ -13,6 +13,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connect/connecttest"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -41,13 +42,13 @@ func TestStartWaitsForConnect(t *testing.T) {
 	var mu sync.Mutex
 	url := dead
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) {
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
 			mu.Lock()
 			defer mu.Unlock()
-			return Cluster{Name: "c1", Client: connect.Config{URLs: []string{url}, DialTimeout: time.Second}}, nil
+			return connectplan.Cluster{Name: "c1", Client: connect.Config{URLs: []string{url}, DialTimeout: time.Second}}, nil
 		},
-		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
-			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, connectplan.Cluster) ([]connectplan.Connector, error) {
+			return []connectplan.Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
 		},
 		Names:        func(task.Task) []string { return []string{"c"} },
 		PollInterval: 100 * time.Millisecond,
@@ -87,15 +88,15 @@ func TestStartFailsOnRefusal(t *testing.T) {
 	refusing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadRequest)
-		_, _ = w.Write([]byte(`{"error_code":400,"message":"Connector configuration is invalid"}`))
+		_, _ = w.Write([]byte(`{"error_code":400,"message":"connectplan.Connector configuration is invalid"}`))
 	}))
 	defer refusing.Close()
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) {
-			return Cluster{Name: "c1", Client: connect.Config{URLs: []string{refusing.URL}}}, nil
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
+			return connectplan.Cluster{Name: "c1", Client: connect.Config{URLs: []string{refusing.URL}}}, nil
 		},
-		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
-			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{}}}, nil
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, connectplan.Cluster) ([]connectplan.Connector, error) {
+			return []connectplan.Connector{{Name: "c", Flow: "A->B", Config: map[string]string{}}}, nil
 		},
 		Names: func(task.Task) []string { return []string{"c"} },
 	})
@@ -139,11 +140,11 @@ func TestPauseRetriedUntilConnectTakesIt(t *testing.T) {
 	}))
 	defer srv.Close()
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) {
-			return Cluster{Name: "c1", Client: connect.Config{URLs: []string{srv.URL}, DialTimeout: time.Second}}, nil
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
+			return connectplan.Cluster{Name: "c1", Client: connect.Config{URLs: []string{srv.URL}, DialTimeout: time.Second}}, nil
 		},
-		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
-			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, connectplan.Cluster) ([]connectplan.Connector, error) {
+			return []connectplan.Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
 		},
 		Names:        func(task.Task) []string { return []string{"c"} },
 		PollInterval: 100 * time.Millisecond,

@@ -16,6 +16,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connect/connecttest"
+	"github.com/kmirror/kmirror/internal/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -53,9 +54,11 @@ func fakeConnect(t *testing.T, name string, workers ...string) *httptest.Server 
 func engineOn(t *testing.T, cfg connect.Config) (*Engine, task.Task) {
 	t.Helper()
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) { return Cluster{Name: "c1", Client: cfg}, nil },
-		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
-			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
+			return connectplan.Cluster{Name: "c1", Client: cfg}, nil
+		},
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, connectplan.Cluster) ([]connectplan.Connector, error) {
+			return []connectplan.Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
 		},
 		Names:        func(task.Task) []string { return []string{"c"} },
 		PollInterval: 100 * time.Millisecond,
@@ -199,11 +202,11 @@ func TestStartRefusesARedirect(t *testing.T) {
 	}))
 	t.Cleanup(redirecting.Close)
 	e := New(Deps{
-		Cluster: func(context.Context, string) (Cluster, error) {
-			return Cluster{Name: "c1", Client: connect.Config{URLs: []string{redirecting.URL}}}, nil
+		Cluster: func(context.Context, string) (connectplan.Cluster, error) {
+			return connectplan.Cluster{Name: "c1", Client: connect.Config{URLs: []string{redirecting.URL}}}, nil
 		},
-		Plan: func(task.Task, cluster.Settings, cluster.Settings, Cluster) ([]Connector, error) {
-			return []Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
+		Plan: func(task.Task, cluster.Settings, cluster.Settings, connectplan.Cluster) ([]connectplan.Connector, error) {
+			return []connectplan.Connector{{Name: "c", Flow: "A->B", Config: map[string]string{"connector.class": "x"}}}, nil
 		},
 		Names: func(task.Task) []string { return []string{"c"} },
 	})

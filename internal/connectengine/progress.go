@@ -9,22 +9,11 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
 )
-
-// Copy says what a connector copies, so its progress can be shown: set on
-// each flow's MirrorSourceConnector, whose offsets are the flow's progress.
-type Copy struct {
-	// Source is the cluster it reads, for the partitions' end offsets.
-	Source cluster.Settings
-	// TargetTopic names the target topic of a source topic.
-	TargetTopic func(source string) string
-	// Selects says whether the flow copies a source topic, so partitions
-	// with nothing copied yet (no offset on Connect) show their lag too.
-	Selects func(source string) bool
-}
 
 // progress samples the copy progress of one task's flows: the source
 // connectors' offsets on Connect (the last copied record per partition)
@@ -65,15 +54,15 @@ type partitionKey struct {
 }
 
 type flowProgress struct {
-	partitions []replicator.PartitionStatus
+	partitions []engine.PartitionStatus
 	records    int64
 	lag        int64
 }
 
-func newProgress(cfg connect.Config, conns []Connector, every time.Duration, log *slog.Logger) *progress {
+func newProgress(cfg connect.Config, conns []connectplan.Connector, every time.Duration, log *slog.Logger) *progress {
 	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
 		tails: map[partitionKey]tail{}}
-	var copies []Connector
+	var copies []connectplan.Connector
 	for _, c := range conns {
 		if c.Copy != nil {
 			copies = append(copies, c)
@@ -120,7 +109,7 @@ func (p *progress) of(flow string) (flowProgress, bool) {
 	return f, ok
 }
 
-func (p *progress) run(cfg connect.Config, copies []Connector, every time.Duration) {
+func (p *progress) run(cfg connect.Config, copies []connectplan.Connector, every time.Duration) {
 	defer close(p.done)
 	clients := map[string]sarama.Client{}
 	defer func() {
@@ -153,7 +142,7 @@ func (p *progress) run(cfg connect.Config, copies []Connector, every time.Durati
 // sample reads one source connector's offsets and its source's end
 // offsets. A failure leaves the last sample shown: the state says why the
 // copy is in trouble, this only measures it.
-func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]sarama.Client) {
+func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients map[string]sarama.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	offs, err := rest.Offsets(ctx, c.Name)
@@ -176,7 +165,7 @@ func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]
 	var fp flowProgress
 	seen := map[partitionKey]bool{}
 	checks := 0
-	add := func(ps replicator.PartitionStatus) {
+	add := func(ps engine.PartitionStatus) {
 		key := partitionKey{ps.Topic, ps.Partition}
 		if end, err := src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest); err == nil {
 			ps.EndOffset, ps.Lag = end, max(end-ps.NextOffset, 0)
@@ -213,7 +202,7 @@ func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]
 		if err != nil {
 			continue // not a copy position (MM2 keeps none other today)
 		}
-		add(replicator.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
+		add(engine.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
 			NextOffset: pos.Offset + 1, EndOffset: -1, LastCopied: pos.Offset})
 	}
 	// Partitions MM2 copied nothing of yet: all they hold is behind.
@@ -235,7 +224,7 @@ func (p *progress) sample(rest *connect.Client, c Connector, clients map[string]
 				if err != nil {
 					continue
 				}
-				add(replicator.PartitionStatus{Topic: topic, Target: c.Copy.TargetTopic(topic), Partition: part,
+				add(engine.PartitionStatus{Topic: topic, Target: c.Copy.TargetTopic(topic), Partition: part,
 					NextOffset: oldest, EndOffset: -1, LastCopied: -1})
 			}
 		}

@@ -14,16 +14,13 @@
 package connectplan
 
 import (
-	"context"
 	"fmt"
-	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -76,7 +73,7 @@ func Names(t task.Task) []string {
 // Build is the task's connectors on the Connect cluster on. current and
 // peer are the task's clusters, passwords opened. It refuses, naming the
 // field and the reason, every option MM2 cannot honour there.
-func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster) ([]connectengine.Connector, error) {
+func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector, error) {
 	var refused task.FieldErrors
 	refuse := func(field, format string, a ...any) {
 		refused = append(refused, task.FieldError{Field: field, Message: fmt.Sprintf(format, a...)})
@@ -99,7 +96,7 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 		refuse("rules.topics_regex", "%s", err.Error())
 	}
 	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
-	var out []connectengine.Connector
+	var out []Connector
 	for _, f := range t.Flows() {
 		src, dst := sides[f.Source], sides[f.Target]
 		common := map[string]string{
@@ -180,15 +177,15 @@ func Build(t task.Task, current, peer cluster.Settings, on connectengine.Cluster
 		if err != nil {
 			refuse("rules.topics_regex", "%s", err.Error())
 		}
-		out = append(out, connectengine.Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
-			Copy: &connectengine.Copy{Source: src, TargetTopic: pol.TargetTopic, Selects: pol.Selected}})
-		out = append(out, connectengine.Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
+		out = append(out, Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
+			Copy: &Copy{Source: src, TargetTopic: pol.TargetTopic, Selects: pol.Selected}})
+		out = append(out, Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
 			"connector.class":         connect.MirrorHeartbeatConnector,
 			"tasks.max":               "1",
 			"emit.heartbeats.enabled": "true",
 		})})
 		if r.SyncConsumerOffsets {
-			out = append(out, connectengine.Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, overrides, map[string]string{
+			out = append(out, Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, overrides, map[string]string{
 				"connector.class":                     connect.MirrorCheckpointConnector,
 				"tasks.max":                           "1",
 				"groups":                              ".*",
@@ -220,7 +217,7 @@ func location(f task.FlowSpec) string {
 // writesTo says whether the Connect cluster's workers write to the task's
 // cluster on side s. A peer given by address is never the workers' cluster:
 // only registered clusters can be compared.
-func writesTo(t task.Task, s task.Side, on connectengine.Cluster) bool {
+func writesTo(t task.Task, s task.Side, on Cluster) bool {
 	switch s {
 	case task.SideCurrent:
 		return t.Current.Cluster == on.KafkaCluster
@@ -307,9 +304,3 @@ func javaCompatible(re string) error {
 // ProducerTuning are the producer settings kmirror's connectors ask for
 // when the workers allow per-connector overrides.
 var ProducerTuning = map[string]string{"batch.size": "262144", "linger.ms": "5"}
-
-// NewEngine is the Kafka Connect engine deploying tasks as Build plans
-// them, to the Connect clusters resolve returns.
-func NewEngine(resolve func(ctx context.Context, name string) (connectengine.Cluster, error), log *slog.Logger) *connectengine.Engine {
-	return connectengine.New(connectengine.Deps{Cluster: resolve, Plan: Build, Names: Names, Logger: log})
-}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connectengine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -22,7 +21,7 @@ var (
 	east = cluster.Settings{Name: "east", BootstrapServers: []string{"e1:9092", "e2:9092"}, SecurityProtocol: cluster.Plaintext}
 	west = cluster.Settings{Name: "west", BootstrapServers: []string{"w1:9092"}, SecurityProtocol: cluster.SASLSSL,
 		SASLMechanism: cluster.MechanismSCRAMSHA512, Username: "rep", Password: `p"w\d`, CAPEM: "-----BEGIN CERTIFICATE-----\nx\n-----END CERTIFICATE-----\n"}
-	onWest = connectengine.Cluster{Name: "wc", KafkaCluster: "west"}
+	onWest = Cluster{Name: "wc", KafkaCluster: "west"}
 )
 
 func baseTask() task.Task {
@@ -33,7 +32,7 @@ func baseTask() task.Task {
 			SyncConsumerOffsets: true, ReplicationFactor: task.DefaultReplicationFactor, StartOffset: task.StartEarliest, Compression: "none"}}
 }
 
-func byName(cs []connectengine.Connector) map[string]map[string]string {
+func byName(cs []Connector) map[string]map[string]string {
 	out := map[string]map[string]string{}
 	for _, c := range cs {
 		out[c.Name] = c.Config

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/kmirror/kmirror/internal/account"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
 	"github.com/kmirror/kmirror/internal/kafkatest"
@@ -45,7 +46,7 @@ func startConsole(t *testing.T) string {
 	t.Cleanup(tl.stop)
 	log := slog.New(slog.NewTextHandler(tl, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	// A short refresh picks up the test's topic quickly.
-	eng := engine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
+	eng := embeddedengine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
 	t.Cleanup(eng.Close)
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.

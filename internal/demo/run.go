@@ -10,7 +10,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
-	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -86,7 +86,7 @@ func Run(ctx context.Context, w io.Writer, o RunOptions) (e2e.Report, error) {
 	fmt.Fprintf(w, "produced %d records in %s (%.0f records/s)\n", pr.Records, pr.Elapsed.Round(time.Millisecond), pr.Rate())
 
 	t := Task(o.Topic)
-	eng := engine.New(replicator.Options{RefreshInterval: 5 * time.Second}, o.Log)
+	eng := embeddedengine.New(replicator.Options{RefreshInterval: 5 * time.Second}, o.Log)
 	defer eng.Close()
 	lookup := func(name string) (cluster.Settings, bool) {
 		switch name {

@@ -1,240 +1,61 @@
-// Package engine runs tasks in-process: each running task is a set of
-// replicators, one per flow. It is the single place tasks are started,
-// stopped, paused, resumed and restarted, for `kmirror serve`, `kmirror run`
-// and `kmirror demo` alike.
-//
-// Stopping a task is graceful: its replicators stop intake, wait for the
-// target to acknowledge what is in flight and commit progress, so a task
-// stopped and started again copies nothing twice and misses nothing.
+// Package engine is the contract between kmirror and what runs its tasks:
+// the embedded engine (internal/embeddedengine: replicators in this
+// process) and the Kafka Connect engine (internal/connectengine: MM2
+// connectors on a Connect cluster). Both implement Runner and Handover and
+// answer with the status types here, which are also the API's JSON for a
+// task's status; neither engine imports the other, and this package
+// depends on nothing of kmirror's but task (and what task uses).
 package engine
 
 import (
-	"context"
-	"fmt"
-	"log/slog"
-	"os"
-	"runtime/debug"
 	"sort"
-	"sync"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Engine runs tasks. The zero value is not usable; call New.
-type Engine struct {
-	opts replicator.Options
-	log  *slog.Logger
-
-	mu      sync.Mutex
-	running map[string]*run
+// Runner runs tasks. Stop is graceful: it returns once progress is
+// committed.
+type Runner interface {
+	Start(t task.Task, current, peer cluster.Settings) error
+	Stop(name string)
+	Status(name string) (TaskStatus, bool)
 }
 
-type run struct {
-	reps   []*replicator.Replicator
-	cancel context.CancelFunc
-	done   chan struct{}
+// Remover is a Runner whose tasks outlive a stop (Kafka Connect keeps
+// paused connectors): Remove deletes them for good when the task is
+// deleted. A Runner without it is stopped instead.
+type Remover interface {
+	Remove(t task.Task) error
 }
 
-// New makes an Engine; opts apply to every replicator it starts.
-func New(opts replicator.Options, log *slog.Logger) *Engine {
-	if log == nil {
-		log = slog.Default()
-	}
-	return &Engine{opts: opts, log: log, running: map[string]*run{}}
+// Checker is a Runner that can say, before a task is stored, why the task
+// cannot run on it (an option its engine cannot honour). The message names
+// the option and the reason.
+type Checker interface {
+	Check(t task.Task, current, peer cluster.Settings) error
 }
 
-// Start runs a task's flows until Stop. Starting a running task is an error.
-func (e *Engine) Start(t task.Task, current, peer cluster.Settings) error {
-	flows, err := replicator.FlowsOf(t, current, peer)
-	if err != nil {
-		return fmt.Errorf("task %s: %w", t.Name, err)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if _, ok := e.running[t.Name]; ok {
-		return fmt.Errorf("task %s is already running", t.Name)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &run{cancel: cancel, done: make(chan struct{})}
-	var wg sync.WaitGroup
-	for _, f := range flows {
-		rep := replicator.New(f, e.opts, e.log)
-		r.reps = append(r.reps, rep)
-		wg.Go(func() { _ = rep.Run(ctx) })
-	}
-	go func() { wg.Wait(); close(r.done) }()
-	e.running[t.Name] = r
-	e.log.Info("task started", "task", t.Name, "flows", len(flows))
-	return nil
+// Handover is a Runner a task can move away from and to: Halt stops the
+// task with its progress kept where Progress reads it; Seed stores
+// progress handed over from another engine before Start. Progress is the
+// next offset of every source partition, by flow name ("A->B").
+type Handover interface {
+	Halt(t task.Task) error
+	Progress(t task.Task, current, peer cluster.Settings) (map[string][]task.Position, error)
+	Seed(t task.Task, current, peer cluster.Settings, progress map[string][]task.Position) error
 }
 
-// Stop stops a task gracefully and waits until its progress is committed.
-// Stopping a task that is not running does nothing.
-func (e *Engine) Stop(name string) {
-	e.mu.Lock()
-	r, ok := e.running[name]
-	delete(e.running, name)
-	e.mu.Unlock()
-	if !ok {
-		return
-	}
-	r.cancel()
-	<-r.done
-	e.log.Info("task stopped", "task", name)
-}
-
-// Running reports whether a task runs here.
-func (e *Engine) Running(name string) bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	_, ok := e.running[name]
-	return ok
-}
-
-// TaskStatus is a task's state: the worst of its flows'.
+// TaskStatus is what a task is doing: State is the worst of its flows'
+// (RUNNING, STARTING, DEGRADED, FAILED; PAUSED or STOPPED when it does not
+// run), Reason says why it is not RUNNING, Flows are the per-flow
+// snapshots (empty unless it runs). It is the API's "status" of a task,
+// where the task's name is the task's own field.
 type TaskStatus struct {
-	Name   string                  `json:"name"`
-	State  task.State              `json:"state"`
-	Reason string                  `json:"reason,omitempty"`
-	Flows  []replicator.FlowStatus `json:"flows"`
-}
-
-// Status of a task; ok is false when it does not run here.
-func (e *Engine) Status(name string) (TaskStatus, bool) {
-	e.mu.Lock()
-	r, ok := e.running[name]
-	e.mu.Unlock()
-	if !ok {
-		return TaskStatus{Name: name, State: task.StateStopped}, false
-	}
-	st := TaskStatus{Name: name, State: task.StateRunning}
-	for _, rep := range r.reps {
-		fs := rep.Status()
-		st.Flows = append(st.Flows, fs)
-		switch {
-		case fs.State == task.StateFailed && st.State != task.StateFailed:
-			st.State, st.Reason = task.StateFailed, fs.Flow+": "+fs.Reason
-		case fs.State == task.StateDegraded && (st.State == task.StateRunning || st.State == task.StateStarting):
-			st.State, st.Reason = task.StateDegraded, fs.Flow+": "+fs.Reason
-		case fs.State == task.StateStarting && st.State == task.StateRunning:
-			st.State = task.StateStarting
-		}
-	}
-	return st, true
-}
-
-// Names lists the running tasks, sorted.
-func (e *Engine) Names() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := make([]string, 0, len(e.running))
-	for n := range e.running {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// Close stops every task.
-func (e *Engine) Close() {
-	var wg sync.WaitGroup
-	for _, n := range e.Names() {
-		wg.Go(func() { e.Stop(n) })
-	}
-	wg.Wait()
-}
-
-// SyncGroup translates one consumer group's offsets of every flow of a
-// running task and commits them to the targets now: the failover helper.
-func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]replicator.GroupResult, error) {
-	e.mu.Lock()
-	r, ok := e.running[taskName]
-	e.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("task %s is not running here: resume it first", taskName)
-	}
-	var out []replicator.GroupResult
-	for _, rep := range r.reps {
-		res, err := rep.SyncGroup(ctx, group)
-		if err != nil {
-			return out, fmt.Errorf("flow %s: %w", rep.Flow().Name(), err)
-		}
-		out = append(out, res...)
-	}
-	return out, nil
-}
-
-// GCPercent is the garbage-collection target kmirror runs with unless GOGC
-// is set. The copy loop's own records are reused (replicator/copy.go), but
-// sarama's consumer still allocates per record, so some headroom pays.
-// Measured on the batch copy path, runs one after another on the same
-// machine (`GOGC=N go run ./bench -only kmirror-typical,kmirror-defaults`):
-//   - 100 (the default) against 400: 25–35 % less throughput at 100 B,
-//     +20 % CPU per GB, 130 against ~330 MiB peak RSS;
-//   - 200 against 400: throughput within the runs' noise (-11 % to +6 %),
-//     CPU per GB +0–11 %, peak RSS 180–315 against 284–346 MiB.
-//
-// 200 keeps nearly all of the speed at well under a fifth of MM2's memory.
-const GCPercent = 200
-
-// TuneGC sets GCPercent when the operator did not choose GOGC.
-func TuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(GCPercent)
-	}
-}
-
-// MemoryOverhead is what LimitMemory allows besides the buffer budget:
-// clients, partition state, the console, and the collector's own slack.
-const MemoryOverhead = 224 << 20
-
-// LimitMemory sets the Go runtime's soft memory limit to the buffer budget
-// (replicator.Budget) plus MemoryOverhead, when the operator did not set
-// GOMEMLIMIT: with GCPercent the heap may grow to three times what is live
-// before a collection, and at a thousand partitions that headroom, not the
-// records, made most of the peak RSS (bench/results/2026-12-02-1000-partitions.md).
-// Past the limit the collector runs more often (at most half the CPU, the
-// runtime's cap); it never refuses memory.
-func LimitMemory(bufferBytes int64) {
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(bufferBytes + MemoryOverhead)
-	}
-}
-
-// Halt stops a task for a move to another engine: gracefully, its
-// progress committed.
-func (e *Engine) Halt(t task.Task) error {
-	e.Stop(t.Name)
-	return nil
-}
-
-// Progress is a stopped task's stored progress, by flow name ("A->B"),
-// for another engine to continue from.
-func (e *Engine) Progress(t task.Task, current, peer cluster.Settings) (map[string][]task.Position, error) {
-	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
-	out := map[string][]task.Position{}
-	for _, f := range t.Flows() {
-		ps, err := replicator.ReadProgress(t.Name, f, sides[f.Source], sides[f.Target])
-		if err != nil {
-			return nil, fmt.Errorf("task %s, flow %s: %w", t.Name, f.Name(), err)
-		}
-		out[f.Name()] = ps
-	}
-	return out, nil
-}
-
-// Seed stores progress handed over by another engine as the task's, by
-// flow name, before it starts here.
-func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[string][]task.Position) error {
-	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
-	for _, f := range t.Flows() {
-		if err := replicator.WriteProgress(t.Name, f, sides[f.Source], sides[f.Target], int16(t.Rules.ReplicationFactor), progress[f.Name()]); err != nil {
-			return fmt.Errorf("task %s, flow %s: %w", t.Name, f.Name(), err)
-		}
-	}
-	return nil
+	Name   string       `json:"-"`
+	State  task.State   `json:"state"`
+	Reason string       `json:"reason,omitempty"`
+	Flows  []FlowStatus `json:"flows"`
 }
 
 // Source is what reads a set of running tasks: an engine, or several as

@@ -26,7 +26,7 @@ import (
 	"github.com/kmirror/kmirror/internal/engine"
 )
 
-// Source is what the sampler reads; *engine.Engine is one.
+// Source is what the sampler reads; *embeddedengine.Engine is one.
 type Source = engine.Source
 
 // Defaults.

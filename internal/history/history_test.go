@@ -7,7 +7,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/history"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -49,8 +48,8 @@ func (f *fakeSource) Status(name string) (engine.TaskStatus, bool) {
 	return st, ok
 }
 
-func flow(name string, records, lag int64, lastErr string) replicator.FlowStatus {
-	return replicator.FlowStatus{Flow: name, State: task.StateRunning, Records: records, LagRecords: lag, LastError: lastErr}
+func flow(name string, records, lag int64, lastErr string) engine.FlowStatus {
+	return engine.FlowStatus{Flow: name, State: task.StateRunning, Records: records, LagRecords: lag, LastError: lastErr}
 }
 
 func TestSamplerRatesLagAndRetention(t *testing.T) {
@@ -59,12 +58,12 @@ func TestSamplerRatesLagAndRetention(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	at := func(i int) time.Time { return t0.Add(time.Duration(i) * 5 * time.Second) }
 
-	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", 0, 10, "")}})
+	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []engine.FlowStatus{flow("A->B", 0, 10, "")}})
 	s.Sample(at(0))
-	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", 500, 4, "")}})
+	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []engine.FlowStatus{flow("A->B", 500, 4, "")}})
 	s.Sample(at(1))
 	// A restart resets the counter: no rate, certainly not a negative one.
-	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", 20, 0, "")}})
+	src.set("orders", engine.TaskStatus{State: task.StateRunning, Flows: []engine.FlowStatus{flow("A->B", 20, 0, "")}})
 	s.Sample(at(2))
 
 	ser := s.Series("orders")
@@ -105,7 +104,7 @@ func TestSamplerRecordsErrorsAsTheyChange(t *testing.T) {
 	s := history.New(src, time.Second, time.Hour)
 	t0 := time.Unix(1_700_000_000, 0)
 	for i, msg := range []string{"", "broker down", "broker down", "record too large", ""} {
-		src.set("t", engine.TaskStatus{State: task.StateRunning, Flows: []replicator.FlowStatus{flow("A->B", int64(i), 0, msg)}})
+		src.set("t", engine.TaskStatus{State: task.StateRunning, Flows: []engine.FlowStatus{flow("A->B", int64(i), 0, msg)}})
 		s.Sample(t0.Add(time.Duration(i) * time.Second))
 	}
 	errs := s.Series("t").Errors

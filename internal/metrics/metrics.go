@@ -17,11 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/kmirror/kmirror/internal/engine"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Source is what the Collector reads; *engine.Engine is one.
+// Source is what the Collector reads; *embeddedengine.Engine is one.
 type Source = engine.Source
 
 var (
@@ -84,7 +83,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-func collectFlow(ch chan<- prometheus.Metric, taskName string, f replicator.FlowStatus) {
+func collectFlow(ch chan<- prometheus.Metric, taskName string, f engine.FlowStatus) {
 	l := []string{taskName, f.Flow}
 	counter := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)

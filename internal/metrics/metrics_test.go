@@ -10,7 +10,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/metrics"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -30,9 +29,9 @@ func (f fakeSource) Status(name string) (engine.TaskStatus, bool) {
 }
 
 func TestCollectorReportsEachFlow(t *testing.T) {
-	src := fakeSource{"orders-dr": {Name: "orders-dr", State: task.StateFailed, Flows: []replicator.FlowStatus{
+	src := fakeSource{"orders-dr": {Name: "orders-dr", State: task.StateFailed, Flows: []engine.FlowStatus{
 		{Flow: "A->B", State: task.StateRunning, Records: 42, Bytes: 4200, LagRecords: 7, LagSeconds: 1.5, Restarts: 2, Recopied: 3},
-		{Flow: "B->A", State: task.StateFailed, Partitions: []replicator.PartitionStatus{
+		{Flow: "B->A", State: task.StateFailed, Partitions: []engine.PartitionStatus{
 			{Topic: "orders", Partition: 0, Failed: true, Lag: 5}, {Topic: "orders", Partition: 1, Lag: 0}}},
 	}}}
 	want := `
@@ -78,18 +77,18 @@ kmirror_partition_lag_records{flow="B->A",partition="1",task="orders-dr",topic="
 func TestCollectorReportsCheckpoints(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		ckpt       *replicator.CheckpointStatus
+		ckpt       *engine.CheckpointStatus
 		wantSeries int
 		groups     int
 		failed     int
 	}{
 		{name: "sync off", ckpt: nil},
-		{name: "not run yet", ckpt: &replicator.CheckpointStatus{}},
-		{name: "synced", ckpt: &replicator.CheckpointStatus{LastRun: time.Now().Add(-90 * time.Second), Groups: []string{"g1", "g2"}}, wantSeries: 1, groups: 2},
-		{name: "failed", ckpt: &replicator.CheckpointStatus{LastRun: time.Now(), LastError: "list groups: broker down"}, wantSeries: 1, failed: 1},
+		{name: "not run yet", ckpt: &engine.CheckpointStatus{}},
+		{name: "synced", ckpt: &engine.CheckpointStatus{LastRun: time.Now().Add(-90 * time.Second), Groups: []string{"g1", "g2"}}, wantSeries: 1, groups: 2},
+		{name: "failed", ckpt: &engine.CheckpointStatus{LastRun: time.Now(), LastError: "list groups: broker down"}, wantSeries: 1, failed: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := fakeSource{"t": {Name: "t", Flows: []replicator.FlowStatus{{Flow: "A->B", State: task.StateRunning, Checkpoints: tc.ckpt}}}}
+			src := fakeSource{"t": {Name: "t", Flows: []engine.FlowStatus{{Flow: "A->B", State: task.StateRunning, Checkpoints: tc.ckpt}}}}
 			c := metrics.NewCollector(src)
 			for _, name := range []string{"kmirror_checkpoint_age_seconds", "kmirror_checkpoint_groups", "kmirror_checkpoint_sync_failed"} {
 				if n := testutil.CollectAndCount(c, name); n != tc.wantSeries {

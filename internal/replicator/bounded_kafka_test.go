@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -61,10 +62,10 @@ func runStoppable(t *testing.T, tk task.Task, opts Options, src, dst cluster.Set
 
 // waitState polls the flow's status until check passes, for up to limit,
 // and returns the status and how long it took.
-func waitState(t *testing.T, r *Replicator, limit time.Duration, check func(FlowStatus) error) (FlowStatus, time.Duration) {
+func waitState(t *testing.T, r *Replicator, limit time.Duration, check func(engine.FlowStatus) error) (engine.FlowStatus, time.Duration) {
 	t.Helper()
 	began := time.Now()
-	var st FlowStatus
+	var st engine.FlowStatus
 	waitForLong(t, limit, func() error {
 		st = r.Status()
 		if err := check(st); err != nil {
@@ -117,7 +118,7 @@ func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
 	opts, r, stop, steady := copyingSteadily(t, tk, s, s, topic, target)
 	killed := time.Now()
 	back := brokerAway(t, k, away, true)
-	st, _ := waitState(t, r, 2*time.Minute, func(st FlowStatus) error {
+	st, _ := waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
 		named := false
 		for _, internal := range []string{fs.ProgressTopic, fs.SyncHistoryTopic, fs.OffsetSyncsTopic} {
 			named = named || strings.Contains(st.Reason, "internal topic "+internal+"-0 has had no leader")
@@ -142,7 +143,7 @@ func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
 	// Started while the broker is away (a resume): it cannot read its
 	// progress, so it copies nothing, and says why.
 	r, stop = runStoppable(t, tk, opts, s, s)
-	st, waited := waitState(t, r, 2*time.Minute, func(st FlowStatus) error {
+	st, waited := waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
 		if st.State == task.StateRunning || !strings.Contains(st.Reason, fs.ProgressTopic) {
 			return fmt.Errorf("want a state naming %s", fs.ProgressTopic)
 		}
@@ -151,7 +152,7 @@ func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
 	t.Logf("started with broker %d away: %s after %s: %s", away, st.State, waited.Round(time.Millisecond), st.Reason)
 
 	back()
-	st, waited = waitState(t, r, 2*time.Minute, func(st FlowStatus) error {
+	st, waited = waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
 		if st.State != task.StateRunning {
 			return fmt.Errorf("want RUNNING")
 		}
@@ -283,7 +284,7 @@ func TestFrozenTargetDegradesAndStopStaysPrompt(t *testing.T) {
 		}
 	}
 	t.Cleanup(thaw)
-	st, _ := waitState(t, r, 2*time.Minute, func(st FlowStatus) error {
+	st, _ := waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
 		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "produce to "+topic+"-") {
 			return fmt.Errorf("want DEGRADED naming a target partition of %s", topic)
 		}

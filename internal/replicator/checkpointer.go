@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -173,7 +174,7 @@ type GroupResult struct {
 func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st := &CheckpointStatus{LastRun: time.Now()}
+	st := &engine.CheckpointStatus{LastRun: time.Now()}
 	defer func() {
 		c.state.mu.Lock()
 		c.state.ckpt = st

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -51,7 +52,7 @@ func TestSourceReadDeniedOnRealKafkaWaitsAlone(t *testing.T) {
 	produceN(t, admin, denied, 1, more, 50)
 	produceN(t, admin, open, 1, more, 50)
 	verifyCopy(t, admin, open, dst, "DRA."+open, n+more, e2e.VerifyOptions{})
-	var st FlowStatus
+	var st engine.FlowStatus
 	waitForLong(t, 2*time.Minute, func() error {
 		st = reps[0].Status()
 		if st.State != task.StateDegraded || !strings.Contains(st.Reason, denied+"-0") || !strings.Contains(st.Reason, "READ") {

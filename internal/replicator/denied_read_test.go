@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -31,7 +32,7 @@ func TestSourcePartitionDeniedMidRunWaitsAloneAndSaysWhy(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = r.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
-	next := func(st FlowStatus, p int32) int64 {
+	next := func(st engine.FlowStatus, p int32) int64 {
 		for _, ps := range st.Partitions {
 			if ps.Partition == p {
 				return ps.NextOffset
@@ -55,7 +56,7 @@ func TestSourcePartitionDeniedMidRunWaitsAloneAndSaysWhy(t *testing.T) {
 		}
 	}
 	produce(t, a, msgs...)
-	var st FlowStatus
+	var st engine.FlowStatus
 	waitFor(t, func() error {
 		st = r.Status()
 		if next(st, 1) != n+more || st.State != task.StateDegraded || !strings.Contains(st.Reason, "orders-0") || !strings.Contains(st.Reason, "READ") {

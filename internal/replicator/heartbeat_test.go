@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
@@ -125,7 +126,7 @@ func runUntil(t *testing.T, r *Replicator) (stop func()) {
 // dataOnly is a flow's status without its heartbeats partitions (and their
 // records and lag): on the shared test clusters a flow also replicates the
 // heartbeats other tests' flows wrote to its source.
-func dataOnly(st FlowStatus) FlowStatus {
+func dataOnly(st engine.FlowStatus) engine.FlowStatus {
 	parts := st.Partitions[:0:0]
 	st.Records, st.LagRecords, st.LostOnTarget, st.ExpiredOnSource, st.Recopied = 0, 0, 0, 0, 0
 	for _, p := range st.Partitions {

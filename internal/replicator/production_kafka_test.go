@@ -14,6 +14,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
@@ -422,7 +423,7 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 		}
 	}
 	batch(30)
-	var st FlowStatus
+	var st engine.FlowStatus
 	waitForLong(t, 2*time.Minute, func() error {
 		st = r.Status()
 		if st.State != task.StateDegraded || !strings.Contains(st.Reason, "held at offset") || !strings.Contains(st.Reason, "offset sync") {
@@ -479,7 +480,7 @@ func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
 
 	reps, _ := runUntilStopped(t, tk, s)
 	verifyCopy(t, s, healthy, s, "LA."+healthy, 600, e2e.VerifyOptions{})
-	var st FlowStatus
+	var st engine.FlowStatus
 	waitForLong(t, 2*time.Minute, func() error {
 		st = reps[0].Status()
 		if st.State != task.StateDegraded || !strings.Contains(st.Reason, solo+"-0 waits for the source") {
@@ -572,7 +573,7 @@ func TestTargetUncleanElectionLossIsCounted(t *testing.T) {
 	})
 
 	produceN(t, src, topic, 1, 100, 100)
-	var st FlowStatus
+	var st engine.FlowStatus
 	waitForLong(t, 3*time.Minute, func() error {
 		st = dataOnly(r.Status())
 		if st.LostOnTarget != 100 || len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 300 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -78,7 +79,7 @@ func New(flow Flow, opts Options, log *slog.Logger) *Replicator {
 func (r *Replicator) Flow() Flow { return r.flow }
 
 // Status is a snapshot of the flow's state and counters.
-func (r *Replicator) Status() FlowStatus { return r.state.snapshot(time.Now()) }
+func (r *Replicator) Status() engine.FlowStatus { return r.state.snapshot(time.Now()) }
 
 // Run replicates until ctx is cancelled, then stops gracefully: intake stops,
 // in-flight records are acknowledged, progress is committed.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/embedded"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -276,7 +277,7 @@ func TestRecordRefusedAsTooLargeStopsOnlyItsPartition(t *testing.T) {
 	r := runFlowWith(t, faultyPushFlow(t, a, b), Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond, Budget: budget})
 	waitFor(t, func() error {
 		st := r.Status()
-		var p0, p1 PartitionStatus
+		var p0, p1 engine.PartitionStatus
 		for _, p := range st.Partitions {
 			if p.Partition == 0 {
 				p0 = p

@@ -377,9 +377,9 @@ func NewWithConnect(d Deps) (*Service, *connectengine.Engine, error) {
 	// The engine asks the service it is part of; it asks only once a task
 	// is started, after New returned.
 	var svc *Service
-	onConnect := connectplan.NewEngine(func(ctx context.Context, name string) (connectengine.Cluster, error) {
+	onConnect := connectengine.New(connectengine.Deps{Logger: log, Cluster: func(ctx context.Context, name string) (connectplan.Cluster, error) {
 		return svc.ConnectEngineCluster(ctx, name)
-	}, log)
+	}})
 	d.ConnectRunner = onConnect
 	svc, err := New(d)
 	if err != nil {
@@ -391,19 +391,19 @@ func NewWithConnect(d Deps) (*Service, *connectengine.Engine, error) {
 
 // ConnectEngineCluster is a registered Connect cluster as the Connect engine
 // deploys to it (see ConnectTarget). Never show it.
-func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connectengine.Cluster, error) {
+func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connectplan.Cluster, error) {
 	cs, err := s.ConnectClusterSettings(ctx, name)
 	if err != nil {
-		return connectengine.Cluster{}, err
+		return connectplan.Cluster{}, err
 	}
 	target, err := ConnectTarget(ctx, cs)
 	if err != nil {
-		return connectengine.Cluster{}, err
+		return connectplan.Cluster{}, err
 	}
 	// The status poll reads the workers' group there (connectengine's
 	// poller): a dead worker shows without reaching any worker.
 	if target.Kafka, err = s.ClusterSettings(ctx, cs.KafkaCluster); err != nil {
-		return connectengine.Cluster{}, fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", cs.KafkaCluster, name, err)
+		return connectplan.Cluster{}, fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", cs.KafkaCluster, name, err)
 	}
 	return target, nil
 }
@@ -413,18 +413,18 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 // per-connector producer overrides (asked now: a worker restarted with
 // another policy answers differently). The caller sets Kafka, the settings
 // of cs.KafkaCluster, for the status poll.
-func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectengine.Cluster, error) {
+func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectplan.Cluster, error) {
 	cfg := connectConfig(cs)
 	client, err := connect.New(cfg)
 	if err != nil {
-		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
+		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
 	defer client.Close()
 	refusal, err := client.OverridesRefused(ctx)
 	if err != nil {
-		return connectengine.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
+		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
-	return connectengine.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
+	return connectplan.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
 		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == ""}, nil
 }
 

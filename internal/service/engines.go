@@ -11,23 +11,9 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Remover is a Runner whose tasks outlive a stop (Kafka Connect keeps
-// paused connectors): Remove deletes them for good when the task is
-// deleted. A Runner without it is stopped instead.
-type Remover interface {
-	Remove(t task.Task) error
-}
-
-// Checker is a Runner that can say, before a task is stored, why the task
-// cannot run on it (an option its engine cannot honour). The message names
-// the option and the reason.
-type Checker interface {
-	Check(t task.Task, current, peer cluster.Settings) error
-}
-
 // runnerFor is the engine a task runs on: the in-process runner, or the
 // Kafka Connect runner for a task whose engine names a Connect cluster.
-func (s *Service) runnerFor(t task.Task) (Runner, error) {
+func (s *Service) runnerFor(t task.Task) (engine.Runner, error) {
 	if _, ok := t.ConnectCluster(); !ok {
 		return s.runner, nil
 	}
@@ -59,7 +45,7 @@ func (s *Service) removeTask(t task.Task) error {
 	if err != nil {
 		return err
 	}
-	if rm, ok := r.(Remover); ok {
+	if rm, ok := r.(engine.Remover); ok {
 		return rm.Remove(t)
 	}
 	r.Stop(t.Name)
@@ -135,7 +121,7 @@ func (s *Service) checkOnEngine(t task.Task, current, peer cluster.Settings, p *
 		p.Add("engine", "%s", err.Error())
 		return
 	}
-	c, ok := r.(Checker)
+	c, ok := r.(engine.Checker)
 	if !ok {
 		return
 	}

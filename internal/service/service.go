@@ -24,6 +24,7 @@ import (
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -55,7 +56,7 @@ type Deps struct {
 	// TaskStore and Runner enable the task use cases (CreateTask and the
 	// rest); without them those answer an internal error.
 	TaskStore store.Tasks
-	Runner    Runner
+	Runner    engine.Runner
 	// Kafka talks to live clusters; optional (connectivity.Live by default).
 	Kafka Kafka
 	// Logger is optional (slog.Default). Passwords are never logged.
@@ -78,7 +79,7 @@ type Deps struct {
 	Audit store.Audit
 	// ConnectRunner runs the tasks whose engine is a Kafka Connect cluster;
 	// optional (without it such tasks are refused).
-	ConnectRunner Runner
+	ConnectRunner engine.Runner
 	// ConnectClusters keeps the registered Kafka Connect clusters;
 	// optional (without it the Connect use cases answer an internal error).
 	ConnectClusters store.ConnectClusters
@@ -103,10 +104,10 @@ type Service struct {
 	policies store.Policies
 
 	connectClusters store.ConnectClusters
-	connectRunner   Runner
+	connectRunner   engine.Runner
 
 	taskStore store.Tasks
-	runner    Runner
+	runner    engine.Runner
 	kafka     Kafka
 	log       *slog.Logger
 	taskLocks taskLocks

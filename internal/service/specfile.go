@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -47,11 +48,11 @@ func (s Spec) Lookup(name string) (cluster.Settings, bool) {
 
 // StartAll starts every task of the spec on the Runner its engine names;
 // on an error, tasks already started are stopped again.
-func (s Spec) StartAll(runnerFor func(task.Task) (Runner, error)) error {
+func (s Spec) StartAll(runnerFor func(task.Task) (engine.Runner, error)) error {
 	for i, t := range s.Tasks {
 		t = t.WithDefaults()
 		current, peer, err := t.Resolve(s.Lookup)
-		var r Runner
+		var r engine.Runner
 		if err == nil {
 			r, err = runnerFor(t)
 		}

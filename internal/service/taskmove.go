@@ -5,18 +5,9 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/task"
 )
-
-// Handover is a Runner a task can move away from and to: Halt stops the
-// task with its progress kept where Progress reads it; Seed stores
-// progress handed over from another engine before Start.
-type Handover interface {
-	Halt(t task.Task) error
-	Progress(t task.Task, current, peer cluster.Settings) (map[string][]task.Position, error)
-	Seed(t task.Task, current, peer cluster.Settings, progress map[string][]task.Position) error
-}
 
 // MoveTask moves a task to another engine without copying again what was
 // copied: it stops the task where it runs, hands its progress (the next
@@ -24,7 +15,7 @@ type Handover interface {
 // the new engine and starts the task there if it was running. A move that
 // fails before the new engine took over leaves the task where it was,
 // running again if it ran. Operators and admins only.
-func (s *Service) MoveTask(ctx context.Context, name, engine string) (_ TaskInfo, err error) {
+func (s *Service) MoveTask(ctx context.Context, name, toEngine string) (_ TaskInfo, err error) {
 	defer s.audit(ctx, "task.move", name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
 		return TaskInfo{}, err
@@ -42,7 +33,7 @@ func (s *Service) MoveTask(ctx context.Context, name, engine string) (_ TaskInfo
 		return TaskInfo{}, err
 	}
 	moved := t
-	moved.Engine = engine
+	moved.Engine = toEngine
 	if moved.Engine == "" {
 		moved.Engine = task.EngineEmbedded
 	}
@@ -92,7 +83,7 @@ func (s *Service) MoveTask(ctx context.Context, name, engine string) (_ TaskInfo
 	// The old engine's leftovers go; on Connect the offsets stay in its
 	// offsets topic, so moving back later needs nothing from them.
 	if old, err := s.runnerFor(t); err == nil {
-		if rm, ok := old.(Remover); ok {
+		if rm, ok := old.(engine.Remover); ok {
 			if err := rm.Remove(t); err != nil {
 				s.log.Warn("the task's old deployment was not removed", "task", name, "engine", t.EngineOrDefault(), "err", err)
 			}
@@ -105,12 +96,12 @@ func (s *Service) MoveTask(ctx context.Context, name, engine string) (_ TaskInfo
 	return s.Task(ctx, name)
 }
 
-func (s *Service) handover(t task.Task) (Handover, error) {
+func (s *Service) handover(t task.Task) (engine.Handover, error) {
 	r, err := s.runnerFor(t)
 	if err != nil {
 		return nil, err
 	}
-	h, ok := r.(Handover)
+	h, ok := r.(engine.Handover)
 	if !ok {
 		return nil, errors.New("the engine of " + t.EngineOrDefault() + " cannot hand tasks over")
 	}
@@ -125,7 +116,7 @@ func (s *Service) unseed(t task.Task) {
 	if err != nil {
 		return
 	}
-	if rm, ok := r.(Remover); ok {
+	if rm, ok := r.(engine.Remover); ok {
 		if err := rm.Remove(t); err != nil {
 			s.log.Warn("the seeded deployment of a task not created was not removed", "task", t.Name, "err", err)
 		}

@@ -11,18 +11,9 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
-	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
-
-// Runner runs tasks; *engine.Engine is one. Stop is graceful: it returns
-// once progress is committed.
-type Runner interface {
-	Start(t task.Task, current, peer cluster.Settings) error
-	Stop(name string)
-	Status(name string) (engine.TaskStatus, bool)
-}
 
 // TaskInfo is a task as the console and the API show it: its parameters
 // (the peer password never, only whether one is set), what the operator
@@ -37,7 +28,7 @@ type TaskInfo struct {
 	Engine string `json:"engine"`
 	// DesiredState is running or paused: what the operator asked for.
 	DesiredState task.DesiredState `json:"desired_state"`
-	Status       TaskStatus        `json:"status"`
+	Status       engine.TaskStatus `json:"status"`
 	LastAction   LastAction        `json:"last_action"`
 	// InternalTopics are the topics the task keeps besides the data.
 	InternalTopics []InternalTopic `json:"internal_topics"`
@@ -75,15 +66,6 @@ func (p PeerInfo) Credentials() Credentials {
 		c.OAuth = &o
 	}
 	return c
-}
-
-// TaskStatus is what a task is doing: State is RUNNING, STARTING, PAUSED or
-// FAILED; Reason says why it failed; Flows are the engine's per-flow
-// snapshots (empty unless it runs here).
-type TaskStatus struct {
-	State  task.State              `json:"state"`
-	Reason string                  `json:"reason,omitempty"`
-	Flows  []replicator.FlowStatus `json:"flows"`
 }
 
 // LastAction is the operator's last action on a task.
@@ -553,24 +535,24 @@ func (s *Service) taskInfo(r store.Task) TaskInfo {
 }
 
 // status merges what the operator asked for with what the engine does.
-func (s *Service) status(r store.Task) TaskStatus {
+func (s *Service) status(r store.Task) engine.TaskStatus {
 	st, running := s.statusOf(r.Spec)
 	switch {
 	case r.DesiredState == task.DesiredPaused:
-		paused := TaskStatus{State: task.StatePaused, Flows: []replicator.FlowStatus{}}
+		paused := engine.TaskStatus{Name: r.Name(), State: task.StatePaused, Flows: []engine.FlowStatus{}}
 		if running && st.State == task.StatePaused {
 			paused.Reason = st.Reason // an engine whose pause has not taken yet says why
 		}
 		return paused
 	case running:
 		if st.Flows == nil {
-			st.Flows = []replicator.FlowStatus{}
+			st.Flows = []engine.FlowStatus{}
 		}
-		return TaskStatus{State: st.State, Reason: st.Reason, Flows: st.Flows}
+		return st
 	case r.LastError != "":
-		return TaskStatus{State: task.StateFailed, Reason: "could not start: " + r.LastError, Flows: []replicator.FlowStatus{}}
+		return engine.TaskStatus{Name: r.Name(), State: task.StateFailed, Reason: "could not start: " + r.LastError, Flows: []engine.FlowStatus{}}
 	default:
-		return TaskStatus{State: task.StateFailed, Reason: "not running in this kmirror process: restart the task", Flows: []replicator.FlowStatus{}}
+		return engine.TaskStatus{Name: r.Name(), State: task.StateFailed, Reason: "not running in this kmirror process: restart the task", Flows: []engine.FlowStatus{}}
 	}
 }
 

@@ -21,7 +21,7 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// Runner is a service.Runner and metrics.Source that runs nothing: a
+// Runner is a engine.Runner and metrics.Source that runs nothing: a
 // started task reports RUNNING with one flow per direction.
 type Runner struct {
 	mu      sync.Mutex
@@ -38,8 +38,8 @@ type Runner struct {
 }
 
 var (
-	_ service.Runner   = (*Runner)(nil)
-	_ service.Handover = (*Runner)(nil)
+	_ engine.Runner   = (*Runner)(nil)
+	_ engine.Handover = (*Runner)(nil)
 )
 
 // NewRunner returns an empty Runner.
@@ -48,20 +48,20 @@ func NewRunner() *Runner {
 		progress: map[string]map[string][]task.Position{}}
 }
 
-// Halt implements service.Handover: the task stops.
+// Halt implements engine.Handover: the task stops.
 func (r *Runner) Halt(t task.Task) error {
 	r.Stop(t.Name)
 	return nil
 }
 
-// Progress implements service.Handover: what Seed stored for the task.
+// Progress implements engine.Handover: what Seed stored for the task.
 func (r *Runner) Progress(t task.Task, _, _ cluster.Settings) (map[string][]task.Position, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.progress[t.Name], nil
 }
 
-// Seed implements service.Handover.
+// Seed implements engine.Handover.
 func (r *Runner) Seed(t task.Task, _, _ cluster.Settings, p map[string][]task.Position) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -79,7 +79,7 @@ func (r *Runner) SetProgress(name string, p map[string][]task.Position) {
 	r.progress[name] = p
 }
 
-// Start implements service.Runner.
+// Start implements engine.Runner.
 func (r *Runner) Start(t task.Task, _, _ cluster.Settings) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -94,7 +94,7 @@ func (r *Runner) Start(t task.Task, _, _ cluster.Settings) error {
 	return nil
 }
 
-// Stop implements service.Runner.
+// Stop implements engine.Runner.
 func (r *Runner) Stop(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -104,7 +104,7 @@ func (r *Runner) Stop(name string) {
 	}
 }
 
-// Status implements service.Runner.
+// Status implements engine.Runner.
 func (r *Runner) Status(name string) (engine.TaskStatus, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -114,7 +114,7 @@ func (r *Runner) Status(name string) (engine.TaskStatus, bool) {
 	}
 	st := engine.TaskStatus{Name: name, State: task.StateRunning}
 	flow := func(src, dst string) {
-		st.Flows = append(st.Flows, replicator.FlowStatus{Flow: src + "->" + dst, State: task.StateRunning, Records: 10, Bytes: 1000})
+		st.Flows = append(st.Flows, engine.FlowStatus{Flow: src + "->" + dst, State: task.StateRunning, Records: 10, Bytes: 1000})
 	}
 	switch t.Rules.Direction {
 	case task.DirectionPush:

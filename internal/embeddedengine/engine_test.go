@@ -1,4 +1,4 @@
-package engine_test
+package embeddedengine_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/embedded"
-	"github.com/kmirror/kmirror/internal/engine"
+	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -32,7 +32,7 @@ func TestEngineLifecycle(t *testing.T) {
 	tk := task.Task{Name: "life", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
 		Rules: task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}}}
-	e := engine.New(replicator.Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
+	e := embeddedengine.New(replicator.Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond}, nil)
 	defer e.Close()
 
 	if err := e.Start(tk, east, west); err != nil {
@@ -83,7 +83,7 @@ func TestEngineLifecycle(t *testing.T) {
 }
 
 func TestStartRefusesABadTask(t *testing.T) {
-	e := engine.New(replicator.Options{}, nil)
+	e := embeddedengine.New(replicator.Options{}, nil)
 	defer e.Close()
 	tk := task.Task{Name: "bad", Rules: task.Rules{Direction: "sideways", Topics: []string{"x"}}}
 	if err := e.Start(tk, east(), east()); err == nil {
