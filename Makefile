@@ -39,13 +39,17 @@ RACE_PKGS = ./internal/replicator/ ./internal/engine/ ./internal/service/... ./i
 # The slowest packages first (go test runs them in the order given, two at
 # a time on two cores): started last, the replicator's 11 minutes ran alone.
 SLOW_PKGS = ./internal/replicator/ ./internal/apitest/ ./internal/kafkatest/ ./bench/ ./internal/connectengine/ ./internal/consoletest/ ./internal/connect/ ./cmd/kmirror/
+# Parallel tests of one package at a time: the replicator's tests that take
+# brokers away or wait for a broker's clock run side by side, each on
+# clusters it may use (go test's default is the number of cores, 2).
+TEST_PARALLEL = 12
 # gotestsum (a go tool of the module) prints every test with its time as it
 # ends, and the failures again at the end; the slowest tests are listed
 # last from the JSON it keeps in bin/.
 GOTESTSUM = $(GO) tool gotestsum --format testname
 test:
 	mkdir -p bin
-	$(GOTESTSUM) --jsonfile bin/test.json -- -count=1 -timeout 25m $(SLOW_PKGS) ./...
+	$(GOTESTSUM) --jsonfile bin/test.json -- -count=1 -timeout 25m -parallel $(TEST_PARALLEL) $(SLOW_PKGS) ./...
 	$(GOTESTSUM) --jsonfile bin/test-race.json -- -race -short -count=1 -timeout 15m $(RACE_PKGS)
 	@echo "The slowest tests (over 20 s):"
 	@$(GO) tool gotestsum tool slowest --jsonfile bin/test.json --threshold 20s

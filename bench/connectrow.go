@@ -41,9 +41,13 @@ type connectRow struct {
 // for them. Per scenario: the row's peak RSS is the fresh workers'.
 func (h *harness) startConnect(ctx context.Context, sc scenario) (*connectRow, error) {
 	began := time.Now()
-	cc, err := kafkatest.StartConnect(ctx, h.dst, kafkatest.ConnectName(connectName+"-"+sc.key),
+	opts := []kafkatest.ConnectOpt{kafkatest.ConnectName(connectName + "-" + sc.key),
 		kafkatest.Workers(connectWorkers), kafkatest.WorkerHeapMB(connectHeapMB),
-		kafkatest.ConnectDir(filepath.Join(h.work, "connect-"+sc.key)))
+		kafkatest.ConnectDir(filepath.Join(h.work, "connect-"+sc.key))}
+	if !h.cfg.quick {
+		opts = append(opts, kafkatest.ConnectFullSpeed())
+	}
+	cc, err := kafkatest.StartConnect(ctx, h.dst, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -137,14 +137,20 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err
 		}
 	}
 
-	// Both clusters at once: the JVMs start in about 10 s each.
+	// Both clusters at once: the JVMs start in about 10 s each. Brokers
+	// run at production's speed, except in a smoke run (-quick), whose
+	// figures mean nothing and which runs in CI beside other tests.
 	var wg sync.WaitGroup
 	var serr, derr error
+	opts := []kafkatest.Opt{kafkatest.HeapMB(1024)}
+	if !cfg.quick {
+		opts = append(opts, kafkatest.FullSpeed())
+	}
 	wg.Go(func() {
-		h.src, serr = kafkatest.Start(ctx, kafkatest.Name("bench-source"), kafkatest.HeapMB(1024))
+		h.src, serr = kafkatest.Start(ctx, append([]kafkatest.Opt{kafkatest.Name("bench-source")}, opts...)...)
 	})
 	wg.Go(func() {
-		h.dst, derr = kafkatest.Start(ctx, kafkatest.Name("bench-target"), kafkatest.HeapMB(1024))
+		h.dst, derr = kafkatest.Start(ctx, append([]kafkatest.Opt{kafkatest.Name("bench-target")}, opts...)...)
 	})
 	wg.Wait()
 	if err := errors.Join(serr, derr); err != nil {

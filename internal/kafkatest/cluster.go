@@ -41,6 +41,7 @@ type options struct {
 	brokers      int
 	minISR       int
 	props        map[string]string
+	fullSpeed    bool
 }
 
 func defaults() options {
@@ -54,6 +55,10 @@ func Name(n string) Opt { return func(o *options) { o.name = n } }
 // 512; benchmarks want 1024 or more. The controller of a multi-broker
 // cluster gets at most 256.
 func HeapMB(mb int) Opt { return func(o *options) { o.heapMB = mb } }
+
+// FullSpeed runs the brokers' JVMs as production does (the optimising JIT,
+// G1), for benchmarks; tests get the lighter runtime of jvmFlags.
+func FullSpeed() Opt { return func(o *options) { o.fullSpeed = true } }
 
 // ACLs turns on the StandardAuthorizer: Admin and the PLAINTEXT (anonymous)
 // listener are super users, Alice is granted everything on topics, groups
@@ -448,15 +453,12 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 			heap = min(heap, 256)
 		}
 		props := filepath.Join(n.dir, "config", "server.properties")
-		jvm := []string{
-			fmt.Sprintf("-Xms%dm", heap), fmt.Sprintf("-Xmx%dm", heap),
-			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-			"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+		jvm := append(jvmFlags(heap, o.fullSpeed),
 			// Kafka 4 reads no OAuth URL it was not allowed to.
-			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=" + idp.JWKSURL() + "," + idp.TokenURL(),
-			"-Dlog4j2.configurationFile=" + filepath.Join(n.dir, "config", "log4j2.properties"),
+			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+idp.JWKSURL()+","+idp.TokenURL(),
+			"-Dlog4j2.configurationFile="+filepath.Join(n.dir, "config", "log4j2.properties"),
 			"-cp", jars.Classpath(),
-		}
+		)
 		format := append(append([]string{}, jvm...), "kafka.tools.StorageTool", "format", "-t", id, "-c", props)
 		switch {
 		case ctl == nil:
@@ -733,7 +735,9 @@ func (c *Cluster) InSyncReplicas(topic string, partition int32) ([]int32, error)
 
 // Admin is a cluster admin on the PLAINTEXT listeners (a super user even
 // with ACLs on), shared by the harness and closed by Stop, Kill and Restart
-// (of the cluster or of a broker). A caller that closed it gets a new one.
+// (of the cluster or of a broker). Do not close it: tests running in
+// parallel on the cluster hold it too (one that was closed is replaced on
+// the next call, but not under those already holding it).
 func (c *Cluster) Admin() (sarama.ClusterAdmin, error) {
 	c.adminMu.Lock()
 	defer c.adminMu.Unlock()

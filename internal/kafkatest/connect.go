@@ -35,11 +35,16 @@ type connectOptions struct {
 	props          map[string]string
 	advertised     []string // rest.advertised.host.name by worker; nil: 127.0.0.1
 	httpsAuth      bool     // https listener requiring client certificates
+	fullSpeed      bool
 }
 
 func connectDefaults() connectOptions {
 	return connectOptions{workers: 2, heapMB: 256, startTimeout: 4 * time.Minute, rebalanceDelay: 10 * time.Second}
 }
+
+// ConnectFullSpeed runs the workers' JVMs as production does, for
+// benchmarks (FullSpeed's counterpart).
+func ConnectFullSpeed() ConnectOpt { return func(o *connectOptions) { o.fullSpeed = true } }
 
 // HTTPSClientAuth makes the workers serve REST over https only, with a
 // certificate the Kafka cluster's CA signed, and require a client
@@ -387,13 +392,12 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 				return nil, fmt.Errorf("write %s: %w", path, err)
 			}
 		}
-		w.argv = append([]string{java,
-			fmt.Sprintf("-Xms%dm", o.heapMB), fmt.Sprintf("-Xmx%dm", o.heapMB),
-			"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true",
-			"-Dlog4j2.configurationFile=" + log4j,
+		w.argv = append(append([]string{java}, jvmFlags(o.heapMB, o.fullSpeed)...),
+			"-Dlog4j2.configurationFile="+log4j,
 			// Connectors' clients may fetch OAUTHBEARER tokens from the
 			// test's identity provider (Kafka 4 allows no URL by default).
-			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=" + idp.JWKSURL() + "," + idp.TokenURL()}, jvmOpts...)
+			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+idp.JWKSURL()+","+idp.TokenURL())
+		w.argv = append(w.argv, jvmOpts...)
 		w.argv = append(w.argv, "-cp", jars.Classpath(), "org.apache.kafka.connect.cli.ConnectDistributed", props)
 		cc.workers = append(cc.workers, w)
 	}

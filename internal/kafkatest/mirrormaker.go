@@ -39,9 +39,9 @@ func StartMirrorMaker(t testing.TB, properties string) *MirrorMaker {
 		}
 	}
 	mm := &MirrorMaker{log: filepath.Join(dir, "mm2.log")}
-	argv := []string{java, "-Xms256m", "-Xmx256m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + log4j, "-cp", jars.Classpath(),
-		"org.apache.kafka.connect.mirror.MirrorMaker", conf}
+	argv := append(append([]string{java}, jvmFlags(256, false)...),
+		"-Dlog4j2.configurationFile="+log4j, "-cp", jars.Classpath(),
+		"org.apache.kafka.connect.mirror.MirrorMaker", conf)
 	mm.proc, _, err = spawn(argv, mm.log)
 	if err != nil {
 		t.Fatalf("kafkatest: start MirrorMaker: %v", err)

@@ -20,7 +20,8 @@ import (
 )
 
 // Behaviour 4 of issue 11, bounded waits and visible state, on real brokers
-// that die or hang. Not parallel: these tests take brokers away.
+// that die or hang. They take brokers away, each on a cluster it has to
+// itself, and run in parallel with the package's other parallel tests.
 
 // runStoppable runs a task's one flow with opts until stop, which cancels it as
 // a pause or delete does and says how long the flow took to end. A stop
@@ -84,7 +85,7 @@ func waitState(t *testing.T, r *Replicator, limit time.Duration, check func(engi
 // waits with the reason. Once the broker is back the flow runs, every
 // record copied once.
 func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
-	k := rf3(t)
+	k := rf3Away(t, "rf3-away-1")
 	s := k.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, k, 3, nil)
 	tk := rf3Task("internal-away", "NA", "NB", topic)
@@ -256,6 +257,7 @@ func produceSteadily(t *testing.T, s cluster.Settings, topic string, partitions 
 // the records a request lost in the freeze may have written are copied
 // again, and exactly those are counted as recopied.
 func TestFrozenTargetDegradesAndStopStaysPrompt(t *testing.T) {
+	t.Parallel() // it freezes only its own target cluster
 	k := kafkatest.Shared(t, 0)
 	src := k.Settings(cluster.Plaintext, "")
 	// A cluster of this test's own: no other test may see it frozen.

@@ -21,6 +21,7 @@ import (
 // full; the right given back, it catches up, nothing lost or copied twice
 // and nothing restarted.
 func TestSourceReadDeniedOnRealKafkaWaitsAlone(t *testing.T) {
+	t.Parallel() // its ACLs are on a cluster of its own
 	k := kafkatest.Lazy(t, "acls", kafkatest.ACLs(true))
 	admin := k.Settings(cluster.Plaintext, "") // the anonymous listener is a super user
 	src := k.Settings(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA512)

@@ -28,12 +28,33 @@ import (
 // most of their time is waiting for the broker's clock.
 func rf3(t *testing.T) *kafkatest.Cluster {
 	t.Helper()
-	return kafkatest.Lazy(t, "rf3", kafkatest.Brokers(3), kafkatest.MinInsyncReplicas(2),
+	return kafkatest.Lazy(t, "rf3", rf3Opts()...)
+}
+
+func rf3Opts() []kafkatest.Opt {
+	return []kafkatest.Opt{kafkatest.Brokers(3), kafkatest.MinInsyncReplicas(2),
 		kafkatest.BrokerProps(map[string]string{
 			"offsets.retention.minutes":           "1",
 			"offsets.retention.check.interval.ms": "5000",
 			"log.cleaner.backoff.ms":              "1000",
-		}))
+		})}
+}
+
+// awayPools are the rf3-shaped clusters of the tests that take brokers
+// away, and a lock each: such a test runs in parallel with the package's
+// others (most of its time is waiting for a broker's clock or a bound),
+// but alone on its pool's cluster. Two pools let two run at once.
+var awayPools = map[string]*sync.Mutex{"rf3-away-1": {}, "rf3-away-2": {}}
+
+// rf3Away marks t parallel and gives it the pool's cluster to itself
+// until it ends (its topics deleted before the next test has it).
+func rf3Away(t *testing.T, pool string) *kafkatest.Cluster {
+	t.Helper()
+	t.Parallel()
+	mu := awayPools[pool]
+	mu.Lock()
+	t.Cleanup(mu.Unlock) // registered first: runs after the test's own cleanups
+	return kafkatest.Lazy(t, pool, rf3Opts()...)
 }
 
 // rf3Task is a push task from the rf3 cluster to itself (renamed, so source
@@ -370,9 +391,10 @@ func readTopicForTest(t *testing.T, s cluster.Settings, topic string, fn func(*s
 // hold the offset-syncs topics are killed (min.insync.replicas 2: no sync
 // can be written), while records with upstream gaps keep coming: the flow
 // goes on copying, shows DEGRADED naming the partition held back and why,
-// and a stop still ends within seconds. Not parallel: it takes brokers away.
+// and a stop still ends within seconds. It takes brokers away: alone on
+// its cluster.
 func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
-	k := rf3(t)
+	k := rf3Away(t, "rf3-away-2")
 	src := k.Settings(cluster.Plaintext, "")
 	dst := kafkatest.Shared(t, 1).Settings(cluster.Plaintext, "")
 	// The source topic takes writes from one replica, so the test can go on
@@ -448,9 +470,9 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 // other topics, its status names the waiting partition, and once the broker
 // is back that partition copies every record too. Before, one leaderless
 // partition failed every planning round and the whole flow copied nothing.
-// Not parallel: it takes a broker away.
+// It takes a broker away: alone on its cluster.
 func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
-	k := rf3(t)
+	k := rf3Away(t, "rf3-away-2")
 	s := k.Settings(cluster.Plaintext, "")
 	healthy := kafkatest.NewTopicRF(t, k, 3, 3, nil)
 	ids := k.BrokerIDs()
@@ -508,9 +530,9 @@ func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
 // the stale follower elected uncleanly. kmirror finds the acknowledged
 // records gone when the new leader no longer knows its producer sequence,
 // counts exactly them as lost on the target, and copies what comes after.
-// Not parallel: it takes brokers away.
+// It takes brokers away: alone on its cluster.
 func TestTargetUncleanElectionLossIsCounted(t *testing.T) {
-	k := rf3(t)
+	k := rf3Away(t, "rf3-away-1")
 	dst := k.Settings(cluster.Plaintext, "")
 	src := kafkatest.Shared(t, 1).Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, kafkatest.Shared(t, 1), 1, nil)

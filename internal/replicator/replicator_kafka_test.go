@@ -229,11 +229,7 @@ func TestNewTopicAndPartitionGrowthArePickedUp(t *testing.T) {
 	produceN(t, current, second, 2, 200, 50)
 	verifyCopy(t, current, second, peer, second, 200, e2e.VerifyOptions{})
 
-	admin, err := k1.Admin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close()
+	admin := mustAdmin(t, k1)
 	if err := admin.CreatePartitions(first, 3, nil, false); err != nil {
 		t.Fatal(err)
 	}
@@ -322,13 +318,14 @@ func TestOversizeRecordStopsPartitionWithReason(t *testing.T) {
 	}
 }
 
+// mustAdmin is the cluster's shared admin. Never closed here: tests
+// running in parallel on the cluster hold it too.
 func mustAdmin(t *testing.T, c *kafkatest.Cluster) sarama.ClusterAdmin {
 	t.Helper()
 	a, err := c.Admin()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { a.Close() })
 	return a
 }
 

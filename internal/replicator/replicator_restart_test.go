@@ -19,10 +19,12 @@ import (
 // on its own and every record arrives, in order per partition; at-least-once
 // allows duplicates, which are logged with the flow's restarts.
 //
-// The restarts take the package's shared brokers down; the package's tests
-// never run in parallel, and Restart returns only once every partition has
-// a leader again, so the tests after these find whole clusters.
+// The restarts take brokers down: the test has two clusters of its own
+// and runs in parallel with the package's other parallel tests; Restart
+// returns only once every partition has a leader again, so each case
+// finds whole clusters.
 func TestBrokerRestartedMidStreamLosesNothing(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		target bool // restart the target's broker, else the source's
@@ -41,7 +43,7 @@ func TestBrokerRestartedMidStreamLosesNothing(t *testing.T) {
 }
 
 func restartMidStream(t *testing.T, target, kill bool) {
-	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	k1, k2 := kafkatest.Lazy(t, "restart-current"), kafkatest.Lazy(t, "restart-peer")
 	current := k1.Settings(cluster.Plaintext, "")
 	// The target through TLS and SCRAM: reconnecting redoes both.
 	peer := k2.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
