@@ -50,6 +50,12 @@ GOTESTSUM = $(GO) tool gotestsum --format testname
 test:
 	mkdir -p bin
 	$(GOTESTSUM) --jsonfile bin/test.json -- -count=1 -timeout 25m -parallel $(TEST_PARALLEL) $(SLOW_PKGS) ./...
+	@# Only the -short pass may skip: a skip in the full run (a missing tool,
+	@# a cluster that did not start) is a test that proved nothing.
+	@if grep -q '"Action":"skip","Package":"[^"]*","Test"' bin/test.json; then \
+		echo "Tests skipped in the full run:"; \
+		grep -o '"Action":"skip","Package":"[^"]*","Test":"[^"]*"' bin/test.json | sed 's/.*"Package":"//; s/","Test":"/ /; s/"$$//'; \
+		exit 1; fi
 	$(GOTESTSUM) --jsonfile bin/test-race.json -- -race -short -count=1 -timeout 15m $(RACE_PKGS)
 	@echo "The slowest tests (over 20 s):"
 	@$(GO) tool gotestsum tool slowest --jsonfile bin/test.json --threshold 20s

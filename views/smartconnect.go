@@ -132,10 +132,8 @@ func rateText(ctx context.Context, r TaskRow) string {
 		return "—"
 	case !r.RateKnown:
 		return i18n.T(ctx, "sc.measuring")
-	case r.RecordsPerSecond >= 100:
-		return strconv.FormatFloat(r.RecordsPerSecond, 'f', 0, 64)
 	default:
-		return strconv.FormatFloat(r.RecordsPerSecond, 'f', 1, 64)
+		return tpRate(r.RecordsPerSecond, true)
 	}
 }
 

@@ -238,11 +238,17 @@ func tpOffset(n int64) string {
 	return tpItoa(n)
 }
 
+// tpRate shows records/s the one way every page does: whole numbers from
+// 100 up, one decimal below; "—" when not known.
 func tpRate(r float64, ok bool) string {
-	if !ok {
+	switch {
+	case !ok:
 		return "—"
+	case r >= 100:
+		return strconv.FormatFloat(r, 'f', 0, 64)
+	default:
+		return strconv.FormatFloat(r, 'f', 1, 64)
 	}
-	return fmt.Sprintf("%.1f", r)
 }
 
 func tpSeconds(s float64) string { return fmt.Sprintf("%.1f s", s) }

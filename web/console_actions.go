@@ -33,9 +33,7 @@ func (s *Server) runTaskAction(c echo.Context, name, action string) (done string
 	case views.ActionRestart:
 		_, err = s.svc.RestartTask(ctx, name)
 	case views.ActionDelete:
-		if err = s.svc.DeleteTask(ctx, name); err == nil && s.history != nil {
-			s.history.Forget(name) // its chart series go with it
-		}
+		err = s.svc.DeleteTask(ctx, name) // its charts go with it (New wires the history)
 	}
 	return tr(c, id, "Name", name), true, err
 }

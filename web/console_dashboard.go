@@ -72,7 +72,7 @@ func (h *dashboardPages) dashboardPage(c echo.Context) error {
 		// The sampler only samples running tasks: a paused or failed task's
 		// last rate is history, not its throughput now.
 		if st == "running" {
-			row.Rate, row.RateKnown = h.s.series(info.Name).Rate()
+			row.Rate, _, row.RateKnown = h.s.series(info.Name).Rate()
 		}
 		v.Rows = append(v.Rows, row)
 	}

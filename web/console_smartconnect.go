@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -16,12 +15,11 @@ import (
 // with its actions, and the create-task form with inline validation and the
 // connectivity check (the original product's flow).
 type smartConnectPages struct {
-	s     *Server
-	rates *rateSampler
+	s *Server
 }
 
 func newSmartConnectPages(s *Server) *smartConnectPages {
-	return &smartConnectPages{s: s, rates: newRateSampler(time.Now)}
+	return &smartConnectPages{s: s}
 }
 
 func (h *smartConnectPages) routes(g *echo.Group) {
@@ -37,7 +35,7 @@ func (h *smartConnectPages) routes(g *echo.Group) {
 	g.POST(base+"/:task/:action", h.act)
 }
 
-// view gathers the instance and its tasks with their measured rates.
+// view gathers the instance and its tasks with their rates.
 func (h *smartConnectPages) view(ctx context.Context, name string) (views.SmartConnectView, error) {
 	info, err := h.s.svc.Cluster(ctx, name)
 	if err != nil {
@@ -50,14 +48,11 @@ func (h *smartConnectPages) view(ctx context.Context, name string) (views.SmartC
 	v := views.SmartConnectView{Cluster: clusterView(info), Tasks: make([]views.TaskRow, len(tasks))}
 	for i, t := range tasks {
 		row := views.TaskRow{Info: taskModel(t)}
+		// The history sampler is the one owner of rates: the dashboard and
+		// the task page read it too. A task that does not copy has no rate
+		// now, whatever it had.
 		if t.Status.State.Copying() {
-			var records int64
-			for _, f := range t.Status.Flows {
-				records += f.Records
-			}
-			row.RecordsPerSecond, row.RateWindow, row.RateKnown = h.rates.observe(t.Name, records)
-		} else {
-			h.rates.forget(t.Name)
+			row.RecordsPerSecond, row.RateWindow, row.RateKnown = h.s.series(t.Name).Rate()
 		}
 		v.Tasks[i] = row
 	}

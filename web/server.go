@@ -129,6 +129,10 @@ func New(d Deps) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if d.History != nil {
+		// A deleted task's charts and errors go with it, whoever deleted it.
+		d.Service.OnTaskDeleted(d.History.Forget)
+	}
 	if d.PublicURL != nil {
 		s.allowedHosts[strings.ToLower(d.PublicURL.Hostname())] = true
 	}

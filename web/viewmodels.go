@@ -55,7 +55,7 @@ func taskModel(info service.TaskInfo) views.TaskInfo {
 func taskPageModel(info service.TaskInfo, h history.TaskSeries) views.TaskView {
 	v := views.TaskView{Task: taskModel(info), Chart: h.Columns(), Rates: map[string]float64{}}
 	for _, f := range h.Flows {
-		if r, ok := f.Rate(); ok {
+		if r, _, ok := f.Rate(); ok {
 			v.Rates[f.Flow] = r
 		}
 	}

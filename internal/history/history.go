@@ -256,22 +256,22 @@ func (ts TaskSeries) Columns() Columns {
 	return out
 }
 
-// Rate is the flow's current throughput in records/s over RateWindow, when
-// known.
-func (f FlowSeries) Rate() (float64, bool) {
-	r, _, ok := RecordsPerSec(readings(f.Points), RateWindow)
-	return r, ok
+// Rate is the flow's current throughput in records/s over RateWindow and
+// the time it was measured over, when known.
+func (f FlowSeries) Rate() (perSecond float64, over time.Duration, known bool) {
+	return RecordsPerSec(readings(f.Points), RateWindow)
 }
 
-// Rate is the task's current throughput over its flows, when known.
-func (ts TaskSeries) Rate() (float64, bool) {
-	sum, known := 0.0, false
+// Rate is the task's current throughput over its flows and the longest
+// time one was measured over, when known: every page that shows a task's
+// records/s shows this one.
+func (ts TaskSeries) Rate() (perSecond float64, over time.Duration, known bool) {
 	for _, f := range ts.Flows {
-		if r, ok := f.Rate(); ok {
-			sum, known = sum+r, true
+		if r, o, ok := f.Rate(); ok {
+			perSecond, over, known = perSecond+r, max(over, o), true
 		}
 	}
-	return sum, known
+	return perSecond, over, known
 }
 
 // Flow returns the series of one flow.

@@ -356,6 +356,18 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 	}
 	_ = first.Wait()
 	atKill, _ := e2e.Count(ctx, peer, topic)
+	// What the restart resumes from: the progress the killed process had
+	// committed. Only records copied after it may be copied again.
+	committed, err := ReadProgress(tk.Name, tk.Flows()[0], current, peer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resumeAt int64
+	for _, p := range committed {
+		if p.Topic == topic {
+			resumeAt += p.Next
+		}
+	}
 	// The restart runs in this process, so its status can be read: it
 	// reports the records it copies again.
 	reps := startTask(t, tk, current, peer)
@@ -372,6 +384,10 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 	}
 	if recopied != int64(rep.Duplicated) {
 		t.Fatalf("restart reported %d records copied again; the target holds %d duplicates", recopied, rep.Duplicated)
+	}
+	if since := atKill - resumeAt; int64(rep.Duplicated) > since {
+		t.Fatalf("%d duplicates, more than the %d records copied after the last committed progress (%d on the target at the kill, progress at %d)",
+			rep.Duplicated, since, atKill, resumeAt)
 	}
 }
 

@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kmirror/kmirror/internal/account"
@@ -115,6 +117,27 @@ type Service struct {
 	// auditedOnce keeps repeated refusals (throttled sign-ins, names no
 	// account can have) to one audit entry a minute (auditOnceAMinute).
 	auditedOnce onceAMinute
+
+	deletedMu sync.Mutex
+	onDeleted []func(task string)
+}
+
+// OnTaskDeleted calls f with a task's name after the task is deleted,
+// whoever deleted it (console, API, CLI): what remembers a task beside
+// the store (the charts' history) forgets it there.
+func (s *Service) OnTaskDeleted(f func(task string)) {
+	s.deletedMu.Lock()
+	defer s.deletedMu.Unlock()
+	s.onDeleted = append(s.onDeleted, f)
+}
+
+func (s *Service) taskDeleted(name string) {
+	s.deletedMu.Lock()
+	fs := slices.Clone(s.onDeleted)
+	s.deletedMu.Unlock()
+	for _, f := range fs {
+		f(name)
+	}
 }
 
 // New returns a Service. Clusters, Users and Secrets are required.

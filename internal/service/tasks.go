@@ -578,6 +578,7 @@ func (s *Service) DeleteTask(ctx context.Context, name string) (err error) {
 		return err
 	}
 	s.log.Info("task deleted", "task", name, "by", actorName(ctx))
+	s.taskDeleted(name)
 	return nil
 }
 

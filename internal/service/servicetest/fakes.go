@@ -35,6 +35,20 @@ type Runner struct {
 	progress map[string]map[string][]task.Position
 	// FailSeed, when set, is returned by Seed.
 	FailSeed error
+	// records is what each flow of a task reports copied (SetRecords);
+	// 10 when unset.
+	records map[string]int64
+}
+
+// SetRecords sets the records every flow of the task reports copied, so
+// a test can make a rate.
+func (r *Runner) SetRecords(name string, n int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.records == nil {
+		r.records = map[string]int64{}
+	}
+	r.records[name] = n
 }
 
 var (
@@ -113,8 +127,12 @@ func (r *Runner) Status(name string) (engine.TaskStatus, bool) {
 		return engine.TaskStatus{Name: name, State: task.StateStopped}, false
 	}
 	st := engine.TaskStatus{Name: name, State: task.StateRunning}
+	records, set := r.records[name]
+	if !set {
+		records = 10
+	}
 	flow := func(src, dst string) {
-		st.Flows = append(st.Flows, engine.FlowStatus{Flow: src + "->" + dst, State: task.StateRunning, Records: 10, Bytes: 1000})
+		st.Flows = append(st.Flows, engine.FlowStatus{Flow: src + "->" + dst, State: task.StateRunning, Records: records, Bytes: 100 * records})
 	}
 	switch t.Rules.Direction {
 	case task.DirectionPush:
