@@ -68,14 +68,6 @@ func authText(ctx context.Context, protocol, mechanism, username, oauthClientID 
 	return i18n.T(ctx, "instances.auth_sasl", "Protocol", protocol, "Mechanism", mechanism, "User", username)
 }
 
-// certDate is the time a certificate ends, as the console writes it.
-func certDate(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
-}
-
 // CertWarning is a client certificate that ends within 30 days, or has
 // ended: a registered cluster's (Instance) or a task's peer by address
 // (PeerAlias).
@@ -95,5 +87,5 @@ func certWarningText(ctx context.Context, w CertWarning) string {
 	if w.Cert.Expired {
 		key = "cert.expired"
 	}
-	return i18n.T(ctx, key, "Whose", whose, "Subject", w.Cert.Subject, "Date", certDate(w.Cert.NotAfter))
+	return i18n.T(ctx, key, "Whose", whose, "Subject", w.Cert.Subject, "Date", FormatTime(w.Cert.NotAfter))
 }

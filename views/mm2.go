@@ -3,6 +3,8 @@ package views
 import (
 	"maps"
 	"slices"
+
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // MM2View is a Kafka Connect cluster's MirrorMaker 2 page: the MM2 flows
@@ -29,7 +31,7 @@ type MM2Candidate struct {
 	Connectors      string
 	State           string
 	// Direction and Topics are the task adoption would create.
-	Direction string
+	Direction task.Direction
 	Topics    string
 	Problems  []Problem
 	// Reverse is the MM2 source connector copying the other way, which

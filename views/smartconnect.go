@@ -98,20 +98,6 @@ func TaskTypeLabel(ctx context.Context, t string) string {
 	return t
 }
 
-// DirectionLabel says which way a task copies, with the aliases.
-func DirectionLabel(ctx context.Context, t TaskInfo) string {
-	a, b := t.Current.Alias, t.Peer.Alias
-	switch t.Rules.Direction {
-	case task.DirectionPush:
-		return i18n.T(ctx, "task.direction.push") + ": " + a + " → " + b
-	case task.DirectionPull:
-		return i18n.T(ctx, "task.direction.pull") + ": " + b + " → " + a
-	case task.DirectionBidirectional:
-		return i18n.T(ctx, "task.direction.bidirectional") + ": " + a + " ⇄ " + b
-	}
-	return t.Rules.Direction
-}
-
 // PeerLabel is the peer's registered name or its addresses.
 func PeerLabel(p PeerInfo) string {
 	if p.ConfigType == task.PeerByCluster {
@@ -133,7 +119,7 @@ func rateText(ctx context.Context, r TaskRow) string {
 	case !r.RateKnown:
 		return i18n.T(ctx, "sc.measuring")
 	default:
-		return tpRate(r.RecordsPerSecond, true)
+		return FormatRate(r.RecordsPerSecond, true)
 	}
 }
 
@@ -156,46 +142,5 @@ func lastActionText(ctx context.Context, a LastAction) string {
 	if by == "" {
 		by = "?"
 	}
-	return i18n.T(ctx, "sc.last_action", "Action", ActionLabel(ctx, string(a.Action)), "By", by, "At", a.At.Local().Format("2006-01-02 15:04:05"))
-}
-
-// The label functions below spell every message id out, so the i18n test
-// that checks code against the message files sees each one.
-
-// ActionLabel names an operator action in the user's language.
-func ActionLabel(ctx context.Context, action string) string {
-	switch action {
-	case "create":
-		return i18n.T(ctx, "action.create")
-	case "pause":
-		return i18n.T(ctx, "action.pause")
-	case "resume":
-		return i18n.T(ctx, "action.resume")
-	case "restart":
-		return i18n.T(ctx, "action.restart")
-	case "delete":
-		return i18n.T(ctx, "action.delete")
-	}
-	return action
-}
-
-// data-state keeps the stable English value of a state for tools and
-// tests; tpStateLabel gives its label.
-func stateClass(state task.State) string {
-	return "state state-" + strings.ToLower(string(state))
-}
-
-// ConfirmQuestion is what the user confirms before an action on a task.
-func ConfirmQuestion(ctx context.Context, action, name string) string {
-	switch action {
-	case "pause":
-		return i18n.T(ctx, "action.pause_confirm", "Name", name)
-	case "resume":
-		return i18n.T(ctx, "action.resume_confirm", "Name", name)
-	case "restart":
-		return i18n.T(ctx, "action.restart_confirm", "Name", name)
-	case "delete":
-		return i18n.T(ctx, "action.delete_confirm", "Name", name)
-	}
-	return action + " " + name + "?"
+	return i18n.T(ctx, "sc.last_action", "Action", ActionLabel(ctx, string(a.Action)), "By", by, "At", FormatTime(a.At))
 }

@@ -24,7 +24,7 @@ type TaskForm struct {
 	Name                 string
 	CurrentAlias         string
 	PeerAlias            string
-	PeerConfigType       string
+	PeerConfigType       task.ConfigType
 	PeerCluster          string
 	PeerAddress          string
 	PeerSecurityProtocol string
@@ -38,7 +38,7 @@ type TaskForm struct {
 	PeerOAuthClientID      string
 	PeerOAuthScope         string
 	PeerOAuthAudience      string
-	Direction              string
+	Direction              task.Direction
 	// TopicsMode is "list" or "regex".
 	TopicsMode          string
 	Topics              []string
@@ -48,7 +48,7 @@ type TaskForm struct {
 	AddSourceHeader     bool
 	SyncConsumerOffsets bool
 	ReplicationFactor   string
-	StartOffset         string
+	StartOffset         task.StartOffset
 	Compression         string
 	// OnTargetTopicReplaced is "" (recopy) or "continue".
 	OnTargetTopicReplaced string

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 
@@ -58,19 +57,6 @@ func TaskPath(name, sub string) string {
 		p += "/" + sub
 	}
 	return p
-}
-
-// DirectionArrow points the way records go between the current cluster
-// (written first) and the peer.
-func DirectionArrow(direction string) string {
-	switch direction {
-	case task.DirectionPush:
-		return "→"
-	case task.DirectionPull:
-		return "←"
-	default:
-		return "↔"
-	}
 }
 
 // PasswordMask stands for a set password in exported JSON; the service
@@ -130,72 +116,6 @@ func TaskActions(info TaskInfo) []string {
 	return []string{ActionPause, ActionRestart, ActionDelete}
 }
 
-// tpStateClass is the badge colour of a state.
-func tpStateClass(state task.State) string {
-	return "badge state-" + strings.ToLower(string(state))
-}
-
-// tpStateLabel names a state in the page's language (every page's one
-// set of state labels).
-func tpStateLabel(ctx context.Context, state task.State) string {
-	switch state {
-	case task.StateRunning:
-		return i18n.T(ctx, "state.RUNNING")
-	case task.StateStarting:
-		return i18n.T(ctx, "state.STARTING")
-	case task.StateDegraded:
-		return i18n.T(ctx, "state.DEGRADED")
-	case task.StatePaused:
-		return i18n.T(ctx, "state.PAUSED")
-	case task.StateFailed:
-		return i18n.T(ctx, "state.FAILED")
-	case task.StateStopped:
-		return i18n.T(ctx, "state.STOPPED")
-	}
-	return string(state)
-}
-
-// tpActionLabel names an action in the page's language.
-func tpActionLabel(ctx context.Context, action string) string {
-	switch action {
-	case ActionPause:
-		return i18n.T(ctx, "action.pause")
-	case ActionResume:
-		return i18n.T(ctx, "action.resume")
-	case ActionRestart:
-		return i18n.T(ctx, "action.restart")
-	case ActionDelete:
-		return i18n.T(ctx, "action.delete")
-	case string(task.ActionCreate):
-		return i18n.T(ctx, "action.create")
-	}
-	return action
-}
-
-func tpActionConfirm(ctx context.Context, action, name string) string {
-	switch action {
-	case ActionPause:
-		return i18n.T(ctx, "action.pause_confirm", "Name", name)
-	case ActionResume:
-		return i18n.T(ctx, "action.resume_confirm", "Name", name)
-	case ActionRestart:
-		return i18n.T(ctx, "action.restart_confirm", "Name", name)
-	}
-	return i18n.T(ctx, "action.delete_confirm", "Name", name)
-}
-
-func tpDirection(ctx context.Context, d string) string {
-	switch d {
-	case task.DirectionPull:
-		return i18n.T(ctx, "task.direction.pull")
-	case task.DirectionPush:
-		return i18n.T(ctx, "task.direction.push")
-	case task.DirectionBidirectional:
-		return i18n.T(ctx, "task.direction.bidirectional")
-	}
-	return d
-}
-
 func tpOnOff(ctx context.Context, b bool) string {
 	if b {
 		return i18n.T(ctx, "task.yes")
@@ -221,13 +141,6 @@ func Headline(msg string) string {
 	return line
 }
 
-func tpTime(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
-}
-
 func tpItoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 // tpOffset shows a Kafka offset; negative means not known yet.
@@ -236,19 +149,6 @@ func tpOffset(n int64) string {
 		return "—"
 	}
 	return tpItoa(n)
-}
-
-// tpRate shows records/s the one way every page does: whole numbers from
-// 100 up, one decimal below; "—" when not known.
-func tpRate(r float64, ok bool) string {
-	switch {
-	case !ok:
-		return "—"
-	case r >= 100:
-		return strconv.FormatFloat(r, 'f', 0, 64)
-	default:
-		return strconv.FormatFloat(r, 'f', 1, 64)
-	}
 }
 
 func tpSeconds(s float64) string { return fmt.Sprintf("%.1f s", s) }
@@ -293,7 +193,7 @@ func tpChartData(v TaskView) templ.Component {
 
 func tpFlowRate(rates map[string]float64, flow string) string {
 	r, ok := rates[flow]
-	return tpRate(r, ok)
+	return FormatRate(r, ok)
 }
 
 func tpFailedPartitions(f FlowStatus) []PartitionStatus {

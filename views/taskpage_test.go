@@ -124,7 +124,10 @@ func TestExportTaskMasksPassword(t *testing.T) {
 
 // The task page's heading points the arrow the way records go.
 func TestTaskPageArrowFollowsTheDirection(t *testing.T) {
-	for _, c := range []struct{ direction, arrow string }{
+	for _, c := range []struct {
+		direction task.Direction
+		arrow     string
+	}{
 		{task.DirectionPush, "east (A) → west (B)"},
 		{task.DirectionPull, "east (A) ← west (B)"},
 		{task.DirectionBidirectional, "east (A) ↔ west (B)"},

@@ -258,7 +258,7 @@ func (h *accessPages) policyPage(c echo.Context) error {
 func policyForm(pol service.DestinationPolicy) views.DestinationPolicyForm {
 	f := views.DestinationPolicyForm{Mode: pol.Mode, Networks: strings.Join(pol.Networks, "\n"), ChangedBy: pol.ChangedBy}
 	if pol.ChangedAt != nil {
-		f.ChangedAt = pol.ChangedAt.Format("2006-01-02 15:04 MST")
+		f.ChangedAt = views.FormatTime(*pol.ChangedAt)
 	}
 	return f
 }

@@ -196,41 +196,41 @@ func onlyTouched(p service.Problems, touched string) service.Problems {
 // taskFormInput is the create-task form as posted. Input names are the
 // API's field paths, so the service's problems land on their inputs.
 type taskFormInput struct {
-	Name                 string   `form:"name,trim"`
-	Type                 string   `form:"type,trim"`
-	CurrentAlias         string   `form:"current.alias,trim"`
-	PeerAlias            string   `form:"peer.alias,trim"`
-	PeerConfigType       string   `form:"peer.config_type,trim"`
-	PeerCluster          string   `form:"peer.cluster,trim"`
-	PeerAddress          string   `form:"peer.address,trim"`
-	PeerSecurityProtocol string   `form:"peer.security_protocol,trim"`
-	PeerSASLMechanism    string   `form:"peer.sasl_mechanism,trim"`
-	PeerUsername         string   `form:"peer.username,trim"`
-	PeerPassword         string   `form:"peer.password"`
-	PeerCAPEM            string   `form:"peer.ca_pem,trim"`
-	PeerClientCertPEM    string   `form:"peer.client_cert_pem,trim"`
-	PeerClientKeyPEM     string   `form:"peer.client_key_pem"`
-	PeerClientKeyPass    string   `form:"peer.client_key_password"`
-	PeerOAuthEndpoint    string   `form:"peer.oauth.token_endpoint,trim"`
-	PeerOAuthClientID    string   `form:"peer.oauth.client_id,trim"`
-	PeerOAuthSecret      string   `form:"peer.oauth.client_secret"`
-	PeerOAuthScope       string   `form:"peer.oauth.scope,trim"`
-	PeerOAuthAudience    string   `form:"peer.oauth.audience,trim"`
-	Direction            string   `form:"rules.direction,trim"`
-	TopicsMode           string   `form:"rules.topics_mode,trim"`
-	Topics               string   `form:"rules.topics"` // one per line
-	TopicsRegex          string   `form:"rules.topics_regex,trim"`
-	Tasks                string   `form:"rules.tasks,trim"`
-	RenameTopics         bool     `form:"rules.rename_topics"`
-	AddSourceHeader      bool     `form:"rules.add_source_header"`
-	SyncConsumerOffsets  bool     `form:"rules.sync_consumer_offsets"`
-	ReplicationFactor    string   `form:"rules.replication_factor,trim"`
-	StartOffset          string   `form:"rules.start_offset,trim"`
-	Compression          string   `form:"rules.compression,trim"`
-	OnTargetReplaced     string   `form:"rules.on_target_topic_replaced,trim"`
-	MappingSources       []string `form:"rules.topic_mappings.source"`
-	MappingTargets       []string `form:"rules.topic_mappings.target"`
-	Engine               string   `form:"engine,trim"`
+	Name                 string           `form:"name,trim"`
+	Type                 string           `form:"type,trim"`
+	CurrentAlias         string           `form:"current.alias,trim"`
+	PeerAlias            string           `form:"peer.alias,trim"`
+	PeerConfigType       task.ConfigType  `form:"peer.config_type,trim"`
+	PeerCluster          string           `form:"peer.cluster,trim"`
+	PeerAddress          string           `form:"peer.address,trim"`
+	PeerSecurityProtocol string           `form:"peer.security_protocol,trim"`
+	PeerSASLMechanism    string           `form:"peer.sasl_mechanism,trim"`
+	PeerUsername         string           `form:"peer.username,trim"`
+	PeerPassword         string           `form:"peer.password"`
+	PeerCAPEM            string           `form:"peer.ca_pem,trim"`
+	PeerClientCertPEM    string           `form:"peer.client_cert_pem,trim"`
+	PeerClientKeyPEM     string           `form:"peer.client_key_pem"`
+	PeerClientKeyPass    string           `form:"peer.client_key_password"`
+	PeerOAuthEndpoint    string           `form:"peer.oauth.token_endpoint,trim"`
+	PeerOAuthClientID    string           `form:"peer.oauth.client_id,trim"`
+	PeerOAuthSecret      string           `form:"peer.oauth.client_secret"`
+	PeerOAuthScope       string           `form:"peer.oauth.scope,trim"`
+	PeerOAuthAudience    string           `form:"peer.oauth.audience,trim"`
+	Direction            task.Direction   `form:"rules.direction,trim"`
+	TopicsMode           string           `form:"rules.topics_mode,trim"`
+	Topics               string           `form:"rules.topics"` // one per line
+	TopicsRegex          string           `form:"rules.topics_regex,trim"`
+	Tasks                string           `form:"rules.tasks,trim"`
+	RenameTopics         bool             `form:"rules.rename_topics"`
+	AddSourceHeader      bool             `form:"rules.add_source_header"`
+	SyncConsumerOffsets  bool             `form:"rules.sync_consumer_offsets"`
+	ReplicationFactor    string           `form:"rules.replication_factor,trim"`
+	StartOffset          task.StartOffset `form:"rules.start_offset,trim"`
+	Compression          string           `form:"rules.compression,trim"`
+	OnTargetReplaced     string           `form:"rules.on_target_topic_replaced,trim"`
+	MappingSources       []string         `form:"rules.topic_mappings.source"`
+	MappingTargets       []string         `form:"rules.topic_mappings.target"`
+	Engine               string           `form:"engine,trim"`
 	// Touched lists the inputs the user changed (app.js), "*" for all.
 	Touched string `form:"_touched,trim"`
 	// Op is "add_mapping" for the no-JavaScript "add a mapping row".

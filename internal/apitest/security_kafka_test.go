@@ -44,7 +44,7 @@ func TestTasksReplicateOverClientCertificatesAndOAuth(t *testing.T) {
 	cases := []struct {
 		name          string
 		current, peer cluster.Settings
-		direction     string
+		direction     task.Direction
 	}{
 		{"pull: SSL certificate here, OAUTHBEARER over SASL_SSL there",
 			must(east.SettingsWithCert(cluster.SSL, "")), must(west.SettingsOAuth(cluster.SASLSSL, kafkatest.AliceOAuth)), task.DirectionPull},
@@ -54,13 +54,13 @@ func TestTasksReplicateOverClientCertificatesAndOAuth(t *testing.T) {
 			must(east.SettingsWithCert(cluster.SSL, "")), oauthWithCert(t, west), task.DirectionBidirectional},
 	}
 	for _, tc := range cases {
-		t.Run(tc.direction, func(t *testing.T) {
+		t.Run(string(tc.direction), func(t *testing.T) {
 			t.Logf("%s", tc.name)
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			s := newServer(t)
 			s.register("east", tc.current)
-			name := "sec-" + tc.direction
+			name := "sec-" + string(tc.direction)
 
 			// What flows: east's topic to west (push, both), west's to east
 			// (pull, both); renamed by the source alias.

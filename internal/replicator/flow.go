@@ -57,7 +57,7 @@ type Flow struct {
 	// over this many assignments.
 	Workers         int
 	AddSourceHeader bool
-	StartOffset     string
+	StartOffset     task.StartOffset
 	// ContinueOnTargetReplaced: a target topic deleted or created again
 	// is copied on from the progress, not again from the source's first
 	// record (task.TargetReplacedContinue).

@@ -98,7 +98,7 @@ func startTask(t *testing.T, tk task.Task, current, peer cluster.Settings) []*Re
 	return reps
 }
 
-func newTask(name, direction string, topics []string) task.Task {
+func newTask(name string, direction task.Direction, topics []string) task.Task {
 	return task.Task{Name: name, Type: task.TypeKafkaReplication,
 		Current: task.Current{Cluster: "kafka1", Alias: "A"},
 		Peer:    task.Peer{Alias: "B", ConfigType: task.PeerByAddress},

@@ -29,7 +29,7 @@ type worker struct {
 	ident  *producerIdentity
 	// unstoredFrom is where a partition without stored progress starts:
 	// the task\'s start offset in the flow\'s first round, else earliest.
-	unstoredFrom string
+	unstoredFrom task.StartOffset
 	// tailCheck is held by the one partition whose idle-tail check
 	// (tail.go) runs: each check fetches up to tailFetchBytes on the
 	// consumer's source connection, and a thousand idle partitions

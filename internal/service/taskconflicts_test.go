@@ -19,7 +19,7 @@ func testAddrs(name string) []string { return testClusters[name] }
 
 // mk builds a valid plaintext task: on current, with peer (a registered
 // cluster name, or an address when it holds ':'), direction and topics.
-func mk(name, current, peer, direction string, topics ...string) task.Task {
+func mk(name, current, peer string, direction task.Direction, topics ...string) task.Task {
 	x := task.Task{Name: name, Type: "kafka-replication",
 		Current: task.Current{Cluster: current, Alias: strings.ToUpper(current[:1])},
 		Rules:   task.Rules{Direction: direction, Tasks: 2, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"}}

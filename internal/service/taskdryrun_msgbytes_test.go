@@ -35,7 +35,7 @@ func dryRunService(t *testing.T, east, west servicetest.FakeCluster) *service.Se
 	return svc
 }
 
-func dryRunTask(direction string, topics ...string) task.Task {
+func dryRunTask(direction task.Direction, topics ...string) task.Task {
 	return task.Task{Name: "check-bytes", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
 		Rules: task.Rules{Tasks: task.DefaultTasks, ReplicationFactor: 1, Direction: direction, Topics: topics, AddSourceHeader: true}}
@@ -125,7 +125,7 @@ func TestDryRunChecksMaxMessageBytes(t *testing.T) {
 func TestDryRunSourceTopicsFollowDirection(t *testing.T) {
 	svc := dryRunService(t, servicetest.FakeCluster{Brokers: 1, Topics: []string{"e1", "shared"}},
 		servicetest.FakeCluster{Brokers: 1, Topics: []string{"w1", "shared", "x.internal"}})
-	for dir, want := range map[string][]string{
+	for dir, want := range map[task.Direction][]string{
 		task.DirectionPull:          {"shared", "w1"},
 		task.DirectionBidirectional: {"e1", "shared", "w1"},
 	} {

@@ -38,6 +38,9 @@ var (
 
 var compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
 
+// trimmed is strings.TrimSpace for the task's string enums.
+func trimmed[S ~string](s S) S { return S(strings.TrimSpace(string(s))) }
+
 // NormalizeTask trims what users paste with stray spaces, drops empty list
 // entries and rows (the console sends blank ones), and fills the defaults the
 // console shows (type, start offset earliest, compression none, protocol
@@ -56,7 +59,7 @@ func NormalizeTask(t task.Task) task.Task {
 
 	p := &t.Peer
 	p.Alias = ts(p.Alias)
-	p.ConfigType = ts(p.ConfigType)
+	p.ConfigType = trimmed(p.ConfigType)
 	p.Cluster = ts(p.Cluster)
 	// A peer's address and authentication take a registered cluster's
 	// normalization, without its default protocol (filled below for a
@@ -79,11 +82,11 @@ func NormalizeTask(t task.Task) task.Task {
 	}
 
 	r := &t.Rules
-	r.Direction = ts(r.Direction)
+	r.Direction = trimmed(r.Direction)
 	r.Topics = trimList(r.Topics)
 	// Topic names hold no spaces, so surrounding blanks are never meant.
 	r.TopicsRegex = ts(r.TopicsRegex)
-	r.StartOffset = ts(r.StartOffset)
+	r.StartOffset = trimmed(r.StartOffset)
 	r.Compression = ts(r.Compression)
 	var maps []task.Mapping
 	for _, m := range r.TopicMappings {

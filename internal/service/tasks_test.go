@@ -115,7 +115,7 @@ func (e errString) Error() string { return string(e) }
 func TestReplicationFactorAgainstBrokers(t *testing.T) {
 	tests := []struct {
 		name       string
-		direction  string
+		direction  task.Direction
 		rf         int
 		east, west int // broker counts
 		want       []string

@@ -10,7 +10,7 @@ import (
 func TestFlowsAndInternalTopics(t *testing.T) {
 	base := Task{Name: "t1", Current: Current{Cluster: "east", Alias: "A"}, Peer: Peer{Alias: "B"}}
 	cases := []struct {
-		direction string
+		direction Direction
 		sync      bool
 		flows     []string
 		groups    []string
@@ -30,7 +30,7 @@ func TestFlowsAndInternalTopics(t *testing.T) {
 		{"sideways", true, nil, nil, nil},
 	}
 	for _, tc := range cases {
-		t.Run(tc.direction, func(t *testing.T) {
+		t.Run(string(tc.direction), func(t *testing.T) {
 			tk := base
 			tk.Rules = Rules{Direction: tc.direction, SyncConsumerOffsets: tc.sync}
 			var names, groups []string

@@ -17,23 +17,32 @@ import (
 // TypeKafkaReplication is the only preset task type for now.
 const TypeKafkaReplication = "kafka-replication"
 
-// Directions of a task, seen from the current cluster.
+// Direction is which way a task copies, seen from the current cluster.
+type Direction string
+
+// Directions of a task.
 const (
-	DirectionPull          = "pull"          // peer -> current
-	DirectionPush          = "push"          // current -> peer
-	DirectionBidirectional = "bidirectional" // both
+	DirectionPull          Direction = "pull"          // peer -> current
+	DirectionPush          Direction = "push"          // current -> peer
+	DirectionBidirectional Direction = "bidirectional" // both
 )
+
+// ConfigType is how a task names its peer.
+type ConfigType string
 
 // Peer config types.
 const (
-	PeerByAddress = "address"
-	PeerByCluster = "cluster"
+	PeerByAddress ConfigType = "address"
+	PeerByCluster ConfigType = "cluster"
 )
 
-// Start offsets for partitions with no stored progress.
+// StartOffset is where a partition with no stored progress starts.
+type StartOffset string
+
+// Start offsets.
 const (
-	StartEarliest = "earliest"
-	StartLatest   = "latest"
+	StartEarliest StartOffset = "earliest"
+	StartLatest   StartOffset = "latest"
 )
 
 // SourceHeader is the record header naming the cluster alias a record was
@@ -61,15 +70,15 @@ type Current struct {
 
 // Peer is the other side: a registered cluster or a raw address.
 type Peer struct {
-	Alias            string   `json:"alias"`
-	ConfigType       string   `json:"config_type"`
-	Cluster          string   `json:"cluster,omitempty"`
-	Address          []string `json:"address,omitempty"`
-	SecurityProtocol string   `json:"security_protocol,omitempty"`
-	SASLMechanism    string   `json:"sasl_mechanism,omitempty"`
-	Username         string   `json:"username,omitempty"`
-	Password         string   `json:"password,omitempty"`
-	CAPEM            string   `json:"ca_pem,omitempty"`
+	Alias            string     `json:"alias"`
+	ConfigType       ConfigType `json:"config_type"`
+	Cluster          string     `json:"cluster,omitempty"`
+	Address          []string   `json:"address,omitempty"`
+	SecurityProtocol string     `json:"security_protocol,omitempty"`
+	SASLMechanism    string     `json:"sasl_mechanism,omitempty"`
+	Username         string     `json:"username,omitempty"`
+	Password         string     `json:"password,omitempty"`
+	CAPEM            string     `json:"ca_pem,omitempty"`
 	// A client certificate and its key (SSL, SASL_SSL), and OAUTHBEARER's
 	// client-credentials grant: as a registered cluster's (cluster.Settings).
 	ClientCertPEM     string        `json:"client_cert_pem,omitempty"`
@@ -80,17 +89,17 @@ type Peer struct {
 
 // Rules say what is copied and how.
 type Rules struct {
-	Direction           string    `json:"direction"`
-	Topics              []string  `json:"topics,omitempty"`
-	TopicsRegex         string    `json:"topics_regex,omitempty"`
-	Tasks               int       `json:"tasks"`
-	RenameTopics        bool      `json:"rename_topics"`
-	AddSourceHeader     bool      `json:"add_source_header"`
-	SyncConsumerOffsets bool      `json:"sync_consumer_offsets"`
-	ReplicationFactor   int       `json:"replication_factor"`
-	StartOffset         string    `json:"start_offset"`
-	Compression         string    `json:"compression"`
-	TopicMappings       []Mapping `json:"topic_mappings,omitempty"`
+	Direction           Direction   `json:"direction"`
+	Topics              []string    `json:"topics,omitempty"`
+	TopicsRegex         string      `json:"topics_regex,omitempty"`
+	Tasks               int         `json:"tasks"`
+	RenameTopics        bool        `json:"rename_topics"`
+	AddSourceHeader     bool        `json:"add_source_header"`
+	SyncConsumerOffsets bool        `json:"sync_consumer_offsets"`
+	ReplicationFactor   int         `json:"replication_factor"`
+	StartOffset         StartOffset `json:"start_offset"`
+	Compression         string      `json:"compression"`
+	TopicMappings       []Mapping   `json:"topic_mappings,omitempty"`
 	// OnTargetTopicReplaced is what a flow does when a target topic is
 	// deleted or created again under it: TargetReplacedRecopy (the
 	// default, also for "") copies it again from the source's first
