@@ -168,14 +168,9 @@ func viewOf(t task.Task, addrs func(string) []string) taskView {
 			regex: r.TopicsRegex, explicit: append(append([]string(nil), r.Topics...), mapped...), mapped: mapped,
 		})
 	}
-	switch r.Direction {
-	case task.DirectionPush:
-		mk(v.cur, v.peer)
-	case task.DirectionPull:
-		mk(v.peer, v.cur)
-	case task.DirectionBidirectional:
-		mk(v.cur, v.peer)
-		mk(v.peer, v.cur)
+	ends := map[task.Side]endpoint{task.SideCurrent: v.cur, task.SidePeer: v.peer}
+	for _, f := range t.Flows() {
+		mk(ends[f.Source], ends[f.Target])
 	}
 	return v
 }

@@ -55,17 +55,10 @@ type TopicPreview struct {
 // sourceTopicChoices are the topics of the direction's source side(s) that
 // a task could replicate (internal ones left out), sorted.
 func sourceTopicChoices(t task.Task, cur, per side, describe func(role string) (connectivity.Description, bool)) []string {
-	var roles []string
-	switch t.Rules.Direction {
-	case task.DirectionPush:
-		roles = []string{cur.role}
-	case task.DirectionPull:
-		roles = []string{per.role}
-	case task.DirectionBidirectional:
-		roles = []string{cur.role, per.role}
-	}
+	bySide := map[task.Side]side{task.SideCurrent: cur, task.SidePeer: per}
 	out := []string{}
-	for _, r := range roles {
+	for _, f := range t.Flows() {
+		r := bySide[f.Source].role
 		d, ok := describe(r)
 		if !ok {
 			continue

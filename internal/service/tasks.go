@@ -356,15 +356,12 @@ func sides(t task.Task, current, peer cluster.Settings) (cur, per side) {
 
 // targets are the sides a task writes topics to.
 func targets(t task.Task, cur, per side) []side {
-	switch t.Rules.Direction {
-	case task.DirectionPush:
-		return []side{per}
-	case task.DirectionPull:
-		return []side{cur}
-	case task.DirectionBidirectional:
-		return []side{cur, per}
+	bySide := map[task.Side]side{task.SideCurrent: cur, task.SidePeer: per}
+	var out []side
+	for _, f := range t.Flows() {
+		out = append(out, bySide[f.Target])
 	}
-	return nil
+	return out
 }
 
 // checkReplicationFactor asks each target cluster for its broker count.
