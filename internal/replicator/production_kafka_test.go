@@ -577,10 +577,14 @@ func TestTargetUncleanElectionLossIsCounted(t *testing.T) {
 	followerBack()
 	var res map[string]map[int32]*sarama.PartitionResult
 	waitForLong(t, 2*time.Minute, func() error {
-		a, err := k.Admin()
+		// A fresh admin each try: one made while the brokers came and went
+		// can keep naming the killed broker as the controller (seen: two
+		// minutes of "connection refused").
+		_, a, err := adminClient(dst, "unclean-election")
 		if err != nil {
 			return err
 		}
+		defer a.Close()
 		res, err = a.ElectLeaders(sarama.UncleanElection, map[string][]int32{target: {0}})
 		if err != nil {
 			return err

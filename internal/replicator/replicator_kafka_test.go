@@ -337,37 +337,56 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 	tk := newTask("crash", task.DirectionPush, []string{topic})
 	cs := childSpec{Task: tk, Current: current, Peer: peer}
 
+	// Records keep coming at a bounded pace (stream: at most 5,000/s), so
+	// the kill lands mid-stream, after commits and before the end.
 	const total = 40000
+	killed := make(chan struct{})
 	produced := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
-		_, err := e2e.Produce(ctx, current, topic, 4, total, 200)
-		produced <- err
+		acked, _, last := stream(ctx, current, topic, 4, total, killed)
+		if acked < total {
+			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
+			return
+		}
+		produced <- nil
 	}()
 	first := startChild(t, cs)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if _, err := e2e.WaitFor(ctx, peer, topic, 5000, nil); err != nil {
-		t.Fatal(err)
+	// Killed once it has committed progress for 5,000 records (and copied
+	// on past them): a kill before the first commit would make a full
+	// re-copy look bounded.
+	committedNext := func() int64 {
+		ps, err := ReadProgress(tk.Name, tk.Flows()[0], current, peer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int64
+		for _, p := range ps {
+			if p.Topic == topic {
+				n += p.Next
+			}
+		}
+		return n
 	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+	waitForLong(t, 2*time.Minute, func() error {
+		if n := committedNext(); n < 5000 {
+			return fmt.Errorf("progress committed for %d records, want 5000", n)
+		}
+		return nil
+	})
+	err := first.Process.Signal(syscall.SIGKILL)
+	close(killed)
+	if err != nil {
 		t.Fatal(err)
 	}
 	_ = first.Wait()
 	atKill, _ := e2e.Count(ctx, peer, topic)
 	// What the restart resumes from: the progress the killed process had
 	// committed. Only records copied after it may be copied again.
-	committed, err := ReadProgress(tk.Name, tk.Flows()[0], current, peer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resumeAt int64
-	for _, p := range committed {
-		if p.Topic == topic {
-			resumeAt += p.Next
-		}
-	}
+	resumeAt := committedNext()
 	// The restart runs in this process, so its status can be read: it
 	// reports the records it copies again.
 	reps := startTask(t, tk, current, peer)
@@ -385,6 +404,7 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 	if recopied != int64(rep.Duplicated) {
 		t.Fatalf("restart reported %d records copied again; the target holds %d duplicates", recopied, rep.Duplicated)
 	}
+	t.Logf("progress committed at the kill: %d records; copied after it: %d", resumeAt, atKill-resumeAt)
 	if since := atKill - resumeAt; int64(rep.Duplicated) > since {
 		t.Fatalf("%d duplicates, more than the %d records copied after the last committed progress (%d on the target at the kill, progress at %d)",
 			rep.Duplicated, since, atKill, resumeAt)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -355,11 +356,17 @@ func sides(t task.Task, current, peer cluster.Settings) (cur, per side) {
 }
 
 // targets are the sides a task writes topics to.
+// The current cluster comes first.
 func targets(t task.Task, cur, per side) []side {
-	bySide := map[task.Side]side{task.SideCurrent: cur, task.SidePeer: per}
+	flows := t.Flows()
 	var out []side
-	for _, f := range t.Flows() {
-		out = append(out, bySide[f.Target])
+	for _, sd := range []struct {
+		s task.Side
+		side
+	}{{task.SideCurrent, cur}, {task.SidePeer, per}} {
+		if slices.ContainsFunc(flows, func(f task.FlowSpec) bool { return f.Target == sd.s }) {
+			out = append(out, sd.side)
+		}
 	}
 	return out
 }
