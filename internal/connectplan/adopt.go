@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -554,7 +555,7 @@ func ParseTopics(v string) (Topics, string) {
 	if err := javaCompatible(re); err != nil {
 		return Topics{Regex: re}, err.Error()
 	}
-	if _, err := regexp.Compile("^(?:" + re + ")$"); err != nil {
+	if _, err := policy.CompileTopicRegex(re); err != nil {
 		return Topics{Regex: re}, fmt.Sprintf("%q is Java regex syntax kmirror (Go) does not read: %v; rewrite it without it", re, err)
 	}
 	return Topics{Regex: re}, ""

@@ -48,13 +48,27 @@ type Policy struct {
 func Compile(sourceAlias, targetAlias string, topics []string, regex string, rename bool, mappings map[string]string) (Policy, error) {
 	p := Policy{SourceAlias: sourceAlias, TargetAlias: targetAlias, Topics: topics, Rename: rename, Mappings: mappings}
 	if regex != "" {
-		re, err := regexp.Compile("^(?:" + regex + ")$")
+		re, err := CompileTopicRegex(regex)
 		if err != nil {
 			return Policy{}, fmt.Errorf("topics regex %q: %w", regex, err)
 		}
 		p.Regex = re
 	}
 	return p, nil
+}
+
+// AnchoredTopicRegex is a topics regex as kmirror and MM2 match it: against
+// the whole topic name.
+func AnchoredTopicRegex(re string) string { return "^(?:" + re + ")$" }
+
+// CompileTopicRegex compiles a topics regex anchored, the one way every
+// part of kmirror reads one. The pattern is compiled alone first: wrapped,
+// a broken pattern such as "a)|(b" would compile into another, valid one.
+func CompileTopicRegex(re string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(re); err != nil {
+		return nil, err
+	}
+	return regexp.Compile(AnchoredTopicRegex(re))
 }
 
 // HeartbeatsTopic is MM2's heartbeats topic: every flow writes its

@@ -181,3 +181,43 @@ func TestHeartbeatsOnOneClusterStopAfterOneCopy(t *testing.T) {
 		t.Errorf("topics %v, want %v", topics, want)
 	}
 }
+
+// A topics regex matches whole names, and a broken one is refused rather
+// than compiled, once wrapped, into another pattern.
+func TestCompileTopicRegex(t *testing.T) {
+	for _, tc := range []struct {
+		re      string
+		matches []string
+		misses  []string
+		bad     bool
+	}{
+		{re: "orders.*", matches: []string{"orders", "orders-eu"}, misses: []string{"old-orders"}},
+		{re: "a|b", matches: []string{"a", "b"}, misses: []string{"ab", "xa"}},
+		{re: "a)|(b", bad: true}, // "^(?:a)|(b)$" would be valid, and mean something else
+		{re: "(", bad: true},
+	} {
+		re, err := CompileTopicRegex(tc.re)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("%q compiled as %q, want an error", tc.re, re)
+			}
+			if _, err := Compile("A", "B", nil, tc.re, false, nil); err == nil {
+				t.Errorf("policy with regex %q compiled, want an error", tc.re)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.re, err)
+		}
+		for _, m := range tc.matches {
+			if !re.MatchString(m) {
+				t.Errorf("%q does not match %q", tc.re, m)
+			}
+		}
+		for _, m := range tc.misses {
+			if re.MatchString(m) {
+				t.Errorf("%q matches %q", tc.re, m)
+			}
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kmirror/kmirror/internal/policy"
 )
 
 // SearchLimit is the most one Find spends, whatever budget it is given. A
@@ -92,7 +94,7 @@ func (ts topicSearch) find(regexes []string, want func(string) bool, shared *int
 		if _, err := syntax.Parse(re, syntax.Perl); err != nil {
 			return "", true // an invalid regex selects nothing
 		}
-		tree, err := syntax.Parse("^(?:"+re+")$", syntax.Perl)
+		tree, err := syntax.Parse(policy.AnchoredTopicRegex(re), syntax.Perl)
 		if err != nil {
 			return "", true
 		}
