@@ -15,7 +15,7 @@ import (
 )
 
 // token makes an API token with role through the API and returns it.
-func (e *taskEnv) token(name, role string) string {
+func (e *taskEnv) token(name string, role service.Role) string {
 	e.t.Helper()
 	code, h, body := e.call(http.MethodPost, "/api/v1/tokens", fmt.Sprintf(`{"name":%q,"role":%q}`, name, role))
 	tok, _ := body["token"].(string)

@@ -35,12 +35,12 @@ func (h *accessPages) routes(g *echo.Group) {
 // requireRole answers 403 to a signed-in user whose role falls short of
 // need, for pages that only lead to what the service would refuse (a form
 // whose submit needs the role).
-func (s *Server) requireRole(need string) echo.MiddlewareFunc {
+func (s *Server) requireRole(need service.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if !service.Allows(CurrentRole(c), need) {
 				return &service.Error{Code: service.CodeForbidden,
-					Message: "your role (" + CurrentRole(c) + ") does not allow this; it needs " + need + ": ask an admin"}
+					Message: "your role (" + string(CurrentRole(c)) + ") does not allow this; it needs " + string(need) + ": ask an admin"}
 			}
 			return next(c)
 		}
@@ -48,13 +48,13 @@ func (s *Server) requireRole(need string) echo.MiddlewareFunc {
 }
 
 // CurrentRole is the signed-in user's role, or "".
-func CurrentRole(c echo.Context) string {
-	r, _ := c.Get(keyRole).(string)
+func CurrentRole(c echo.Context) service.Role {
+	r, _ := c.Get(keyRole).(service.Role)
 	return r
 }
 
 func (h *accessPages) accountPage(c echo.Context) error {
-	return Render(c, http.StatusOK, views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c), views.AccountForm{}))
+	return Render(c, http.StatusOK, views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), string(CurrentRole(c)), views.AccountForm{}))
 }
 
 func (h *accessPages) changePassword(c echo.Context) error {
@@ -78,7 +78,7 @@ func (h *accessPages) changePassword(c echo.Context) error {
 		default:
 			return err
 		}
-		return Render(c, e.Code.HTTPStatus(), views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), CurrentRole(c),
+		return Render(c, e.Code.HTTPStatus(), views.AccountPage(h.s.PageData(c, tr(c, "account.title"), "/account"), string(CurrentRole(c)),
 			views.AccountForm{Errors: fieldErrors(problems)}))
 	}
 	// Every session ended, this one too: sign in again with the new one.
@@ -89,7 +89,7 @@ func (h *accessPages) changePassword(c echo.Context) error {
 }
 
 func (h *accessPages) usersPage(c echo.Context) error {
-	return h.renderUsers(c, http.StatusOK, views.UserForm{Role: service.RoleViewer})
+	return h.renderUsers(c, http.StatusOK, views.UserForm{Role: string(service.RoleViewer)})
 }
 
 func (h *accessPages) renderUsers(c echo.Context, status int, f views.UserForm) error {
@@ -115,13 +115,13 @@ func (h *accessPages) addUser(c echo.Context) error {
 	if err := decodeForm(c, &f); err != nil {
 		return err
 	}
-	in := service.NewUser{Name: f.Name, Role: f.Role, Password: f.Password}
+	in := service.NewUser{Name: f.Name, Role: service.Role(f.Role), Password: f.Password}
 	if _, err := h.s.svc.CreateUser(c.Request().Context(), in); err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{Name: in.Name, Role: in.Role, Errors: fieldErrors(e.Problems)})
+		return h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{Name: in.Name, Role: string(in.Role), Errors: fieldErrors(e.Problems)})
 	}
 	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "users.added", "Name", in.Name)); err != nil {
 		return err
@@ -148,7 +148,7 @@ func (h *accessPages) deleteUser(c echo.Context) error {
 }
 
 func (h *accessPages) changeUserRole(c echo.Context) error {
-	name, role := c.Param("name"), c.FormValue("role")
+	name, role := c.Param("name"), service.Role(c.FormValue("role"))
 	if _, err := h.s.svc.ChangeUser(c.Request().Context(), name, service.UserChange{Role: &role}); err != nil {
 		e := service.AsError(err)
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
@@ -163,14 +163,14 @@ func (h *accessPages) changeUserRole(c echo.Context) error {
 		}
 		return Redirect(c, "/users")
 	}
-	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "users.role_changed", "Name", name, "Role", views.RoleLabel(c.Request().Context(), role))); err != nil {
+	if err := h.s.AddFlash(c, views.FlashSuccess, tr(c, "users.role_changed", "Name", name, "Role", views.RoleLabel(c.Request().Context(), string(role)))); err != nil {
 		return err
 	}
 	return Redirect(c, "/users")
 }
 
 func (h *accessPages) tokensPage(c echo.Context) error {
-	return h.renderTokens(c, http.StatusOK, views.TokenForm{Role: service.RoleViewer})
+	return h.renderTokens(c, http.StatusOK, views.TokenForm{Role: string(service.RoleViewer)})
 }
 
 func (h *accessPages) renderTokens(c echo.Context, status int, f views.TokenForm) error {
@@ -189,18 +189,18 @@ func (h *accessPages) addToken(c echo.Context) error {
 	if err := decodeForm(c, &f); err != nil {
 		return err
 	}
-	in := service.NewToken{Name: f.Name, Role: f.Role, ExpiresIn: f.ExpiresIn}
+	in := service.NewToken{Name: f.Name, Role: service.Role(f.Role), ExpiresIn: f.ExpiresIn}
 	created, err := h.s.svc.CreateToken(c.Request().Context(), in)
 	if err != nil {
 		e := service.AsError(err)
 		if e.Code != service.CodeInvalidUser {
 			return err
 		}
-		return h.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: in.Role, ExpiresIn: in.ExpiresIn, Errors: fieldErrors(e.Problems)})
+		return h.renderTokens(c, http.StatusUnprocessableEntity, views.TokenForm{Name: in.Name, Role: string(in.Role), ExpiresIn: in.ExpiresIn, Errors: fieldErrors(e.Problems)})
 	}
 	// Rendered in the answer, not a flash: the token must not be stored
 	// in the session cookie.
-	return h.renderTokens(c, http.StatusCreated, views.TokenForm{Role: service.RoleViewer, Created: &views.CreatedToken{TokenInfo: tokenView(created.TokenInfo), Token: created.Token}})
+	return h.renderTokens(c, http.StatusCreated, views.TokenForm{Role: string(service.RoleViewer), Created: &views.CreatedToken{TokenInfo: tokenView(created.TokenInfo), Token: created.Token}})
 }
 
 func (h *accessPages) revokeToken(c echo.Context) error {

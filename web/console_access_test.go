@@ -14,7 +14,7 @@ import (
 )
 
 // addUser makes an account with role through the service, as kmirror itself.
-func (e *taskEnv) addUser(name, role string) {
+func (e *taskEnv) addUser(name string, role service.Role) {
 	e.t.Helper()
 	if _, err := e.svc.CreateUser(context.Background(), service.NewUser{Name: name, Role: role, Password: name + "-password"}); err != nil {
 		e.t.Fatal(err)

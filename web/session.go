@@ -102,7 +102,7 @@ func (s *Server) startSession(c echo.Context, sess *sessions.Session, p service.
 		delete(sess.Values, k)
 	}
 	sess.Values[keyUser] = p.Name
-	sess.Values[keyRole] = p.Role
+	sess.Values[keyRole] = string(p.Role) // gob: a plain string, no registered type
 	sess.Values[keyAccount] = p.AccountID
 	sess.Values[keySession] = p.SessionID
 	sess.Values[keyIAT] = now

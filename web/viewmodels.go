@@ -161,16 +161,16 @@ func connectClusterViews(cs []service.ConnectClusterInfo) []views.ConnectCluster
 }
 
 // roles are the roles a form offers, least first.
-var roles = []string{service.RoleViewer, service.RoleOperator, service.RoleAdmin}
+var roles = []string{string(service.RoleViewer), string(service.RoleOperator), string(service.RoleAdmin)}
 
 func userViews(us []service.UserInfo) []views.UserInfo {
 	return viewsOf(us, func(u service.UserInfo) views.UserInfo {
-		return views.UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}
+		return views.UserInfo{Name: u.Name, Role: string(u.Role), CreatedAt: u.CreatedAt}
 	})
 }
 
 func tokenView(t service.TokenInfo) views.TokenInfo {
-	v := views.TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Owner: t.Owner}
+	v := views.TokenInfo{Name: t.Name, Role: string(t.Role), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Owner: t.Owner}
 	if t.ExpiresAt != nil {
 		v.ExpiresAt = *t.ExpiresAt
 	}

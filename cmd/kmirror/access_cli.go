@@ -95,7 +95,7 @@ func tokenCommand(ctx context.Context, args []string, getenv func(string) string
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err
 		}
-		body, err := json.Marshal(service.NewToken{Name: name, Role: role, ExpiresIn: expiresIn})
+		body, err := json.Marshal(service.NewToken{Name: name, Role: service.Role(role), ExpiresIn: expiresIn})
 		if err != nil {
 			return err
 		}

@@ -23,7 +23,7 @@ import (
 // that resumes tasks. The web layer always sets one.
 type Actor struct {
 	Name    string // user name, "token:<name>" or "KMIRROR_TOKEN"
-	Role    string
+	Role    Role
 	Address string // the client's address, for the audit log
 	// AccountID is the account acting: the signed-in user's, or the
 	// owner's of an API token; empty for KMIRROR_TOKEN and kmirror itself.
@@ -54,7 +54,7 @@ func ActorFrom(ctx context.Context) (Actor, bool) {
 }
 
 // roleRank orders the roles; an unknown role ranks below viewer.
-func roleRank(role string) int {
+func roleRank(role Role) int {
 	switch role {
 	case RoleViewer:
 		return 1
@@ -67,15 +67,15 @@ func roleRank(role string) int {
 }
 
 // ValidRole reports whether role is one of the three.
-func ValidRole(role string) bool { return roleRank(role) > 0 }
+func ValidRole(role Role) bool { return roleRank(role) > 0 }
 
 // Allows reports whether role may do what needs the role need; the console
 // uses it to hide what a user cannot do.
-func Allows(role, need string) bool { return roleRank(role) >= roleRank(need) }
+func Allows(role, need Role) bool { return roleRank(role) >= roleRank(need) }
 
 // allow checks the caller's role against need: a forbidden Error when it
 // falls short. Without an actor the caller is kmirror itself.
-func (s *Service) allow(ctx context.Context, need string) error {
+func (s *Service) allow(ctx context.Context, need Role) error {
 	a, ok := ActorFrom(ctx)
 	if !ok || Allows(a.Role, need) {
 		return nil
@@ -116,7 +116,7 @@ func auditEntry(ctx context.Context, action, object, outcome string) store.Audit
 	if !ok {
 		a = Actor{Name: "system", Role: RoleAdmin}
 	}
-	return store.AuditEntry{At: time.Now().UTC(), Actor: auditText(a.Name), Role: auditText(a.Role), Address: auditText(a.Address),
+	return store.AuditEntry{At: time.Now().UTC(), Actor: auditText(a.Name), Role: auditText(string(a.Role)), Address: auditText(a.Address),
 		Action: auditText(action), Object: auditText(object), Outcome: auditText(outcome)}
 }
 
@@ -245,14 +245,14 @@ func (s *Service) Audit(ctx context.Context, f AuditFilter) ([]AuditEntry, error
 // UserInfo is an account as the console and API show it: never its hash.
 type UserInfo struct {
 	Name      string    `json:"name"`
-	Role      string    `json:"role"`
+	Role      Role      `json:"role"`
 	CreatedAt time.Time `json:"created_at"`
 }
 
 // NewUser is the body of POST /api/v1/users.
 type NewUser struct {
 	Name     string `json:"name"`
-	Role     string `json:"role"`
+	Role     Role   `json:"role"`
 	Password string `json:"password"`
 }
 
@@ -279,7 +279,7 @@ func (s *Service) ListUsers(ctx context.Context) ([]UserInfo, error) {
 // CreateUser adds an account (admin only); every broken rule comes back at
 // once.
 func (s *Service) CreateUser(ctx context.Context, in NewUser) (_ UserInfo, err error) {
-	defer s.audit(ctx, "user.create", in.Name+" as "+in.Role, &err)
+	defer s.audit(ctx, "user.create", in.Name+" as "+string(in.Role), &err)
 	if err := s.allow(ctx, RoleAdmin); err != nil {
 		return UserInfo{}, err
 	}
@@ -298,20 +298,20 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (_ UserInfo, err e
 	if err != nil {
 		return UserInfo{}, err
 	}
-	u := store.User{Name: in.Name, PasswordHash: h, Role: in.Role, CreatedAt: time.Now().UTC().Truncate(time.Second)}
+	u := store.User{Name: in.Name, PasswordHash: h, Role: string(in.Role), CreatedAt: time.Now().UTC().Truncate(time.Second)}
 	if err := s.users.CreateUser(ctx, u); errors.Is(err, store.ErrExists) {
 		p.Add("name", "a user named %q exists already", in.Name)
 		return UserInfo{}, &Error{Code: CodeInvalidUser, Message: "the user settings are not valid", Problems: p}
 	} else if err != nil {
 		return UserInfo{}, err
 	}
-	return UserInfo{Name: u.Name, Role: u.Role, CreatedAt: u.CreatedAt}, nil
+	return UserInfo{Name: u.Name, Role: Role(u.Role), CreatedAt: u.CreatedAt}, nil
 }
 
 // UserChange is the body of PATCH /api/v1/users/{name}: what to change;
 // omitted fields stay.
 type UserChange struct {
-	Role     *string `json:"role,omitempty"`
+	Role     *Role   `json:"role,omitempty"`
 	Password *string `json:"password,omitempty"`
 }
 
@@ -321,7 +321,7 @@ type UserChange struct {
 func (s *Service) ChangeUser(ctx context.Context, name string, ch UserChange) (_ UserInfo, err error) {
 	what := "user.change"
 	if ch.Role != nil {
-		what += " role=" + *ch.Role
+		what += " role=" + string(*ch.Role)
 	}
 	if ch.Password != nil {
 		what += " password"
@@ -360,10 +360,10 @@ func (s *Service) ChangeUser(ctx context.Context, name string, ch UserChange) (_
 		}
 	}
 	if ch.Role != nil {
-		if err := s.users.SetRole(ctx, name, *ch.Role); err != nil {
+		if err := s.users.SetRole(ctx, name, string(*ch.Role)); err != nil {
 			return UserInfo{}, err
 		}
-		u.Role = *ch.Role
+		u.Role = string(*ch.Role)
 	}
 	return UserInfo{Name: u.Name, Role: roleOf(u), CreatedAt: u.CreatedAt}, nil
 }
@@ -416,7 +416,7 @@ func (s *Service) DeleteUser(ctx context.Context, name string) (err error) {
 // TokenInfo is an API token as listed: never the token.
 type TokenInfo struct {
 	Name      string    `json:"name"`
-	Role      string    `json:"role"`
+	Role      Role      `json:"role"`
 	CreatedBy string    `json:"created_by"`
 	CreatedAt time.Time `json:"created_at"`
 	// Owner is the account the token ends with (the one that made it);
@@ -432,7 +432,7 @@ type TokenInfo struct {
 // NewToken is the body of POST /api/v1/tokens.
 type NewToken struct {
 	Name string `json:"name"`
-	Role string `json:"role"`
+	Role Role   `json:"role"`
 	// ExpiresIn is how long the token works, as a Go duration ("720h");
 	// empty: until revoked (or its owner is deleted).
 	ExpiresIn string `json:"expires_in,omitempty"`
@@ -443,7 +443,7 @@ type NewToken struct {
 const MaxTokenLifetime = 366 * 24 * time.Hour
 
 func tokenInfo(t store.Token) TokenInfo {
-	ti := TokenInfo{Name: t.Name, Role: t.Role, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt}
+	ti := TokenInfo{Name: t.Name, Role: Role(t.Role), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt}
 	if t.OwnerAccountID != "" {
 		ti.Owner = t.CreatedBy
 	}
@@ -491,7 +491,7 @@ func (s *Service) ListTokens(ctx context.Context) ([]TokenInfo, error) {
 // CreateToken makes an API token with a role (admin only) and returns it;
 // only its SHA-256 is kept.
 func (s *Service) CreateToken(ctx context.Context, in NewToken) (_ CreatedToken, err error) {
-	defer s.audit(ctx, "token.create", in.Name+" as "+in.Role, &err)
+	defer s.audit(ctx, "token.create", in.Name+" as "+string(in.Role), &err)
 	if err := s.allow(ctx, RoleAdmin); err != nil {
 		return CreatedToken{}, err
 	}
@@ -523,7 +523,7 @@ func (s *Service) CreateToken(ctx context.Context, in NewToken) (_ CreatedToken,
 	tok := TokenPrefix + rand.Text() + rand.Text() // 260 random bits
 	now := s.now().UTC().Truncate(time.Second)
 	a, _ := ActorFrom(ctx)
-	rec := store.Token{Name: in.Name, Role: in.Role, TokenSHA256: tokenHash(tok), CreatedBy: actorName(ctx), CreatedAt: now,
+	rec := store.Token{Name: in.Name, Role: string(in.Role), TokenSHA256: tokenHash(tok), CreatedBy: actorName(ctx), CreatedAt: now,
 		OwnerAccountID: a.AccountID}
 	if lifetime > 0 {
 		rec.ExpiresAt = now.Add(lifetime)
@@ -584,9 +584,9 @@ func (s *Service) TokenActor(ctx context.Context, token string) (a Actor, ok boo
 	}
 	// A token acts with at most its owner's rights now: an admin demoted
 	// to viewer leaves no admin token behind.
-	role := t.Role
-	if t.OwnerAccountID != "" && roleRank(t.OwnerRole) < roleRank(role) {
-		role = t.OwnerRole
+	role := Role(t.Role)
+	if t.OwnerAccountID != "" && roleRank(Role(t.OwnerRole)) < roleRank(role) {
+		role = Role(t.OwnerRole)
 	}
 	return Actor{Name: "token:" + t.Name, Role: role, AccountID: t.OwnerAccountID}, true, nil
 }

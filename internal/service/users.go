@@ -15,11 +15,14 @@ import (
 	"github.com/kmirror/kmirror/internal/store"
 )
 
+// Role is what a user or token may do.
+type Role string
+
 // Roles, from least to most rights.
 const (
-	RoleViewer   = "viewer"   // reads everything except secrets
-	RoleOperator = "operator" // also creates, pauses, resumes, restarts and deletes tasks, runs checks
-	RoleAdmin    = "admin"    // also instances, Connect clusters, users and tokens
+	RoleViewer   Role = "viewer"   // reads everything except secrets
+	RoleOperator Role = "operator" // also creates, pauses, resumes, restarts and deletes tasks, runs checks
+	RoleAdmin    Role = "admin"    // also instances, Connect clusters, users and tokens
 )
 
 // MaxUserNameLength caps account names; a longer name given at sign-in is
@@ -29,7 +32,7 @@ const MaxUserNameLength = 64
 // Principal is a signed-in account as a session remembers it.
 type Principal struct {
 	Name string
-	Role string
+	Role Role
 	// AccountID is the account's immutable identity: a session is bound
 	// to it, not to the name, which a new account may take.
 	AccountID string
@@ -185,11 +188,11 @@ func AddressKey(client string) string {
 	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
-func roleOf(u store.User) string {
+func roleOf(u store.User) Role {
 	if u.Role == "" {
 		return RoleAdmin
 	}
-	return u.Role
+	return Role(u.Role)
 }
 
 // SessionUser checks that p's session still exists on the server (not

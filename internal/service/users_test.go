@@ -102,7 +102,7 @@ func throttledService(t *testing.T) (svc *service.Service, now *time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.CreateUser(ctx, store.User{Name: "bob", PasswordHash: hash, Role: service.RoleViewer}); err != nil {
+	if err := db.CreateUser(ctx, store.User{Name: "bob", PasswordHash: hash, Role: string(service.RoleViewer)}); err != nil {
 		t.Fatal(err)
 	}
 	clock := time.Unix(1_000_000, 0)
