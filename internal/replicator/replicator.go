@@ -12,7 +12,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
@@ -116,8 +116,8 @@ func (r *Replicator) Run(ctx context.Context) error {
 // words, so a failed flow's reason says what to fix; others stay as sarama
 // said them.
 func explainConnect(s cluster.Settings, err error) error {
-	var e *connectivity.Error
-	if errors.As(connectivity.Explain(s, "", err), &e) && e.Step != connectivity.StepMetadata {
+	var e *clustercheck.Error
+	if errors.As(clustercheck.Explain(s, "", err), &e) && e.Step != clustercheck.StepMetadata {
 		return e
 	}
 	return err

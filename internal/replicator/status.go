@@ -11,7 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
@@ -471,16 +471,16 @@ func ErrorKind(err error) string {
 	if err == nil {
 		return ""
 	}
-	var e *connectivity.Error
-	if !errors.As(connectivity.Explain(cluster.Settings{}, "", err), &e) {
+	var e *clustercheck.Error
+	if !errors.As(clustercheck.Explain(cluster.Settings{}, "", err), &e) {
 		return ""
 	}
 	switch e.Step {
-	case connectivity.StepTLS:
+	case clustercheck.StepTLS:
 		return ErrorCertificate
-	case connectivity.StepSASL:
+	case clustercheck.StepSASL:
 		return ErrorCredentials
-	case connectivity.StepPermissions:
+	case clustercheck.StepPermissions:
 		return ErrorAuthorization
 	}
 	return ""

@@ -25,7 +25,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/account"
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
@@ -59,7 +59,7 @@ type Deps struct {
 	// rest); without them those answer an internal error.
 	TaskStore store.Tasks
 	Runner    engine.Runner
-	// Kafka talks to live clusters; optional (connectivity.Live by default).
+	// Kafka talks to live clusters; optional (clustercheck.Live by default).
 	Kafka Kafka
 	// Logger is optional (slog.Default). Passwords are never logged.
 	Logger *slog.Logger
@@ -161,7 +161,7 @@ func New(d Deps) (*Service, error) {
 		d.Tasks = storeCounter{d.TaskStore}
 	}
 	if d.Kafka == nil {
-		d.Kafka = connectivity.Live{}
+		d.Kafka = clustercheck.Live{}
 	}
 	if d.Logger == nil {
 		d.Logger = slog.Default()

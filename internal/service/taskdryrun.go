@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -111,7 +111,7 @@ func peerUnusable(p Problems) bool {
 func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluster.Settings, p *Problems, res *ValidationResult) {
 	cur, per := sides(t, current, peer)
 	type described struct {
-		d   connectivity.Description
+		d   clustercheck.Description
 		err error
 	}
 	desc := map[string]described{}
@@ -138,7 +138,7 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 			}
 		}
 	}
-	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (connectivity.Description, bool) {
+	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (clustercheck.Description, bool) {
 		d := desc[role]
 		return d.d, d.err == nil
 	})
@@ -191,7 +191,7 @@ type ClusterCheck struct {
 	// Cluster names the cluster: its registered name, or the peer's
 	// addresses.
 	Cluster string `json:"cluster"`
-	connectivity.Result
+	clustercheck.Result
 }
 
 // Connectivity checks, step by step, that kmirror can use both clusters of

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -54,7 +54,7 @@ type TopicPreview struct {
 
 // sourceTopicChoices are the topics of the direction's source side(s) that
 // a task could replicate (internal ones left out), sorted.
-func sourceTopicChoices(t task.Task, cur, per side, describe func(role string) (connectivity.Description, bool)) []string {
+func sourceTopicChoices(t task.Task, cur, per side, describe func(role string) (clustercheck.Description, bool)) []string {
 	bySide := map[task.Side]side{task.SideCurrent: cur, task.SidePeer: per}
 	out := []string{}
 	for _, f := range t.Flows() {
@@ -99,7 +99,7 @@ func (s *Service) checkMessageBytes(ctx context.Context, flows []FlowPreview, ta
 	ctx, cancel := context.WithTimeout(ctx, configsTimeout)
 	defer cancel()
 	type answer struct {
-		configs map[string]map[string]connectivity.ConfigValue
+		configs map[string]map[string]clustercheck.ConfigValue
 		err     error
 	}
 	answers := map[string]answer{}
@@ -121,14 +121,14 @@ func (s *Service) checkMessageBytes(ctx context.Context, flows []FlowPreview, ta
 			warnings = append(warnings, "cannot read the topic configs of "+labels[role]+": "+a.err.Error()+": max.message.bytes was not checked there")
 		}
 	}
-	value := func(role, topic string) (connectivity.ConfigValue, int, bool) {
+	value := func(role, topic string) (clustercheck.ConfigValue, int, bool) {
 		a := answers[role]
 		if a.err != nil {
-			return connectivity.ConfigValue{}, 0, false
+			return clustercheck.ConfigValue{}, 0, false
 		}
 		cv, ok := a.configs[topic][maxMessageBytes]
 		if !ok {
-			return connectivity.ConfigValue{}, 0, false
+			return clustercheck.ConfigValue{}, 0, false
 		}
 		n, err := strconv.Atoi(cv.Value)
 		return cv, n, err == nil && n > 0

@@ -13,7 +13,7 @@ import (
 	"sync"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/replicator"
@@ -199,16 +199,16 @@ func (k *Kafka) find(s cluster.Settings) (FakeCluster, error) {
 }
 
 // Describe implements service.Kafka.
-func (k *Kafka) Describe(_ context.Context, s cluster.Settings) (connectivity.Description, error) {
+func (k *Kafka) Describe(_ context.Context, s cluster.Settings) (clustercheck.Description, error) {
 	c, err := k.find(s)
 	if err != nil {
-		return connectivity.Description{}, err
+		return clustercheck.Description{}, err
 	}
-	return connectivity.Description{Brokers: c.Brokers, Topics: slices.Sorted(slices.Values(c.Topics))}, nil
+	return clustercheck.Description{Brokers: c.Brokers, Topics: slices.Sorted(slices.Values(c.Topics))}, nil
 }
 
 // TopicConfigs implements service.Kafka: topics not in Topics are left out.
-func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, names []string) (map[string]map[string]connectivity.ConfigValue, error) {
+func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, names []string) (map[string]map[string]clustercheck.ConfigValue, error) {
 	c, err := k.find(s)
 	if err != nil {
 		return nil, err
@@ -217,20 +217,20 @@ func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, name
 		return nil, c.ConfigsErr
 	}
 	wanted := func(n string) bool { return len(names) == 0 || slices.Contains(names, n) }
-	out := map[string]map[string]connectivity.ConfigValue{}
+	out := map[string]map[string]clustercheck.ConfigValue{}
 	for _, t := range topics {
 		if !slices.Contains(c.Topics, t) {
 			continue
 		}
-		m := map[string]connectivity.ConfigValue{}
+		m := map[string]clustercheck.ConfigValue{}
 		for n, v := range c.Defaults {
 			if wanted(n) {
-				m[n] = connectivity.ConfigValue{Value: v}
+				m[n] = clustercheck.ConfigValue{Value: v}
 			}
 		}
 		for n, v := range c.Configs[t] {
 			if wanted(n) {
-				m[n] = connectivity.ConfigValue{Value: v, TopicLevel: true}
+				m[n] = clustercheck.ConfigValue{Value: v, TopicLevel: true}
 			}
 		}
 		out[t] = m
@@ -239,22 +239,22 @@ func (k *Kafka) TopicConfigs(_ context.Context, s cluster.Settings, topics, name
 }
 
 // Check implements service.Kafka with the real step names.
-func (k *Kafka) Check(_ context.Context, s cluster.Settings) connectivity.Result {
+func (k *Kafka) Check(_ context.Context, s cluster.Settings) clustercheck.Result {
 	c, err := k.find(s)
-	var r connectivity.Result
+	var r clustercheck.Result
 	failed := ""
-	for _, step := range connectivity.Steps(s) {
+	for _, step := range clustercheck.Steps(s) {
 		switch {
 		case failed != "":
-			r.Steps = append(r.Steps, connectivity.Step{Name: step, Skipped: true, Message: "not run: the " + failed + " step failed"})
-		case step == connectivity.StepTCP && err != nil:
+			r.Steps = append(r.Steps, clustercheck.Step{Name: step, Skipped: true, Message: "not run: the " + failed + " step failed"})
+		case step == clustercheck.StepTCP && err != nil:
 			failed = step
-			r.Steps = append(r.Steps, connectivity.Step{Name: step, Message: err.Error()})
-		case step == connectivity.StepSASL && c.Password != "" && s.Password != c.Password:
+			r.Steps = append(r.Steps, clustercheck.Step{Name: step, Message: err.Error()})
+		case step == clustercheck.StepSASL && c.Password != "" && s.Password != c.Password:
 			failed = step
-			r.Steps = append(r.Steps, connectivity.Step{Name: step, Message: "SASL authentication failed as " + s.Username + ": wrong user name or password"})
+			r.Steps = append(r.Steps, clustercheck.Step{Name: step, Message: "SASL authentication failed as " + s.Username + ": wrong user name or password"})
 		default:
-			r.Steps = append(r.Steps, connectivity.Step{Name: step, OK: true, Message: "ok"})
+			r.Steps = append(r.Steps, clustercheck.Step{Name: step, OK: true, Message: "ok"})
 		}
 	}
 	r.OK = failed == ""

@@ -1,4 +1,4 @@
-// Package connectivity checks, step by step, that kmirror can use a Kafka
+// Package clustercheck checks, step by step, that kmirror can use a Kafka
 // cluster with given settings: tcp, tls (SSL and SASL_SSL: the handshake,
 // the broker's certificate, and whether it accepts the client certificate),
 // sasl (SASL protocols only; for OAUTHBEARER a token first), metadata and
@@ -10,7 +10,7 @@
 // connection error into one that says what failed and what to do. Live
 // answers the service's other questions of a live cluster in it (Describe:
 // brokers and topics; TopicConfigs), with short-lived clients.
-package connectivity
+package clustercheck
 
 import (
 	"context"

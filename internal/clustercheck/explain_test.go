@@ -1,4 +1,4 @@
-package connectivity
+package clustercheck
 
 import (
 	"crypto/x509"

@@ -1,4 +1,4 @@
-package connectivity_test
+package clustercheck_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/embedded"
 )
 
@@ -43,16 +43,16 @@ func TestCheckContactsAtMostTheBrokerLimit(t *testing.T) {
 	s := c.Settings()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := connectivity.CheckWithin(ctx, s, connectivity.Limits{Brokers: 2, ParallelDials: 1})
+	r := clustercheck.CheckWithin(ctx, s, clustercheck.Limits{Brokers: 2, ParallelDials: 1})
 	if !r.OK {
 		t.Fatalf("check failed: %+v", r.Failed())
 	}
 	var tcp, meta string
 	for _, st := range r.Steps {
 		switch st.Name {
-		case connectivity.StepTCP:
+		case clustercheck.StepTCP:
 			tcp = st.Message
-		case connectivity.StepMetadata:
+		case clustercheck.StepMetadata:
 			meta = st.Message
 		}
 	}
@@ -108,12 +108,12 @@ func newSilentListener(t *testing.T) *silentListener {
 func TestCheckEndsAtItsDeadline(t *testing.T) {
 	l := newSilentListener(t)
 	s := cluster.Settings{Name: "silent", BootstrapServers: []string{l.ln.Addr().String()}, SecurityProtocol: cluster.Plaintext}
-	r := connectivity.CheckWithin(context.Background(), s, connectivity.Limits{Deadline: 300 * time.Millisecond})
+	r := clustercheck.CheckWithin(context.Background(), s, clustercheck.Limits{Deadline: 300 * time.Millisecond})
 	f := r.Failed()
-	if r.OK || f == nil || f.Name != connectivity.StepMetadata || !strings.Contains(f.Message, "not finished within") {
+	if r.OK || f == nil || f.Name != clustercheck.StepMetadata || !strings.Contains(f.Message, "not finished within") {
 		t.Fatalf("failed step %+v, want metadata not finished within the deadline", f)
 	}
-	if r.Steps[len(r.Steps)-1].Name != connectivity.StepPermissions || !r.Steps[len(r.Steps)-1].Skipped {
+	if r.Steps[len(r.Steps)-1].Name != clustercheck.StepPermissions || !r.Steps[len(r.Steps)-1].Skipped {
 		t.Fatalf("steps after the deadline ran: %+v", r.Steps)
 	}
 }

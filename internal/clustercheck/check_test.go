@@ -1,4 +1,4 @@
-package connectivity_test
+package clustercheck_test
 
 import (
 	"context"
@@ -18,25 +18,25 @@ import (
 	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/connectivity"
+	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 )
 
 // One cluster with ACLs on: alice may do everything, bob nothing.
 func TestMain(m *testing.M) { kafkatest.Main(m, 1, kafkatest.ACLs(true)) }
 
-func check(t *testing.T, s cluster.Settings) connectivity.Result {
+func check(t *testing.T, s cluster.Settings) clustercheck.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	r := connectivity.Check(ctx, s)
+	r := clustercheck.Check(ctx, s)
 	for _, st := range r.Steps {
 		t.Logf("%-11s ok=%-5v skipped=%-5v %s", st.Name, st.OK, st.Skipped, st.Message)
 	}
 	return r
 }
 
-func names(r connectivity.Result) []string {
+func names(r clustercheck.Result) []string {
 	var n []string
 	for _, s := range r.Steps {
 		n = append(n, s.Name)
@@ -63,7 +63,7 @@ func TestCheckPassesOnEveryListener(t *testing.T) {
 			if !r.OK {
 				t.Fatalf("check failed: %+v", r.Failed())
 			}
-			if got, want := names(r), connectivity.Steps(s); !slices.Equal(got, want) {
+			if got, want := names(r), clustercheck.Steps(s); !slices.Equal(got, want) {
 				t.Fatalf("steps %v, want %v", got, want)
 			}
 			if r.Metadata == nil || r.Metadata.Brokers != 1 || r.Metadata.ControllerID != 1 {
@@ -101,18 +101,18 @@ func TestCheckPassesWithCertificatesAndOAuth(t *testing.T) {
 		s    cluster.Settings
 		says map[string]string
 	}{
-		"SSL with a client certificate":      {sslCert, map[string]string{connectivity.StepTLS: `client certificate "CN=alice,O=kmirror tests" accepted`}},
-		"SSL: the server's certificate":      {sslCert, map[string]string{connectivity.StepTLS: fmt.Sprintf("with %s; certificate %q issued by %q, valid until 20", sslCert.BootstrapServers[0], "localhost", "kmirror kafkatest CA")}},
-		"SASL_SSL with a client certificate": {mtls, map[string]string{connectivity.StepTLS: "accepted", connectivity.StepSASL: "authenticated as alice"}},
-		"OAUTHBEARER over SASL_SSL":          {oauthSSL, map[string]string{connectivity.StepSASL: "OAuth token obtained from " + oauthSSL.OAuth.TokenEndpoint}},
-		"OAUTHBEARER over SASL_PLAINTEXT":    {oauthPlain, map[string]string{connectivity.StepSASL: "accepted by the broker for client alice-client"}},
+		"SSL with a client certificate":      {sslCert, map[string]string{clustercheck.StepTLS: `client certificate "CN=alice,O=kmirror tests" accepted`}},
+		"SSL: the server's certificate":      {sslCert, map[string]string{clustercheck.StepTLS: fmt.Sprintf("with %s; certificate %q issued by %q, valid until 20", sslCert.BootstrapServers[0], "localhost", "kmirror kafkatest CA")}},
+		"SASL_SSL with a client certificate": {mtls, map[string]string{clustercheck.StepTLS: "accepted", clustercheck.StepSASL: "authenticated as alice"}},
+		"OAUTHBEARER over SASL_SSL":          {oauthSSL, map[string]string{clustercheck.StepSASL: "OAuth token obtained from " + oauthSSL.OAuth.TokenEndpoint}},
+		"OAUTHBEARER over SASL_PLAINTEXT":    {oauthPlain, map[string]string{clustercheck.StepSASL: "accepted by the broker for client alice-client"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := check(t, tc.s)
 			if !r.OK {
 				t.Fatalf("check failed: %+v", r.Failed())
 			}
-			if got, want := names(r), connectivity.Steps(tc.s); !slices.Equal(got, want) {
+			if got, want := names(r), clustercheck.Steps(tc.s); !slices.Equal(got, want) {
 				t.Fatalf("steps %v, want %v", got, want)
 			}
 			for _, st := range r.Steps {
@@ -167,16 +167,16 @@ func TestCheckCertificateAndOAuthFailures(t *testing.T) {
 		step     string
 		contains []string
 	}{
-		{"no client certificate", noCert, connectivity.StepTLS, []string{"requires a client certificate", "client_cert_pem"}},
-		{"expired client certificate", withCert(expired), connectivity.StepTLS, []string{`client certificate "CN=alice,O=kmirror tests" expired on`, "issue a new one"}},
-		{"certificate from another CA", withCert(foreign), connectivity.StepTLS, []string{"did not accept the client certificate", "signed by a CA in the broker's ssl.truststore"}},
-		{"host name mismatch", hostMismatch(t), connectivity.StepTLS, []string{"failed: x509: cannot validate certificate for 127.0.0.1", "connect with a host name or IP address the broker's certificate lists"}},
-		{"wrong client secret", oauth(func(o *cluster.OAuth) { o.ClientSecret = "wrong" }), connectivity.StepSASL,
+		{"no client certificate", noCert, clustercheck.StepTLS, []string{"requires a client certificate", "client_cert_pem"}},
+		{"expired client certificate", withCert(expired), clustercheck.StepTLS, []string{`client certificate "CN=alice,O=kmirror tests" expired on`, "issue a new one"}},
+		{"certificate from another CA", withCert(foreign), clustercheck.StepTLS, []string{"did not accept the client certificate", "signed by a CA in the broker's ssl.truststore"}},
+		{"host name mismatch", hostMismatch(t), clustercheck.StepTLS, []string{"failed: x509: cannot validate certificate for 127.0.0.1", "connect with a host name or IP address the broker's certificate lists"}},
+		{"wrong client secret", oauth(func(o *cluster.OAuth) { o.ClientSecret = "wrong" }), clustercheck.StepSASL,
 			[]string{"could not get an OAuth token", idp.TokenURL(), "HTTP 401", "invalid_client", "check oauth.client_id and oauth.client_secret"}},
-		{"unknown client", oauth(func(o *cluster.OAuth) { o.ClientID = "nobody" }), connectivity.StepSASL, []string{"invalid_client"}},
-		{"token endpoint not there", oauth(func(o *cluster.OAuth) { o.TokenEndpoint = "http://" + closedPort(t) + "/token" }), connectivity.StepSASL,
+		{"unknown client", oauth(func(o *cluster.OAuth) { o.ClientID = "nobody" }), clustercheck.StepSASL, []string{"invalid_client"}},
+		{"token endpoint not there", oauth(func(o *cluster.OAuth) { o.TokenEndpoint = "http://" + closedPort(t) + "/token" }), clustercheck.StepSASL,
 			[]string{"could not get an OAuth token", "cannot be reached"}},
-		{"token for another audience", oauth(func(o *cluster.OAuth) { o.Audience = "not-kafka" }), connectivity.StepSASL,
+		{"token for another audience", oauth(func(o *cluster.OAuth) { o.Audience = "not-kafka" }), clustercheck.StepSASL,
 			[]string{"the broker refused the OAuth token of client alice-client"}},
 	}
 	for _, tc := range cases {
@@ -260,29 +260,29 @@ func TestCheckFailures(t *testing.T) {
 		step     string
 		contains []string
 	}{
-		{"wrong password SCRAM-SHA-512 over TLS", wrongPassword(cluster.SASLSSL, cluster.MechanismSCRAMSHA512), connectivity.StepSASL,
+		{"wrong password SCRAM-SHA-512 over TLS", wrongPassword(cluster.SASLSSL, cluster.MechanismSCRAMSHA512), clustercheck.StepSASL,
 			[]string{"SASL authentication failed for user alice with SCRAM-SHA-512 — check the user name, password and mechanism"}},
-		{"wrong password SCRAM-SHA-256", wrongPassword(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256), connectivity.StepSASL,
+		{"wrong password SCRAM-SHA-256", wrongPassword(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA256), clustercheck.StepSASL,
 			[]string{"SASL authentication failed for user alice with SCRAM-SHA-256"}},
-		{"wrong password PLAIN", wrongPassword(cluster.SASLPlaintext, cluster.MechanismPlain), connectivity.StepSASL,
+		{"wrong password PLAIN", wrongPassword(cluster.SASLPlaintext, cluster.MechanismPlain), clustercheck.StepSASL,
 			[]string{"SASL authentication failed for user alice with PLAIN"}},
-		{"unknown user", unknownUser, connectivity.StepSASL,
+		{"unknown user", unknownUser, clustercheck.StepSASL,
 			[]string{"SASL authentication failed for user mallory with SCRAM-SHA-256"}},
-		{"wrong CA", otherCA, connectivity.StepTLS,
+		{"wrong CA", otherCA, clustercheck.StepTLS,
 			[]string{"TLS handshake with " + c.Bootstrap(cluster.SASLSSL) + " failed: certificate signed by unknown authority — give the cluster's CA certificate in ca_pem"}},
-		{"no CA", noCA, connectivity.StepTLS,
+		{"no CA", noCA, clustercheck.StepTLS,
 			[]string{"certificate signed by unknown authority — give the cluster's CA certificate in ca_pem"}},
-		{"ca_pem is not PEM", badCAPEM, connectivity.StepTLS,
+		{"ca_pem is not PEM", badCAPEM, clustercheck.StepTLS,
 			[]string{"ca_pem holds no PEM certificate"}},
-		{"unreachable port", unreachable, connectivity.StepTCP,
+		{"unreachable port", unreachable, clustercheck.StepTCP,
 			[]string{"cannot reach " + closed + ": connection refused — check the address and that the broker is running"}},
-		{"TLS to a plaintext port", tlsToPlainPort, connectivity.StepTLS,
+		{"TLS to a plaintext port", tlsToPlainPort, clustercheck.StepTLS,
 			[]string{"closed the connection", "security protocol"}},
-		{"no SASL to a SASL port", plainToSASLPort, connectivity.StepMetadata,
+		{"no SASL to a SASL port", plainToSASLPort, clustercheck.StepMetadata,
 			[]string{"security protocol", "PLAINTEXT given"}},
-		{"address without port", badAddress, connectivity.StepTCP,
+		{"address without port", badAddress, clustercheck.StepTCP,
 			[]string{`bootstrap server "localhost" is not host:port`}},
-		{"bob may not create topics", c.SettingsAs(cluster.SASLSSL, cluster.MechanismSCRAMSHA512, kafkatest.Bob), connectivity.StepPermissions,
+		{"bob may not create topics", c.SettingsAs(cluster.SASLSSL, cluster.MechanismSCRAMSHA512, kafkatest.Bob), clustercheck.StepPermissions,
 			[]string{"user bob may not create topics", "user bob may not read consumer-group offsets"}},
 	}
 	for _, tc := range cases {
