@@ -35,10 +35,10 @@ lint:
 # All tests, real Apache Kafka included (jars fetched once from Maven Central),
 # then the concurrent packages' in-process tests again under the race
 # detector (-short: real Kafka is the first run's).
-RACE_PKGS = ./internal/replicator/ ./internal/engine/ ./internal/service/... ./internal/checkpoint/ ./internal/account/ ./web/ ./internal/connectengine/
+RACE_PKGS = ./internal/replicator/ ./internal/embeddedengine/ ./internal/engine/ ./internal/service/... ./internal/checkpoint/ ./internal/account/ ./web/ ./internal/connect/... ./internal/store/ ./internal/clustercheck/ ./internal/history/ ./internal/metrics/
 # The slowest packages first (go test runs them in the order given, two at
 # a time on two cores): started last, the replicator's 11 minutes ran alone.
-SLOW_PKGS = ./internal/replicator/ ./internal/apitest/ ./internal/kafkatest/ ./bench/ ./internal/connectengine/ ./internal/consoletest/ ./internal/connect/ ./cmd/kmirror/
+SLOW_PKGS = ./internal/replicator/ ./internal/apitest/ ./internal/kafkatest/ ./bench/ ./internal/connect/connectengine/ ./internal/consoletest/ ./internal/connect/ ./cmd/kmirror/
 # Parallel tests of one package at a time: the replicator's tests that take
 # brokers away or wait for a broker's clock run side by side, each on
 # clusters it may use (go test's default is the number of cores, 2).

@@ -10,8 +10,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/kmirror/kmirror/internal/connectengine"
-	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connectengine"
+	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/embeddedengine"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/service"

@@ -37,12 +37,12 @@ func TestEngineContractDependencies(t *testing.T) {
 		denied []string
 	}{
 		{pkg: "internal/engine", only: []string{"internal/task", "internal/cluster", "internal/policy"}},
-		{pkg: "internal/embeddedengine", denied: []string{"internal/connectengine", "internal/connectplan", "internal/connect"}},
-		{pkg: "internal/connectengine", denied: []string{"internal/embeddedengine"}},
+		{pkg: "internal/embeddedengine", denied: []string{"internal/connect/connectengine", "internal/connect/connectplan", "internal/connect"}},
+		{pkg: "internal/connect/connectengine", denied: []string{"internal/embeddedengine"}},
 		// The Connect plan is pure: configs from a task, no engine, no I/O.
-		{pkg: "internal/connectplan", denied: []string{"internal/connectengine", "internal/embeddedengine", "internal/replicator", "internal/engine"}},
-		{pkg: "internal/metrics", denied: []string{"internal/replicator", "internal/embeddedengine", "internal/connectengine"}},
-		{pkg: "internal/history", denied: []string{"internal/replicator", "internal/embeddedengine", "internal/connectengine"}},
+		{pkg: "internal/connect/connectplan", denied: []string{"internal/connect/connectengine", "internal/embeddedengine", "internal/replicator", "internal/engine"}},
+		{pkg: "internal/metrics", denied: []string{"internal/replicator", "internal/embeddedengine", "internal/connect/connectengine"}},
+		{pkg: "internal/history", denied: []string{"internal/replicator", "internal/embeddedengine", "internal/connect/connectengine"}},
 	} {
 		ds := deps(t, tc.pkg)
 		for _, d := range ds {

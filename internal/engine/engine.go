@@ -1,6 +1,6 @@
 // Package engine is the contract between kmirror and what runs its tasks:
 // the embedded engine (internal/embeddedengine: replicators in this
-// process) and the Kafka Connect engine (internal/connectengine: MM2
+// process) and the Kafka Connect engine (internal/connect/connectengine: MM2
 // connectors on a Connect cluster). Both implement Runner and Handover and
 // answer with the status types here, which are also the API's JSON for a
 // task's status; neither engine imports the other, and this package

@@ -9,8 +9,8 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connectengine"
-	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connectengine"
+	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
 

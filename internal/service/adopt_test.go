@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
 

@@ -16,7 +16,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connect/connecttest"
-	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
 

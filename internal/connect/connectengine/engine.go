@@ -29,7 +29,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/task"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
