@@ -288,16 +288,21 @@ func startMM2(h *harness, sc scenario, topics []string, src, run string, tuning 
 	if err := os.WriteFile(log4j, []byte(log4j2Properties), 0o600); err != nil {
 		return nil, err
 	}
-	argv := append([]string{h.java, "-Xms256M", "-Xmx2G"}, jvmFlags(log4j, h.jars.Classpath())...)
+	argv := append([]string{h.java, "-Xms256M", "-Xmx2G"}, h.jvmFlags(log4j)...)
 	argv = append(argv, "org.apache.kafka.connect.mirror.MirrorMaker", conf)
 	return h.children.start("mm2", filepath.Join(h.work, run+".log"), argv, nil)
 }
 
-// jvmFlags are kafka-run-class.sh's performance options.
-func jvmFlags(log4j, classpath string) []string {
-	return []string{"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-		"-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true",
-		"-Dlog4j2.configurationFile=" + log4j, "-cp", classpath}
+// jvmFlags are kafka-run-class.sh's performance options; a smoke run
+// (-quick), whose figures mean nothing and which CI runs beside other
+// tests, gets the light runtime the test brokers have (kafkatest).
+func (h *harness) jvmFlags(log4j string) []string {
+	runtime := []string{"-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+		"-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15"}
+	if h.cfg.quick {
+		runtime = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
+	}
+	return append(runtime, "-Djava.awt.headless=true", "-Dlog4j2.configurationFile="+log4j, "-cp", h.jars.Classpath())
 }
 
 const log4j2Properties = `status = warn

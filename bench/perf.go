@@ -22,7 +22,7 @@ func (h *harness) runTool(ctx context.Context, name, class string, args ...strin
 		return "", 0, 0, err
 	}
 	// The perf scripts' heap (kafka-producer-perf-test.sh and friends).
-	argv := append([]string{"-Xmx512M"}, jvmFlags(log4j, h.jars.Classpath())...)
+	argv := append([]string{"-Xmx512M"}, h.jvmFlags(log4j)...)
 	argv = append(argv, class)
 	argv = append(argv, args...)
 	cmd := exec.CommandContext(ctx, h.java, argv...)
