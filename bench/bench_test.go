@@ -23,6 +23,9 @@ func TestMain(m *testing.M) {
 // copier including MirrorMaker 2 (dedicated, and on Kafka Connect) — so it cannot rot. It checks that a
 // report with every row comes out, never the numbers.
 func TestQuickRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real Kafka and MirrorMaker 2: the full run's")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	out := t.TempDir()

@@ -27,6 +27,7 @@ func repoRoot(t *testing.T) string {
 // and who installs it.
 func tool(t *testing.T, name, installedBy string) string {
 	t.Helper()
+	skipShort(t)
 	path, err := exec.LookPath(name)
 	if err != nil {
 		t.Skipf("%s is not installed (%s installs it): %v", name, installedBy, err)
@@ -38,6 +39,7 @@ func tool(t *testing.T, name, installedBy string) string {
 // it into.
 func helmBin(t *testing.T) string {
 	t.Helper()
+	skipShort(t)
 	if p := os.Getenv("HELM"); p != "" {
 		return p
 	}
@@ -100,6 +102,15 @@ func kmirrorBinary(t *testing.T) string {
 		t.Fatal(kmirrorErr)
 	}
 	return kmirrorPath
+}
+
+// skipShort skips what runs outside tools (images, charts, Prometheus,
+// systemd) in -short runs: the race pass's, not these tests'.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs external tools: the full run's")
+	}
 }
 
 func TestMain(m *testing.M) {

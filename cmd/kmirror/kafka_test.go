@@ -39,6 +39,9 @@ var kafka struct {
 // realKafka returns two real Kafka clusters shared by the package's tests.
 func realKafka(t *testing.T) (*kafkatest.Cluster, *kafkatest.Cluster) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("real Kafka: the full run's (-short is the race pass)")
+	}
 	kafka.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		defer cancel()
