@@ -462,7 +462,11 @@ func TestOffsetSyncsClusterAwayDegradesAndStopStaysPrompt(t *testing.T) {
 	case <-time.After(2 * time.Minute): // a hang detector, not a timing assertion
 		t.Fatal("the flow did not stop within 2 minutes with its offset-syncs cluster away")
 	}
-	t.Logf("stopped in %s with the offset syncs unwritable", time.Since(began).Round(time.Millisecond))
+	took := time.Since(began)
+	t.Logf("stopped in %s with the offset syncs unwritable", took.Round(time.Millisecond))
+	if took > StopBound {
+		t.Errorf("the stop took %s, past StopBound (%s)", took.Round(time.Millisecond), StopBound)
+	}
 }
 
 // A source partition without a leader (the broker holding its only replica
