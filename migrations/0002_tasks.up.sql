@@ -1,5 +1,5 @@
 -- Smart Connect tasks. A task's parameters never change after creation
--- (SPEC §2): spec is written once. Only the desired state, the last action
+-- (docs/TASKS.md: a task is immutable): spec is written once. Only the desired state, the last action
 -- and the last error change.
 --
 -- spec is the task in the API's JSON shape with the peer password removed;

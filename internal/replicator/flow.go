@@ -165,10 +165,9 @@ type Options struct {
 	// CommitInterval is how often progress is committed. Default 1s.
 	CommitInterval time.Duration
 	// SyncInterval bounds the age of the newest offset sync of a partition
-	// (default 1s): MM2 readers translate to at most this far behind, and a
-	// restart after a crash can count the records it copies again to within
-	// this much
-	// that keeps moving. Default 10s.
+	// that keeps moving: MM2 readers translate to at most this far behind,
+	// and a restart after a crash can count the records it copies again to
+	// within this much. Default 1s.
 	SyncInterval time.Duration
 	// MaxBackoff caps the wait between restarts after errors. Default 30s.
 	MaxBackoff time.Duration
