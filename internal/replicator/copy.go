@@ -534,8 +534,10 @@ func (c *partitionCopy) checkTargetLoss(cause error) {
 	if err != nil || end > lastDown {
 		return
 	}
-	lost := lastDown - end + 1
-	ps.lost.Add(lost)
+	lost := ps.countTargetLoss(end, lastDown+1)
+	if lost == 0 {
+		return // counted already
+	}
 	msg := fmt.Sprintf("target %s-%d lost %d records it had acknowledged (target offsets %d-%d; the last of them is source offset %d of %s-%d): %v — the target had an unclean leader election or lost a broker without replicas; those records are not on the target",
 		ps.Target, ps.Partition.Partition, lost, end, lastDown, ps.lastUp.Load(), ps.Source, ps.Partition.Partition, cause)
 	c.w.state.setError(msg)

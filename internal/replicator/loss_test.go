@@ -76,6 +76,56 @@ func TestTargetThatLostAcknowledgedRecordsIsReportedAsLoss(t *testing.T) {
 	}
 }
 
+// A flow that restarts (after errors, or a stop) resumes from progress
+// committed at a downstream position the target no longer reaches: the
+// target lost records it had acknowledged while nothing was copying to
+// it. They are counted as lost and the copy goes on at the end; a target
+// that ends later holds records copied again; one that ends there, none.
+// (Found in CI: an unclean election during the flow's restart passed
+// 100 lost records over.)
+func TestResumeCountsWhatTheTargetLostSinceTheProgress(t *testing.T) {
+	_, b := startFakes(t)
+	createTopic(t, b, "orders", 1)
+	produceKeys(t, b, "orders", 1, 0, 40) // the target holds 0..39
+	dst, _ := admin(t, b)
+	state := newFlowState("A->B")
+	ps := state.partition(Partition{Source: "orders", Target: "orders", Partition: 0})
+	w := &worker{dst: dst, state: state, log: slog.Default()}
+	for _, tc := range []struct {
+		progDown, want, lost, recopied int64
+	}{
+		{progDown: 100, want: 40, lost: 60},              // committed after offset 99, the target ends at 40
+		{progDown: 40, want: 40, lost: 60},               // exactly there: nothing more lost
+		{progDown: 30, want: 30, lost: 60, recopied: 10}, // the target holds 10 more: copied again
+	} {
+		if got := w.reconcileResume(dst, ps, 1100, tc.progDown); got != tc.want {
+			t.Errorf("progress at %d: resumes at %d, want %d", tc.progDown, got, tc.want)
+		}
+		st := state.snapshot(time.Now())
+		if st.LostOnTarget != tc.lost || st.Recopied != tc.recopied {
+			t.Errorf("progress at %d: lost %d, recopied %d; want %d, %d", tc.progDown, st.LostOnTarget, st.Recopied, tc.lost, tc.recopied)
+		}
+	}
+	if st := state.snapshot(time.Now()); !strings.Contains(st.LastError, "lost 60 records it had acknowledged (target offsets 40-99") {
+		t.Errorf("last error %q", st.LastError)
+	}
+
+	// Found while copying (a sequence error), then again at the restart
+	// that error caused, from progress committed before it: counted once.
+	state = newFlowState("A->B")
+	ps = state.partition(Partition{Source: "orders", Target: "orders", Partition: 0})
+	w = &worker{dst: dst, state: state, log: slog.Default()}
+	ps.lastUp.Store(1099)
+	ps.lastDown.Store(99)
+	(&partitionCopy{w: w, ps: ps}).checkTargetLoss(sarama.ErrOutOfOrderSequenceNumber)
+	if got := w.reconcileResume(dst, ps, 1100, 100); got != 40 {
+		t.Errorf("resumes at %d after the loss found while copying, want 40", got)
+	}
+	if st := state.snapshot(time.Now()); st.LostOnTarget != 60 {
+		t.Errorf("lost on target %d after the restart, want the 60 found while copying, once", st.LostOnTarget)
+	}
+}
+
 // One partition the target refuses to let kmirror write (no rights) stops
 // only itself: it waits, retrying, with its reason in the status
 // (DEGRADED), while the flow's other partition copies everything; once

@@ -49,7 +49,11 @@ type partState struct {
 	// targetGen counts the target's replacements, so the checkpointer
 	// forgets the checkpoints it wrote for the old target topic.
 	targetGen atomic.Int64
-	failed    bool // a permanent failure: the partition stops until the task restarts
+	// lostFrom and lostTo are the target offsets last counted as lost
+	// ([lostFrom, lostTo)), so the restart a loss's errors cause does not
+	// count the same records again (countTargetLoss).
+	lostFrom, lostTo int64
+	failed           bool // a permanent failure: the partition stops until the task restarts
 	reason    string
 	sync      syncState           // last offset sync emitted; only the ack goroutine touches it
 	hist      *checkpoint.History // syncs where the upstream/downstream distance changed
@@ -484,4 +488,25 @@ func ErrorKind(err error) string {
 		return ErrorAuthorization
 	}
 	return ""
+}
+
+// countTargetLoss counts the target offsets [from, to) as lost on the
+// target, but for those already counted: a loss found while copying is
+// found again at the restart its errors cause, from progress committed
+// before it. It returns how many records were new to the count.
+func (ps *partState) countTargetLoss(from, to int64) int64 {
+	if to <= from {
+		return 0
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	n := to - from
+	if lo, hi := max(from, ps.lostFrom), min(to, ps.lostTo); hi > lo {
+		n -= hi - lo
+		ps.lostFrom, ps.lostTo = min(from, ps.lostFrom), max(to, ps.lostTo)
+	} else {
+		ps.lostFrom, ps.lostTo = from, to
+	}
+	ps.lost.Add(n)
+	return n
 }

@@ -459,7 +459,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	// before its first fetch.)
 	pc.Pause()
 	if st.offset >= 0 && st.down >= 0 && st.offset == offset {
-		w.reportRecopy(dst, ps, offset, st.down)
+		st.down = w.reconcileResume(dst, ps, offset, st.down)
 	}
 	// The end offset is known before the first record arrives, so
 	// lag is right from the start (and an idle partition shows its end).
@@ -553,20 +553,38 @@ func awaitSyncs(states []*partState, limit time.Duration) {
 	}
 }
 
-// reportRecopy counts and logs the records a restart copies again: progress
-// committed at downstream position progDown, but the target partition ends
-// later, so the records after it were copied before an unclean stop (a
-// crash, a failed produce) and are copied again. Exact when nothing else
-// writes to the target partition; other writers make it an overestimate.
-func (w *worker) reportRecopy(dst sarama.Client, ps *partState, from, progDown int64) {
+// reconcileResume compares the target partition's end with progDown, the
+// downstream position the stored progress was committed at, and returns
+// where the copy goes on. A later end: the records after progDown were
+// copied before an unclean stop (a crash, a failed produce) and are
+// copied again, counted as recopied. An earlier end: the target lost
+// records it had acknowledged while this flow was not copying them (an
+// unclean leader election, a broker lost without replicas, during a
+// restart after the errors that caused): counted as lost on the target
+// and reported with their range, as the copy path does (checkTargetLoss),
+// never passed over; the copy goes on at the end. Exact when nothing else
+// writes to the target partition.
+func (w *worker) reconcileResume(dst sarama.Client, ps *partState, from, progDown int64) int64 {
 	end, err := dst.GetOffset(ps.Target, ps.Partition.Partition, sarama.OffsetNewest)
-	if err != nil || end <= progDown {
-		return
+	switch {
+	case err != nil || end == progDown:
+		return progDown
+	case end > progDown:
+		n := end - progDown
+		ps.recopied.Add(n)
+		w.log.Warn("records copied before an unclean stop are copied again (duplicates on the target)",
+			"topic", ps.Source, "partition", ps.Partition.Partition, "from", from, "records", n)
+		return progDown
 	}
-	n := end - progDown
-	ps.recopied.Add(n)
-	w.log.Warn("records copied before an unclean stop are copied again (duplicates on the target)",
-		"topic", ps.Source, "partition", ps.Partition.Partition, "from", from, "records", n)
+	lost := ps.countTargetLoss(end, progDown)
+	if lost == 0 {
+		return end // found while copying, before the restart: counted then
+	}
+	msg := fmt.Sprintf("target %s-%d lost %d records it had acknowledged (target offsets %d-%d; progress was committed after them at source offset %d of %s-%d) — the target had an unclean leader election or lost a broker without replicas; those records are not on the target",
+		ps.Target, ps.Partition.Partition, lost, end, progDown-1, from, ps.Source, ps.Partition.Partition)
+	w.state.setError(msg)
+	w.log.Error(msg)
+	return end
 }
 
 // startOffset resolves where a partition starts: stored progress, else
