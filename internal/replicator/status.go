@@ -494,19 +494,19 @@ func ErrorKind(err error) string {
 // target, but for those already counted: a loss found while copying is
 // found again at the restart its errors cause, from progress committed
 // before it. It returns how many records were new to the count.
-func (ps *partState) countTargetLoss(from, to int64) int64 {
+func (p *partState) countTargetLoss(from, to int64) int64 {
 	if to <= from {
 		return 0
 	}
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	n := to - from
-	if lo, hi := max(from, ps.lostFrom), min(to, ps.lostTo); hi > lo {
+	if lo, hi := max(from, p.lostFrom), min(to, p.lostTo); hi > lo {
 		n -= hi - lo
-		ps.lostFrom, ps.lostTo = min(from, ps.lostFrom), max(to, ps.lostTo)
+		p.lostFrom, p.lostTo = min(from, p.lostFrom), max(to, p.lostTo)
 	} else {
-		ps.lostFrom, ps.lostTo = from, to
+		p.lostFrom, p.lostTo = from, to
 	}
-	ps.lost.Add(n)
+	p.lost.Add(n)
 	return n
 }
