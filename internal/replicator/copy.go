@@ -809,6 +809,7 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 	last := b.ups[hi-1]
 	ps.next.Store(last + 1)
 	ps.progDown = base + int64(hi-lo)
+	ps.forgetRewrittenLoss(ps.progDown)
 	ps.mu.Unlock()
 	// Queued outside the lock: emit may wait while the sync producer is
 	// backed up, and its acknowledgements need the lock (syncDurable).

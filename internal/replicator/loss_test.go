@@ -124,6 +124,15 @@ func TestResumeCountsWhatTheTargetLostSinceTheProgress(t *testing.T) {
 	if st := state.snapshot(time.Now()); st.LostOnTarget != 60 {
 		t.Errorf("lost on target %d after the restart, want the 60 found while copying, once", st.LostOnTarget)
 	}
+
+	// New records acknowledged over those offsets (40..149), then lost in
+	// turn down to 60: a new loss, counted in full.
+	ps.mu.Lock()
+	ps.forgetRewrittenLoss(150)
+	ps.mu.Unlock()
+	if n := ps.countTargetLoss(60, 150); n != 90 {
+		t.Errorf("a second loss of rewritten offsets 60-149 counted %d, want 90", n)
+	}
 }
 
 // One partition the target refuses to let kmirror write (no rights) stops

@@ -490,6 +490,18 @@ func ErrorKind(err error) string {
 	return ""
 }
 
+// forgetRewrittenLoss drops, from the range last counted as lost, the
+// target offsets below down: new records were acknowledged there, so a
+// later loss of them is a new loss and counts in full. Called under p.mu.
+func (p *partState) forgetRewrittenLoss(down int64) {
+	if p.lostTo > p.lostFrom && down > p.lostFrom {
+		p.lostFrom = min(down, p.lostTo)
+		if p.lostFrom >= p.lostTo {
+			p.lostFrom, p.lostTo = 0, 0
+		}
+	}
+}
+
 // countTargetLoss counts the target offsets [from, to) as lost on the
 // target, but for those already counted: a loss found while copying is
 // found again at the restart its errors cause, from progress committed

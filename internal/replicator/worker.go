@@ -503,6 +503,7 @@ func (w *worker) targetReplaced(dst sarama.Client, p Partition, ps *partState, s
 	ps.sync = syncState{}
 	ps.progDown = -1
 	ps.resumed = false
+	ps.lostFrom, ps.lostTo = 0, 0 // offsets of the old topic
 	ps.mu.Unlock()
 	ps.lastUp.Store(-1)
 	ps.lastDown.Store(-1)

@@ -89,18 +89,23 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 	if err != nil {
 		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, cc.Name, err)
 	}
+	// Deployed stopped; one there from an earlier deployment is updated
+	// and stopped with the others, waiting out their last commits once.
+	var existing []string
 	for _, c := range conns {
 		_, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped)
 		if connect.IsConflict(err) {
-			// There from an earlier deployment: stop it to set its offsets.
 			_, _, err = client.CreateOrUpdate(ctx, c.Name, c.Config)
-			if err == nil {
-				err = stopConnectors(ctx, client, []string{c.Name}, false)
-			}
+			existing = append(existing, c.Name)
 		}
 		if err != nil {
 			return fmt.Errorf("deploy connector %s stopped on %s: %w", c.Name, cc.Name, err)
 		}
+	}
+	if err := stopConnectors(ctx, client, existing, false); err != nil {
+		return fmt.Errorf("stop the connectors of an earlier deployment on %s: %w", cc.Name, err)
+	}
+	for _, c := range conns {
 		if c.Copy == nil {
 			continue
 		}
@@ -114,6 +119,8 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 		if len(offs) == 0 {
 			continue
 		}
+		// A connector created stopped shows STOPPED once the workers have
+		// read it from the config topic.
 		if err := waitConnectorState(ctx, client, c.Name, connect.StateStopped); err != nil {
 			return err
 		}
@@ -179,7 +186,11 @@ func stopConnectors(ctx context.Context, client *connect.Client, names []string,
 		stopped = append(stopped, name)
 	}
 	for _, name := range stopped {
-		if err := waitConnectorState(ctx, client, name, connect.StateStopped); err != nil {
+		err := waitConnectorState(ctx, client, name, connect.StateStopped)
+		if missingOK && connect.IsNotFound(err) {
+			continue // deleted meanwhile: as good as stopped
+		}
+		if err != nil {
 			return err
 		}
 	}
