@@ -54,9 +54,9 @@ type partState struct {
 	// count the same records again (countTargetLoss).
 	lostFrom, lostTo int64
 	failed           bool // a permanent failure: the partition stops until the task restarts
-	reason    string
-	sync      syncState           // last offset sync emitted; only the ack goroutine touches it
-	hist      *checkpoint.History // syncs where the upstream/downstream distance changed
+	reason           string
+	sync             syncState           // last offset sync emitted; only the ack goroutine touches it
+	hist             *checkpoint.History // syncs where the upstream/downstream distance changed
 	// syncPending are distance-change syncs not yet acknowledged by the
 	// sync history topic, oldest first: progress is not committed past them.
 	syncPending []heldSync

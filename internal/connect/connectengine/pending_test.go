@@ -12,8 +12,8 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
-	"github.com/kmirror/kmirror/internal/connect/connecttest"
 	"github.com/kmirror/kmirror/internal/connect/connectplan"
+	"github.com/kmirror/kmirror/internal/connect/connecttest"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
