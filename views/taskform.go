@@ -52,6 +52,10 @@ type TaskForm struct {
 	Compression         string
 	// OnTargetTopicReplaced is "" (recopy) or "continue".
 	OnTargetTopicReplaced string
+	// Delivery is "", "at_least_once" or "exactly_once";
+	// TransactionIntervalMs is as typed ("" for the default).
+	Delivery              string
+	TransactionIntervalMs string
 	Mappings              []task.Mapping
 
 	// Touched lists the fields the user has changed ("*": all), so inline
@@ -280,3 +284,6 @@ func roleLabel(ctx context.Context, role string) string {
 	}
 	return role
 }
+
+// ExactlyOnce says whether the form asks for exactly-once delivery.
+func (f TaskForm) ExactlyOnce() bool { return task.Delivery(f.Delivery) == task.DeliveryExactlyOnce }

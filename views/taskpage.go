@@ -206,6 +206,15 @@ func tpFailedPartitions(f FlowStatus) []PartitionStatus {
 	return out
 }
 
+// tpDelivery names a task's delivery, with its transaction interval when
+// exactly once.
+func tpDelivery(ctx context.Context, r task.Rules) string {
+	if !r.ExactlyOnce() {
+		return i18n.T(ctx, "task.delivery.at_least_once")
+	}
+	return i18n.T(ctx, "task.delivery.exactly_once") + " · " + i18n.T(ctx, "task.delivery.interval", r.TransactionInterval().String())
+}
+
 // tpOnTargetReplaced names what a task does when a target topic is
 // deleted or created again.
 func tpOnTargetReplaced(ctx context.Context, v string) string {

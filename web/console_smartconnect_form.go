@@ -228,6 +228,8 @@ type taskFormInput struct {
 	StartOffset          task.StartOffset `form:"rules.start_offset,trim"`
 	Compression          string           `form:"rules.compression,trim"`
 	OnTargetReplaced     string           `form:"rules.on_target_topic_replaced,trim"`
+	Delivery             string           `form:"rules.delivery,trim"`
+	TxnIntervalMs        string           `form:"rules.transaction_interval_ms,trim"`
 	MappingSources       []string         `form:"rules.topic_mappings.source"`
 	MappingTargets       []string         `form:"rules.topic_mappings.target"`
 	Engine               string           `form:"engine,trim"`
@@ -270,7 +272,7 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 		RenameTopics: in.RenameTopics, AddSourceHeader: in.AddSourceHeader,
 		SyncConsumerOffsets: in.SyncConsumerOffsets, ReplicationFactor: in.ReplicationFactor,
 		StartOffset: in.StartOffset, Compression: in.Compression, OnTargetTopicReplaced: in.OnTargetReplaced, Touched: in.Touched,
-		Engine: in.Engine,
+		Delivery: in.Delivery, TransactionIntervalMs: in.TxnIntervalMs, Engine: in.Engine,
 	}
 	for _, line := range strings.Split(in.Topics, "\n") {
 		if line = strings.TrimSpace(line); line != "" {
@@ -327,6 +329,8 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 			RenameTopics: f.RenameTopics, AddSourceHeader: f.AddSourceHeader, SyncConsumerOffsets: f.SyncConsumerOffsets,
 			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor, task.DefaultReplicationFactor),
 			StartOffset:       f.StartOffset, Compression: f.Compression, OnTargetTopicReplaced: f.OnTargetTopicReplaced,
+			Delivery:          task.Delivery(f.Delivery),
+			TransactionIntervalMs: number("rules.transaction_interval_ms", "transaction interval", f.TransactionIntervalMs, 0),
 		},
 	}
 	if f.PeerConfigType == task.PeerByCluster {

@@ -27,6 +27,12 @@ const (
 	// the real bound.
 	maxReplicationFactor = math.MaxInt16
 	maxTopicNameLength   = 249 // Kafka's limit
+	// An exactly-once transaction's interval: a commit costs a round trip
+	// to the coordinator and a marker per partition, so far below 100 ms
+	// the commits are the work; past a minute readers with read_committed
+	// wait that long, and a crash copies that much again.
+	minTransactionIntervalMs = 100
+	maxTransactionIntervalMs = 60000
 	maxTopicsRegexLength = 1000
 )
 
@@ -88,6 +94,12 @@ func NormalizeTask(t task.Task) task.Task {
 	r.TopicsRegex = ts(r.TopicsRegex)
 	r.StartOffset = trimmed(r.StartOffset)
 	r.Compression = ts(r.Compression)
+	r.Delivery = trimmed(r.Delivery)
+	if r.Delivery == task.DeliveryAtLeastOnce {
+		// The default, stored as left out: a task's JSON (and so a
+		// duplicate's comparison) does not depend on how it was asked.
+		r.Delivery = ""
+	}
 	var maps []task.Mapping
 	for _, m := range r.TopicMappings {
 		m.Source, m.Target = ts(m.Source), ts(m.Target)
@@ -344,6 +356,18 @@ func validateRules(p *Problems, t task.Task) {
 	case "", task.TargetReplacedRecopy, task.TargetReplacedContinue:
 	default:
 		p.Add("rules.on_target_topic_replaced", "on target topic replaced must be recopy (copy the topic again from the source, the default) or continue (go on from the progress; what the old topic held stays lost)")
+	}
+	switch r.Delivery {
+	case "", task.DeliveryAtLeastOnce, task.DeliveryExactlyOnce:
+	default:
+		p.Add("rules.delivery", "delivery must be at_least_once (the default) or exactly_once (transactions on the target; its readers must use isolation.level=read_committed)")
+	}
+	switch {
+	case r.TransactionIntervalMs == 0:
+	case !r.ExactlyOnce():
+		p.Add("rules.transaction_interval_ms", "transaction interval applies to exactly_once delivery only: leave it out, or set delivery to exactly_once")
+	case r.TransactionIntervalMs < minTransactionIntervalMs || r.TransactionIntervalMs > maxTransactionIntervalMs:
+		p.Add("rules.transaction_interval_ms", "transaction interval must be between %d and %d ms (the default is 1000): shorter commits too often, longer holds records from read_committed readers", minTransactionIntervalMs, maxTransactionIntervalMs)
 	}
 	validateMappings(p, t, re, targets)
 }

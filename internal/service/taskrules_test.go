@@ -302,6 +302,22 @@ func TestValidateTask(t *testing.T) {
 		{"compression bad", func(x *task.Task) { x.Rules.Compression = "brotli" }, []fp{{"rules.compression", "none, gzip, snappy, lz4 or zstd"}}},
 		{"on target topic replaced bad", func(x *task.Task) { x.Rules.OnTargetTopicReplaced = "ignore" }, []fp{{"rules.on_target_topic_replaced", "recopy"}}},
 		{"on target topic replaced continue", func(x *task.Task) { x.Rules.OnTargetTopicReplaced = task.TargetReplacedContinue }, nil},
+		{"delivery exactly once", func(x *task.Task) { x.Rules.Delivery = task.DeliveryExactlyOnce }, nil},
+		{"delivery at least once", func(x *task.Task) { x.Rules.Delivery = task.DeliveryAtLeastOnce }, nil},
+		{"delivery bad", func(x *task.Task) { x.Rules.Delivery = "at_most_once" }, []fp{{"rules.delivery", "at_least_once (the default) or exactly_once"}}},
+		{"transaction interval without exactly once", func(x *task.Task) { x.Rules.TransactionIntervalMs = 500 }, []fp{{"rules.transaction_interval_ms", "exactly_once delivery only"}}},
+		{"transaction interval 100 ms", func(x *task.Task) {
+			x.Rules.Delivery, x.Rules.TransactionIntervalMs = task.DeliveryExactlyOnce, 100
+		}, nil},
+		{"transaction interval too short", func(x *task.Task) {
+			x.Rules.Delivery, x.Rules.TransactionIntervalMs = task.DeliveryExactlyOnce, 99
+		}, []fp{{"rules.transaction_interval_ms", "between 100 and 60000 ms"}}},
+		{"transaction interval too long", func(x *task.Task) {
+			x.Rules.Delivery, x.Rules.TransactionIntervalMs = task.DeliveryExactlyOnce, 60001
+		}, []fp{{"rules.transaction_interval_ms", "between 100 and 60000 ms"}}},
+		{"transaction interval negative", func(x *task.Task) {
+			x.Rules.Delivery, x.Rules.TransactionIntervalMs = task.DeliveryExactlyOnce, -1
+		}, []fp{{"rules.transaction_interval_ms", "between 100 and 60000 ms"}}},
 		{"compression upper case", func(x *task.Task) { x.Rules.Compression = "LZ4" }, []fp{{"rules.compression", "lz4"}}},
 
 		// topic mappings

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 )
@@ -107,6 +108,38 @@ type Rules struct {
 	// the loss is counted and shown, and translation stays inside the new
 	// topic.
 	OnTargetTopicReplaced string `json:"on_target_topic_replaced,omitempty"`
+	// Delivery is how many times each source record reaches the target:
+	// at least once (the default, also for "") or exactly once, through
+	// transactions on the target (docs/DESIGN.md, "Exactly once").
+	Delivery Delivery `json:"delivery,omitempty"`
+	// TransactionIntervalMs is how long an exactly-once transaction stays
+	// open (0: DefaultTransactionInterval); only with DeliveryExactlyOnce.
+	TransactionIntervalMs int `json:"transaction_interval_ms,omitempty"`
+}
+
+// Delivery is how many times a task copies each source record.
+type Delivery string
+
+// Deliveries.
+const (
+	DeliveryAtLeastOnce Delivery = "at_least_once"
+	DeliveryExactlyOnce Delivery = "exactly_once"
+)
+
+// DefaultTransactionInterval is how long an exactly-once transaction stays
+// open by default: what a reader with read_committed waits at most for a
+// copied record, and how much is copied again after a crash.
+const DefaultTransactionInterval = time.Second
+
+// ExactlyOnce says whether the rules ask for exactly-once delivery.
+func (r Rules) ExactlyOnce() bool { return r.Delivery == DeliveryExactlyOnce }
+
+// TransactionInterval is how long an exactly-once transaction stays open.
+func (r Rules) TransactionInterval() time.Duration {
+	if r.TransactionIntervalMs > 0 {
+		return time.Duration(r.TransactionIntervalMs) * time.Millisecond
+	}
+	return DefaultTransactionInterval
 }
 
 // What a flow does when a target topic is deleted or created again.

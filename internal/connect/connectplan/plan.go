@@ -91,6 +91,12 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 	if r.StartOffset == task.StartLatest {
 		refuse("rules.start_offset", "MirrorMaker 2 applies \"latest\" to every partition it finds later too, so records written to a topic before MM2 noticed it would be skipped: use earliest, or run the task on the embedded engine")
 	}
+	if r.ExactlyOnce() {
+		// Not yet: MM2's source connector can run exactly once (KIP-618) on
+		// workers with exactly.once.source.support=enabled, but kmirror does
+		// not yet check a Connect cluster for it nor ask it of the connector.
+		refuse("rules.delivery", "exactly_once delivery is not yet available on Kafka Connect: run the task on the embedded engine, or use at_least_once")
+	}
 	topics, err := topicsFilter(r)
 	if err != nil {
 		refuse("rules.topics_regex", "%s", err.Error())

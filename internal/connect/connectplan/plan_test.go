@@ -164,6 +164,7 @@ func TestBuildRefusals(t *testing.T) {
 		{"source header", func(tk *task.Task) { tk.Rules.AddSourceHeader = true }, "rules.add_source_header", "header converter"},
 		{"latest", func(tk *task.Task) { tk.Rules.StartOffset = task.StartLatest }, "rules.start_offset", "skipped"},
 		{"recopy a replaced target topic", func(tk *task.Task) { tk.Rules.OnTargetTopicReplaced = task.TargetReplacedRecopy }, "rules.on_target_topic_replaced", "goes on from its offsets"},
+		{"exactly once", func(tk *task.Task) { tk.Rules.Delivery = task.DeliveryExactlyOnce }, "rules.delivery", "not yet available on Kafka Connect"},
 		{"comma in regex", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "a{1,2}" }, "rules.topics_regex", "commas"},
 		{"named group", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "(?P<x>a)" }, "rules.topics_regex", "Java"},
 		{"posix class", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "[[:alpha:]]+" }, "rules.topics_regex", "POSIX"},
