@@ -329,7 +329,7 @@ func parseTaskForm(c echo.Context) (taskFormParse, error) {
 			RenameTopics: f.RenameTopics, AddSourceHeader: f.AddSourceHeader, SyncConsumerOffsets: f.SyncConsumerOffsets,
 			ReplicationFactor: number("rules.replication_factor", "replication factor", f.ReplicationFactor, task.DefaultReplicationFactor),
 			StartOffset:       f.StartOffset, Compression: f.Compression, OnTargetTopicReplaced: f.OnTargetTopicReplaced,
-			Delivery:          task.Delivery(f.Delivery),
+			Delivery:              task.Delivery(f.Delivery),
 			TransactionIntervalMs: number("rules.transaction_interval_ms", "transaction interval", f.TransactionIntervalMs, 0),
 		},
 	}

@@ -33,7 +33,7 @@ const (
 	// wait that long, and a crash copies that much again.
 	minTransactionIntervalMs = 100
 	maxTransactionIntervalMs = 60000
-	maxTopicsRegexLength = 1000
+	maxTopicsRegexLength     = 1000
 )
 
 var (
