@@ -202,6 +202,10 @@ func (s Settings) Config(clientID string) (*sarama.Config, error) {
 	c.Net.ReadTimeout = 30 * time.Second
 	c.Net.WriteTimeout = 30 * time.Second
 	c.Metadata.AllowAutoTopicCreation = false
+	// Everything kmirror reads is read committed: a transactional source's
+	// aborted records are never copied, and an exactly-once flow's aborted
+	// copies and progress never count.
+	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Metadata.Retry.Max = 3
 	c.Metadata.Retry.Backoff = 250 * time.Millisecond
 

@@ -62,7 +62,7 @@ type topicLog [][]record
 // offset it has when readTopic starts. A partition whose last offsets hold no
 // readable record (transaction markers, aborted records) ends after idle
 // without a new record.
-func readTopic(ctx context.Context, s cluster.Settings, topic string, idle time.Duration) (topicLog, error) {
+func readTopic(ctx context.Context, s cluster.Settings, topic string, idle time.Duration, uncommitted bool) (topicLog, error) {
 	cfg, err := s.Config("kmirror-demo-verifier")
 	if err != nil {
 		return nil, fmt.Errorf("read %s on %s: %w", topic, s, err)
@@ -71,6 +71,9 @@ func readTopic(ctx context.Context, s cluster.Settings, topic string, idle time.
 	// A target written with transactions must be judged on what consumers
 	// see: committed records only.
 	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	if uncommitted {
+		cfg.Consumer.IsolationLevel = sarama.ReadUncommitted
+	}
 	cfg.Consumer.Offsets.Initial = sarama.OffsetOldest
 	// Closing a partition consumer waits for its fetch in flight, which the
 	// broker holds up to MaxWaitTime once we are at the end: keep it short,

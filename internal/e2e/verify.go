@@ -29,6 +29,10 @@ type VerifyOptions struct {
 	AllowDuplicates bool
 	// Examples is how many example problems to keep per kind, default 5.
 	Examples int
+	// ReadUncommitted reads the target as a read_uncommitted consumer does,
+	// aborted records included: an exactly-once copy's aborted attempts
+	// then count as duplicates (proof the transactions were real).
+	ReadUncommitted bool
 	// Idle ends reading a partition when no record arrived for this long
 	// before its end offset (transaction markers hold no record), default
 	// 5s.
@@ -131,11 +135,11 @@ func Verify(ctx context.Context, source cluster.Settings, sourceTopic string, ta
 	if opts.Idle <= 0 {
 		opts.Idle = 5 * time.Second
 	}
-	src, err := readTopic(ctx, source, sourceTopic, opts.Idle)
+	src, err := readTopic(ctx, source, sourceTopic, opts.Idle, false)
 	if err != nil {
 		return Report{}, fmt.Errorf("verify: source: %w", err)
 	}
-	dst, err := readTopic(ctx, target, targetTopic, opts.Idle)
+	dst, err := readTopic(ctx, target, targetTopic, opts.Idle, opts.ReadUncommitted)
 	if err != nil {
 		return Report{}, fmt.Errorf("verify: target: %w", err)
 	}

@@ -181,6 +181,13 @@ type partitionCopy struct {
 	maxBytes int
 	// dst is the target client this partition produces through.
 	dst sarama.Client
+	// txn is the worker's exactly-once transaction (nil: at least once);
+	// holding says send holds its gate, unsure that a produce attempt of
+	// the batch in hand may have been written without an answer saying so
+	// (the gate is then kept until an answer settles it).
+	txn     *transaction
+	holding bool
+	unsure  bool
 }
 
 func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client) *partitionCopy {
@@ -191,6 +198,7 @@ func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client)
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
 	c.pid, c.epoch, c.gen = w.ident.current()
+	c.txn = w.txn
 	c.running.Store(2)
 	return c
 }
@@ -475,7 +483,18 @@ func (c *partitionCopy) sendBatch(ctx context.Context, b *batch) error {
 		for i := range b.recs {
 			b.ptrs = append(b.ptrs, &b.recs[i])
 		}
-		if err := c.sendRange(ctx, b, 0, n); err != nil {
+		err := c.sendRange(ctx, b, 0, n)
+		if c.holding {
+			if err != nil && c.unsure {
+				// Left without an answer: the open transaction may hold
+				// records its progress does not cover, so it must not
+				// commit (the next start aborts it).
+				c.w.txnUnsafe.Store(true)
+			}
+			c.holding = false
+			c.txn.leave()
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -495,6 +514,10 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 		Version: produceVersion(c.w.dst.Config().Version)}
 	rb := b.recordBatch(lo, hi, c.w.flow.Compression)
 	c.stamp(rb)
+	if c.txn != nil {
+		rb.IsTransactional = true
+		req.TransactionalID = &c.txn.id // the broker authorizes transactional writes by it
+	}
 	req.AddBatch(ps.Target, ps.Partition.Partition, rb)
 	base, err := c.produce(ctx, req, rb)
 	if errors.Is(err, sarama.ErrMessageSizeTooLarge) || errors.Is(err, sarama.ErrMessageSetSizeTooLarge) {
@@ -570,12 +593,35 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 	topic, part := ps.Target, ps.Partition.Partition
 	var since time.Time
 	for attempt := 0; ; attempt++ {
-		base, err := produceOnce(ctx, dst, req, topic, part)
+		var base int64
+		var err error
+		if c.txn != nil && !c.holding {
+			if err = c.txn.join(ctx, topic, part); err == nil {
+				c.holding = true
+			}
+		}
+		if err == nil {
+			base, err = produceOnce(ctx, dst, req, topic, part)
+			switch {
+			case err == nil, errors.As(err, new(answered)):
+				c.unsure = false
+			case errors.As(err, new(notSent)): // an earlier attempt's doubt stays
+			default:
+				c.unsure = true
+			}
+		}
 		if err == nil {
 			if !since.IsZero() {
 				ps.unstall()
 			}
 			return base, nil
+		}
+		if c.txn != nil && (sequenceLost(err) || fencedBy(err)) {
+			// Under a transactional id a new identity is a new epoch,
+			// which would abort the open transaction: the worker starts
+			// again from the last commit (or stops, fenced).
+			c.checkTargetLoss(err)
+			return -1, c.txn.explain(fmt.Sprintf("produce to %s-%d", topic, part), err)
 		}
 		renewed := false
 		if sequenceLost(err) && c.pid >= 0 && ctx.Err() == nil {
@@ -617,6 +663,12 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 			c.w.log.Warn(msg)
 		} else if time.Since(since) > produceRetryFor && !denied {
 			return -1, fmt.Errorf("still failing after %s: %w", produceRetryFor, err)
+		}
+		if c.holding && !c.unsure {
+			// Not written: a commit may go ahead meanwhile; the next
+			// attempt joins the transaction then open.
+			c.holding = false
+			c.txn.leave()
 		}
 		// Not waited for past a stop: a broker that does not answer holds
 		// a metadata refresh for as long as the client's retries last.
@@ -662,7 +714,7 @@ const StopBound = stopAnswerWait + syncFlushWait + syncCloseWait + progressWrite
 func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequest, topic string, part int32) (int64, error) {
 	leader, err := dst.Leader(topic, part)
 	if err != nil {
-		return -1, err
+		return -1, notSent{err}
 	}
 	type answer struct {
 		resp *sarama.ProduceResponse
@@ -710,10 +762,21 @@ func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequ
 		return -1, sarama.ErrIncompleteResponse
 	}
 	if !errors.Is(blk.Err, sarama.ErrNoError) {
-		return -1, blk.Err
+		return -1, answered{blk.Err}
 	}
 	return blk.Offset, nil
 }
+
+// answered is a produce request's refusal by the broker: the batch was not
+// written. notSent is an error before the request went out. Any other
+// error of produceOnce leaves the batch's fate unknown.
+type (
+	answered struct{ error }
+	notSent  struct{ error }
+)
+
+func (e answered) Unwrap() error { return e.error }
+func (e notSent) Unwrap() error  { return e.error }
 
 // connBroken says whether err means the connection to a broker is gone
 // (as opposed to an answer from the broker, or a request we could not
@@ -798,13 +861,22 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 		changed := !ps.sync.have || down-up != ps.sync.down-ps.sync.up
 		var point *checkpoint.SyncPoint
 		if changed {
-			p := checkpoint.SyncPoint{Upstream: up, Downstream: down, Prev: ps.hist.PrevFor(up)}
-			ps.hist.Add(p)
-			ps.syncPending = append(ps.syncPending, heldSync{p, now})
+			p := checkpoint.SyncPoint{Upstream: up, Downstream: down, Prev: ps.prevFor(up)}
 			point = &p
+			if !ps.exactlyOnce {
+				ps.hist.Add(p)
+				ps.syncPending = append(ps.syncPending, heldSync{p, now})
+			}
 		}
 		ps.sync = syncState{have: true, up: up, down: down, at: now}
-		c.syncs = append(c.syncs, pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, point})
+		s := pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, point}
+		if ps.exactlyOnce {
+			// Only committed records are synced: recorded and written
+			// when the transaction commits (partState.committed).
+			ps.txnSyncs = append(ps.txnSyncs, s)
+			continue
+		}
+		c.syncs = append(c.syncs, s)
 	}
 	last := b.ups[hi-1]
 	ps.next.Store(last + 1)

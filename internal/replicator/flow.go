@@ -82,6 +82,10 @@ type Flow struct {
 	// HeartbeatsTopic, on the target, takes the flow's MM2 heartbeats
 	// (heartbeat.go).
 	HeartbeatsTopic string
+	// ExactlyOnce commits the copied records and their progress in one
+	// transaction on the target every TransactionInterval (transaction.go).
+	ExactlyOnce         bool
+	TransactionInterval time.Duration
 }
 
 // Name is "<source alias>-><target alias>", the flow's stable label.
@@ -152,6 +156,8 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			CheckpointsTopic:         fs.CheckpointsTopic,
 			ProgressTopic:            fs.ProgressTopic,
 			HeartbeatsTopic:          fs.HeartbeatsTopic,
+			ExactlyOnce:              t.Rules.ExactlyOnce(),
+			TransactionInterval:      t.Rules.TransactionInterval(),
 		})
 	}
 	return flows, nil

@@ -2,6 +2,7 @@ package replicator
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -39,6 +40,9 @@ type progressLog struct {
 	// writes are the writes to the target: one at a time, waited for at
 	// most progressWriteWait; close does not wait for one unanswered.
 	writes unansweredCall
+	// byTxn: an exactly-once flow's progress goes into its transactions
+	// (transaction.go), never written here.
+	byTxn bool
 }
 
 // progressWriteWait bounds how long a commit (and so a stop) waits for the
@@ -67,9 +71,15 @@ type progressValue struct {
 
 // progressRecord is the progress-log record of k with v.
 func progressRecord(topic string, k progressKey, v progressValue) *sarama.ProducerMessage {
-	kb, _ := json.Marshal(k) // plain strings and numbers: cannot fail
-	vb, _ := json.Marshal(v)
+	kb, vb := progressBytes(k, v)
 	return &sarama.ProducerMessage{Topic: topic, Partition: 0, Key: sarama.ByteEncoder(kb), Value: sarama.ByteEncoder(vb)}
+}
+
+// progressBytes is the key and value of a progress-log record.
+func progressBytes(k progressKey, v progressValue) (key, value []byte) {
+	key, _ = json.Marshal(k) // plain strings and numbers: cannot fail
+	value, _ = json.Marshal(v)
+	return key, value
 }
 
 // decodeProgress reads a progress-log record: ok is false when its key is
@@ -154,6 +164,9 @@ func (l *progressLog) read(parts []Partition) (map[Partition]storedProgress, err
 // write stores the positions that moved since the last write, at most every
 // l.every unless final.
 func (l *progressLog) write(states []*partState, final bool) error {
+	if l.byTxn {
+		return nil
+	}
 	now := time.Now()
 	if !final && now.Sub(l.lastAt) < l.every {
 		return nil
@@ -207,14 +220,15 @@ func (l *progressLog) started() (bool, error) {
 	return false, nil
 }
 
-// readTopic hands every record of partition 0 of topic, from its start to
-// the end it has now, to fn, in order.
+// readTopic hands every committed record of partition 0 of topic, from its
+// start to its last stable offset now, to fn, in order (client reads
+// committed: an exactly-once flow's aborted progress is never handed over).
 func readTopic(client sarama.Client, topic string, fn func(*sarama.ConsumerMessage)) error {
 	oldest, err := client.GetOffset(topic, 0, sarama.OffsetOldest)
 	if err != nil {
 		return err
 	}
-	end, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
+	end, err := lastStableOffset(client, topic, 0)
 	if err != nil {
 		return err
 	}
@@ -231,17 +245,55 @@ func readTopic(client sarama.Client, topic string, fn func(*sarama.ConsumerMessa
 		return err
 	}
 	defer pc.Close()
-	for {
+	next, lastRecord := oldest, time.Now()
+	for next < end {
 		select {
 		case m := <-pc.Messages():
 			fn(m)
-			if m.Offset+1 >= end {
-				return nil
-			}
+			next, lastRecord = m.Offset+1, time.Now()
 		case err := <-pc.Errors():
 			return err
-		case <-time.After(30 * time.Second):
-			return fmt.Errorf("no record for 30s before offset %d", end)
+		case <-time.After(markerWait):
+			// What is left may be transaction markers and aborted
+			// records, which a read_committed consumer never hands over.
+			if tail, ok, err := SettledTail(client, topic, 0, next); err == nil && ok && tail > next {
+				next = tail
+				continue
+			}
+			if time.Since(lastRecord) > 30*time.Second {
+				return fmt.Errorf("no record for 30s before offset %d", end)
+			}
 		}
 	}
+	return nil
+}
+
+// markerWait is how long readTopic waits for a record before it looks
+// whether the rest is transaction markers.
+const markerWait = 200 * time.Millisecond
+
+// lastStableOffset is where a read_committed reader's records of a
+// partition end now: before the first open transaction, else its end.
+func lastStableOffset(client sarama.Client, topic string, part int32) (int64, error) {
+	leader, err := client.Leader(topic, part)
+	if err != nil {
+		return -1, err
+	}
+	req := sarama.NewOffsetRequest(client.Config().Version)
+	req.IsolationLevel = sarama.ReadCommitted
+	req.AddBlock(topic, part, sarama.OffsetNewest, 1)
+	resp, err := leader.GetAvailableOffsets(req)
+	if err != nil {
+		return -1, err
+	}
+	blk := resp.GetBlock(topic, part)
+	switch {
+	case blk == nil:
+		return -1, sarama.ErrIncompleteResponse
+	case !errors.Is(blk.Err, sarama.ErrNoError):
+		return -1, blk.Err
+	case len(blk.Offsets) != 1:
+		return -1, sarama.ErrIncompleteResponse
+	}
+	return blk.Offsets[0], nil
 }

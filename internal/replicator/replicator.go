@@ -95,6 +95,15 @@ func (r *Replicator) Run(ctx context.Context) error {
 		if err == nil {
 			err = errors.New("replication stopped unexpectedly")
 		}
+		if errors.As(err, new(*fencedError)) {
+			// Not retried: a restart would fence the other kmirror in
+			// turn, and the two would take turns copying.
+			r.log.Error("flow stopped", "error", err)
+			r.state.fail(err)
+			<-ctx.Done()
+			r.state.set(task.StateStopped, "")
+			return nil
+		}
 		r.state.restarts.Add(1)
 		r.log.Warn("flow failed; retrying", "error", err, "in", backoff)
 		r.state.fail(err)

@@ -60,6 +60,61 @@ type partState struct {
 	// syncPending are distance-change syncs not yet acknowledged by the
 	// sync history topic, oldest first: progress is not committed past them.
 	syncPending []heldSync
+
+	// Exactly once (transaction.go): txnCommitted is the progress the last
+	// committed transaction holds (what a restart resumes from); txnSyncs
+	// are the offset syncs of records acknowledged in the open transaction,
+	// recorded and written once it commits.
+	exactlyOnce  bool
+	txnCommitted storedProgress
+	txnSyncs     []pendingSync
+}
+
+// startExactlyOnce sets the partition up for a run whose last committed
+// transaction holds sp: syncs decided in an aborted transaction are
+// dropped, and the next record decides its sync afresh.
+func (p *partState) startExactlyOnce(sp storedProgress) {
+	p.mu.Lock()
+	p.exactlyOnce, p.txnCommitted, p.txnSyncs, p.sync = true, sp, nil, syncState{}
+	p.mu.Unlock()
+}
+
+// uncommitted is the acknowledged progress, and whether it moved past the
+// last committed transaction's.
+func (p *partState) uncommitted() (storedProgress, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sp := storedProgress{p.next.Load(), p.progDown, p.topicID, p.targetTopicID}
+	return sp, sp.offset >= 0 && sp != p.txnCommitted
+}
+
+// committed records that a transaction holding sp committed, and returns
+// the syncs of its records (to be written now).
+func (p *partState) committed(sp storedProgress) []pendingSync {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.txnCommitted = sp
+	out := p.txnSyncs
+	p.txnSyncs = nil
+	for _, s := range out {
+		if s.change != nil {
+			p.hist.Add(*s.change)
+			p.syncPending = append(p.syncPending, heldSync{*s.change, now})
+		}
+	}
+	return out
+}
+
+// prevFor is the Prev of a distance-change sync at up (under mu): in an
+// open transaction, the change before it may still be waiting there.
+func (p *partState) prevFor(up int64) int64 {
+	for i := len(p.txnSyncs) - 1; i >= 0; i-- {
+		if c := p.txnSyncs[i].change; c != nil {
+			return c.Upstream
+		}
+	}
+	return p.hist.PrevFor(up)
 }
 
 // fail marks the partition stopped for good (its copy stops at the failed
@@ -97,6 +152,9 @@ func (p *partState) committable() storedProgress {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	sp := storedProgress{p.next.Load(), p.progDown, p.topicID, p.targetTopicID}
+	if p.exactlyOnce {
+		sp = p.txnCommitted // what is acknowledged is not yet committed
+	}
 	if len(p.syncPending) > 0 && p.syncPending[0].Upstream < sp.offset {
 		sp.offset, sp.down = p.syncPending[0].Upstream, p.syncPending[0].Downstream
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -42,6 +43,11 @@ type worker struct {
 	// produceDst are the target clients partitions produce through, dealt
 	// out in turn: dst and, for many partitions, more (produceConns).
 	produceDst []sarama.Client
+	// txn is the exactly-once transaction (nil: at least once);
+	// txnUnsafe says a batch was left without an answer, so the open
+	// transaction must not commit (transaction.go).
+	txn       *transaction
+	txnUnsafe atomic.Bool
 }
 
 // partitionsPerConn and maxProduceConns set how many target clients a
@@ -74,7 +80,6 @@ func (w *worker) sourceConfig() (*sarama.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Consumer.IsolationLevel = sarama.ReadCommitted
 	c.Consumer.Return.Errors = true
 	// A partition's fetch takes whole record batches; what a response
 	// carries in all follows the partitions' budget shares, so a thousand
@@ -157,7 +162,15 @@ func (w *worker) run(ctx context.Context) error {
 	}
 
 	w.ident = &producerIdentity{}
-	if warning, err := w.ident.first(ctx, dst); err != nil {
+	if w.flow.ExactlyOnce {
+		// First: fence the worker's predecessor and abort what it left
+		// open, so the progress read next is the last committed.
+		w.txn = newTransaction(dst, task.TransactionalID(w.flow.Group(), w.asg.ID), w.flow)
+		if err := w.txn.init(ctx); err != nil {
+			return err
+		}
+		w.ident.id, w.ident.epoch = w.txn.pid, w.txn.epoch
+	} else if warning, err := w.ident.first(ctx, dst); err != nil {
 		return err
 	} else if warning != "" {
 		w.state.setError(warning)
@@ -167,6 +180,7 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	plog.byTxn = w.txn != nil
 	defer plog.close()
 	prog, err := newProgress(src, w.flow.Group(), plog)
 	if err != nil {
@@ -189,6 +203,10 @@ func (w *worker) run(ctx context.Context) error {
 	cleanup := func() {
 		for _, pc := range pcs {
 			pc.AsyncClose()
+		}
+		if err := w.commitTxn(ctx, states, true); err != nil {
+			w.state.setError(err.Error())
+			w.log.Warn("final transaction commit failed; what was copied since the last commit is aborted and copied again (never seen by read_committed readers)", "error", err)
 		}
 		awaitSyncs(states, syncFlushWait)
 		if err := prog.commit(ctx, states, true); err != nil {
@@ -265,6 +283,10 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	// The resolved start positions are stored at once, so a restart before
 	// the first record does not move "latest" past records produced since.
+	if err := w.commitTxn(ctx, states, false); err != nil {
+		cleanup()
+		return err
+	}
 	if err := prog.commit(ctx, states, true); err != nil {
 		cleanup()
 		return err
@@ -292,7 +314,11 @@ func (w *worker) run(ctx context.Context) error {
 	for _, r := range runs {
 		copyPartition(r.p, r.ps, r.pc)
 	}
-	tick := time.NewTicker(w.opts.CommitInterval)
+	every := w.opts.CommitInterval
+	if w.txn != nil {
+		every = w.flow.TransactionInterval
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	retry := time.NewTicker(partitionRetry)
 	defer retry.Stop()
@@ -303,6 +329,12 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
+			if err := w.commitTxn(ctx, states, false); err != nil {
+				// The transaction is left to be aborted: the worker starts
+				// again from the last commit.
+				cancel(err)
+				break loop
+			}
 			err := prog.commit(ctx, states, false)
 			if err != nil {
 				w.state.setError(err.Error())
@@ -484,7 +516,40 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 	ps.topicID = p.TopicID
 	ps.targetTopicID = p.TargetTopicID
 	ps.mu.Unlock()
+	if w.txn != nil {
+		ps.startExactlyOnce(st)
+	}
 	return pc, nil
+}
+
+// commitTxn commits an exactly-once worker's transaction with the progress
+// of states (nothing to do at least once) and writes the offset syncs it
+// released. A final commit is skipped when a batch was left without an
+// answer (the next start aborts the transaction instead).
+func (w *worker) commitTxn(ctx context.Context, states []*partState, final bool) error {
+	if w.txn == nil {
+		return nil
+	}
+	if final && w.txnUnsafe.Load() {
+		return errors.New("not committed: a produce request was left without an answer, so the transaction may hold records its progress does not cover")
+	}
+	released, err := w.txn.commit(ctx, states)
+	if err != nil {
+		// What this transaction holds is unknown now (its progress write
+		// or its end may have been cut off): it is never committed later.
+		w.txnUnsafe.Store(true)
+		return err
+	}
+	// The stop's context has ended by the final commit: its syncs still
+	// go out, within the stop's bound for syncs (awaitSyncs).
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), syncFlushWait)
+	defer cancel()
+	for _, r := range released {
+		for _, s := range r.syncs {
+			w.syncs.emit(sctx, r.ps, s.sync, s.change)
+		}
+	}
+	return nil
 }
 
 // targetReplaced handles p's target topic found deleted or created again
@@ -569,6 +634,10 @@ func (w *worker) reconcileResume(dst sarama.Client, ps *partState, from, progDow
 	end, err := dst.GetOffset(ps.Target, ps.Partition.Partition, sarama.OffsetNewest)
 	switch {
 	case err != nil || end == progDown:
+		return progDown
+	case end > progDown && w.txn != nil:
+		// Aborted copies and transaction markers: a committed record
+		// after progDown would have its progress in the same transaction.
 		return progDown
 	case end > progDown:
 		n := end - progDown

@@ -1,6 +1,10 @@
 package task
 
-import "github.com/kmirror/kmirror/internal/policy"
+import (
+	"strconv"
+
+	"github.com/kmirror/kmirror/internal/policy"
+)
 
 // This file is the one place that says what a task implies on the clusters:
 // its flows, their aliases, and where each keeps its internal topics and
@@ -59,6 +63,16 @@ const GroupPrefix = "kmirror."
 func FlowGroup(taskName, sourceAlias, targetAlias string) string {
 	return GroupPrefix + taskName + "." + sourceAlias + "-" + targetAlias
 }
+
+// TransactionalID is the transactional id an exactly-once flow's worker n
+// writes under on the target: stable across restarts, so a restarted or
+// second kmirror fences the one before it, and prefixed with
+// TransactionalIDPrefix for a prefixed ACL.
+func TransactionalID(group string, n int) string { return group + ".txn-" + strconv.Itoa(n) }
+
+// TransactionalIDPrefix is what every transactional id of a task starts
+// with: the prefix to grant WRITE and DESCRIBE on.
+func TransactionalIDPrefix(taskName string) string { return GroupPrefix + taskName + "." }
 
 // Flows are the task's directions: pull = peer -> current, push = current ->
 // peer, bidirectional = both (current -> peer first). An unknown direction

@@ -1,0 +1,370 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// transaction is an exactly-once worker's writing on the target
+// (docs/DESIGN.md, "Exactly once"): the records its partitions copy and the
+// progress records that cover them go to the target in one Kafka
+// transaction, committed every interval. sarama's transactional producer is
+// not used for the copy (it is its AsyncProducer, whose per-record overhead
+// the copy path avoids, copy.go); the protocol's requests are sarama's, the
+// sequencing is ours:
+//
+//   - a partition holds the gate (read) from the first produce attempt of a
+//     batch until the batch is acknowledged, or until an attempt's refusal
+//     says the batch was not written; a commit holds it (write), so it
+//     never commits while a batch's outcome is unknown (a committed
+//     transaction holding records its progress does not cover would copy
+//     them twice after a crash);
+//   - a partition is added to the open transaction before its first batch
+//     in it (AddPartitionsToTxn), the progress topic's partition before
+//     the progress records;
+//   - the transactional id is stable per worker (task.TransactionalID), so
+//     the InitProducerId of a restarted worker aborts what its predecessor
+//     left open and fences it: a zombie can never commit after its
+//     successor started.
+type transaction struct {
+	id      string
+	client  sarama.Client // the target
+	timeout time.Duration
+	pid     int64
+	epoch   int16
+
+	gate sync.RWMutex
+
+	mu sync.Mutex
+	// added are the partitions in the open transaction; openedAt is when
+	// the first was added (zero: none open).
+	added    map[topicPart]bool
+	openedAt time.Time
+	// addMu lets one AddPartitionsToTxn out at a time.
+	addMu sync.Mutex
+
+	task, flow    string // the progress records' keys
+	progressTopic string
+	progressSeq   int32 // sequence on the progress topic's partition 0; commit's alone
+}
+
+type topicPart struct {
+	topic string
+	part  int32
+}
+
+// minTransactionTimeout is the least transaction.timeout.ms kmirror asks:
+// a partition's produce retries (leader elections) must not outlast it.
+const minTransactionTimeout = time.Minute
+
+// transactionTimeout is the timeout kmirror asks for transactions of the
+// given interval: ten intervals, at least minTransactionTimeout. The
+// coordinator aborts a transaction open longer (a worker stuck on a
+// partition), so its records are copied again, never half committed.
+func transactionTimeout(interval time.Duration) time.Duration {
+	return max(minTransactionTimeout, 10*interval)
+}
+
+func newTransaction(target sarama.Client, id string, f Flow) *transaction {
+	return &transaction{id: id, client: target, timeout: transactionTimeout(f.TransactionInterval), task: f.Task, flow: f.Name(),
+		progressTopic: f.ProgressTopic,
+		added: map[topicPart]bool{}, pid: -1, epoch: -1}
+}
+
+// txnVersion is the version sarama's transaction manager uses for
+// AddPartitionsToTxn and EndTxn (2 adds PRODUCER_FENCED).
+func txnVersion(v sarama.KafkaVersion) int16 {
+	switch {
+	case v.IsAtLeast(sarama.V2_8_0_0):
+		return 3
+	case v.IsAtLeast(sarama.V2_7_0_0):
+		return 2
+	case v.IsAtLeast(sarama.V2_0_0_0):
+		return 1
+	}
+	return 0
+}
+
+// txnBusy says whether a transaction request may succeed when asked again
+// shortly: the coordinator loading, moving, or still completing the last
+// transaction (CONCURRENT_TRANSACTIONS right after a commit), or the
+// connection to it broken.
+func txnBusy(err error) bool {
+	return coordinatorBusy(err) || errors.Is(err, sarama.ErrConcurrentTransactions) ||
+		connBroken(err) ||
+		errors.Is(err, sarama.ErrRequestTimedOut) || errors.Is(err, sarama.ErrOutOfBrokers)
+}
+
+// coordinatorCall calls f with the transaction coordinator until it
+// succeeds, fails for good, or stays busy for coordinatorWait (or ctx
+// ends). A coordinator that moved or broke is looked up again.
+func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, f func(*sarama.Broker) error) error {
+	deadline := time.Now().Add(coordinatorWait)
+	for {
+		coord, err := t.client.TransactionCoordinator(t.id)
+		if err == nil {
+			err = f(coord)
+		}
+		if err == nil || !txnBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		if connBroken(err) {
+			closeIfBroken(coord, err)
+		}
+		if connBroken(err) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) {
+			_ = t.client.RefreshTransactionCoordinator(t.id)
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+// init fences every earlier producer of the transactional id (aborting the
+// transaction it left open) and takes the id's producer id and epoch.
+func (t *transaction) init(ctx context.Context) error {
+	v := t.client.Config().Version
+	err := t.coordinatorCall(ctx, 100*time.Millisecond, func(coord *sarama.Broker) error {
+		req := &sarama.InitProducerIDRequest{TransactionalID: &t.id, TransactionTimeout: t.timeout, ProducerID: -1, ProducerEpoch: -1}
+		switch {
+		case v.IsAtLeast(sarama.V2_7_0_0):
+			req.Version = 4
+		case v.IsAtLeast(sarama.V2_5_0_0):
+			req.Version = 3
+		case v.IsAtLeast(sarama.V2_0_0_0):
+			req.Version = 1
+		}
+		resp, err := coord.InitProducerID(req)
+		if err != nil {
+			return err
+		}
+		if !errors.Is(resp.Err, sarama.ErrNoError) {
+			return resp.Err
+		}
+		t.pid, t.epoch = resp.ProducerID, resp.ProducerEpoch
+		return nil
+	})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, sarama.ErrInvalidTransactionTimeout):
+		return fmt.Errorf("start exactly-once transactions on the target: it refuses a transaction timeout of %s (%w): raise transaction.max.timeout.ms on the target's brokers to at least that, or lower the task's transaction interval", t.timeout, err)
+	case errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed):
+		return fmt.Errorf("start exactly-once transactions on the target: %w: grant this task's user WRITE and DESCRIBE on transactional id %s (a prefixed ACL on the task's prefix covers every flow)", err, t.id)
+	case errors.Is(err, sarama.ErrClusterAuthorizationFailed):
+		return fmt.Errorf("start exactly-once transactions on the target: %w: grant this task's user IDEMPOTENT_WRITE on the target cluster", err)
+	}
+	return fmt.Errorf("start exactly-once transactions on the target (transactional id %s): %w", t.id, err)
+}
+
+// join holds the gate for a produce attempt of a batch of topic-part, with
+// the partition in the open transaction. On an error the gate is not held.
+func (t *transaction) join(ctx context.Context, topic string, part int32) error {
+	t.gate.RLock()
+	if err := t.add(ctx, topicPart{topic, part}); err != nil {
+		t.gate.RUnlock()
+		return err
+	}
+	return nil
+}
+
+// leave lets a commit go ahead of the partition's next batch.
+func (t *transaction) leave() { t.gate.RUnlock() }
+
+// add puts tp in the open transaction unless it is in already. Adds go one
+// at a time: they are rare (a partition's first batch in a transaction).
+func (t *transaction) add(ctx context.Context, tp topicPart) error {
+	t.mu.Lock()
+	in := t.added[tp]
+	t.mu.Unlock()
+	if in {
+		return nil
+	}
+	t.addMu.Lock()
+	defer t.addMu.Unlock()
+	t.mu.Lock()
+	in = t.added[tp]
+	t.mu.Unlock()
+	if in {
+		return nil
+	}
+	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
+		resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
+			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TopicPartitions: map[string][]int32{tp.topic: {tp.part}}})
+		if err != nil {
+			return err
+		}
+		for _, pe := range resp.Errors[tp.topic] {
+			if pe.Partition == tp.part && !errors.Is(pe.Err, sarama.ErrNoError) {
+				return pe.Err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return t.explain(fmt.Sprintf("add %s-%d to the transaction", tp.topic, tp.part), err)
+	}
+	t.mu.Lock()
+	if len(t.added) == 0 {
+		t.openedAt = time.Now()
+	}
+	t.added[tp] = true
+	t.mu.Unlock()
+	return nil
+}
+
+// fencedError says another producer took the transactional id over: a
+// second kmirror copying the same flow. The flow stops (it is not
+// restarted: two kmirrors would fence each other in turn) and says so.
+type fencedError struct {
+	id  string
+	err error
+}
+
+func (e *fencedError) Error() string {
+	return fmt.Sprintf("fenced on the target: another producer started with this flow's transactional id %s (%v) — another kmirror is copying this task's flow; this one stops copying it so the two do not take turns: stop the other, then restart this task", e.id, e.err)
+}
+
+func (e *fencedError) Unwrap() error { return e.err }
+
+// fencedBy says whether err means the transactional id's epoch moved on
+// past ours.
+func fencedBy(err error) bool {
+	return errors.Is(err, sarama.ErrProducerFenced) || errors.Is(err, sarama.ErrInvalidProducerEpoch)
+}
+
+// explain words a transaction error of what. A fence within the
+// transaction's timeout is another producer's (fencedError); past it, the
+// coordinator aborted the transaction for its age (it bumps the epoch
+// too), and the worker starts again from the last commit.
+func (t *transaction) explain(what string, err error) error {
+	if !fencedBy(err) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	t.mu.Lock()
+	opened := t.openedAt
+	t.mu.Unlock()
+	if !opened.IsZero() && time.Since(opened) >= t.timeout-time.Second {
+		return fmt.Errorf("%s: the transaction was open %s, past its timeout of %s, and the target aborted it (%w): its records are copied again from the last commit (never seen by read_committed readers)",
+			what, time.Since(opened).Round(time.Second), t.timeout, err)
+	}
+	return &fencedError{id: t.id, err: err}
+}
+
+// committedSyncs are a partition's offset syncs released by a commit.
+type committedSyncs struct {
+	ps    *partState
+	syncs []pendingSync
+}
+
+// commit writes the progress of every partition of states whose
+// acknowledged position moved since the last commit and commits the
+// transaction with it. It returns the offset syncs the commit released
+// (decided when their records were acknowledged, written only now that
+// the records are committed). An error leaves the transaction to be
+// aborted: the worker starts again from the last commit.
+func (t *transaction) commit(ctx context.Context, states []*partState) ([]committedSyncs, error) {
+	t.gate.Lock()
+	defer t.gate.Unlock()
+	type moved struct {
+		ps *partState
+		sp storedProgress
+	}
+	var ms []moved
+	for _, ps := range states {
+		if sp, changed := ps.uncommitted(); changed {
+			ms = append(ms, moved{ps, sp})
+		}
+	}
+	t.mu.Lock()
+	open := len(t.added) > 0
+	t.mu.Unlock()
+	if len(ms) == 0 && !open {
+		return nil, nil
+	}
+	if len(ms) > 0 {
+		recs := make([]*sarama.Record, 0, len(ms))
+		for i, m := range ms {
+			kb, vb := progressBytes(progressKey{t.task, t.flow, m.ps.Source, m.ps.Partition.Partition},
+				progressValue{Next: m.sp.offset, Down: m.sp.down, TopicID: m.sp.topicID, TargetTopicID: m.sp.targetTopicID})
+			recs = append(recs, &sarama.Record{Key: kb, Value: vb, OffsetDelta: int64(i)})
+		}
+		if err := t.writeProgress(ctx, recs); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.end(ctx, true); err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	clear(t.added)
+	t.openedAt = time.Time{}
+	t.mu.Unlock()
+	out := make([]committedSyncs, 0, len(ms))
+	for _, m := range ms {
+		if syncs := m.ps.committed(m.sp); len(syncs) > 0 {
+			out = append(out, committedSyncs{m.ps, syncs})
+		}
+	}
+	return out, nil
+}
+
+// writeProgress produces progress records into the open transaction.
+func (t *transaction) writeProgress(ctx context.Context, recs []*sarama.Record) error {
+	if err := t.add(ctx, topicPart{t.progressTopic, 0}); err != nil {
+		return err
+	}
+	now := time.Now().Truncate(time.Millisecond)
+	rb := &sarama.RecordBatch{Version: 2, FirstTimestamp: now, MaxTimestamp: now, LastOffsetDelta: int32(len(recs) - 1),
+		Records: recs, ProducerID: t.pid, ProducerEpoch: t.epoch, FirstSequence: t.progressSeq, IsTransactional: true,
+		Codec: sarama.CompressionNone, CompressionLevel: sarama.CompressionLevelDefault}
+	req := &sarama.ProduceRequest{RequiredAcks: sarama.WaitForAll, Timeout: int32(produceTimeout / time.Millisecond),
+		Version: produceVersion(t.client.Config().Version), TransactionalID: &t.id}
+	req.AddBatch(t.progressTopic, 0, rb)
+	deadline := time.Now().Add(progressWriteWait)
+	for attempt := 0; ; attempt++ {
+		_, err := produceOnce(ctx, t.client, req, t.progressTopic, 0)
+		if err == nil {
+			t.progressSeq = nextSequence(t.progressSeq, len(recs))
+			return nil
+		}
+		if !retriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
+			return t.explain(fmt.Sprintf("write progress to %s on the target", t.progressTopic), err)
+		}
+		_ = t.client.RefreshMetadata(t.progressTopic)
+		select {
+		case <-ctx.Done():
+		case <-time.After(retryBackoff(attempt, 0)):
+		}
+	}
+}
+
+// end commits (or aborts) the open transaction.
+func (t *transaction) end(ctx context.Context, commit bool) error {
+	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
+		resp, err := coord.EndTxn(&sarama.EndTxnRequest{Version: txnVersion(t.client.Config().Version),
+			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TransactionResult: commit})
+		if err != nil {
+			return err
+		}
+		if !errors.Is(resp.Err, sarama.ErrNoError) {
+			return resp.Err
+		}
+		return nil
+	})
+	if err != nil {
+		what := "commit the transaction on the target"
+		if !commit {
+			what = "abort the transaction on the target"
+		}
+		return t.explain(what, err)
+	}
+	return nil
+}
