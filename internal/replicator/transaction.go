@@ -73,7 +73,7 @@ func transactionTimeout(interval time.Duration) time.Duration {
 func newTransaction(target sarama.Client, id string, f Flow) *transaction {
 	return &transaction{id: id, client: target, timeout: transactionTimeout(f.TransactionInterval), task: f.Task, flow: f.Name(),
 		progressTopic: f.ProgressTopic,
-		added: map[topicPart]bool{}, pid: -1, epoch: -1}
+		added:         map[topicPart]bool{}, pid: -1, epoch: -1}
 }
 
 // txnVersion is the version sarama's transaction manager uses for
