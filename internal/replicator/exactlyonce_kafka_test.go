@@ -3,12 +3,16 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
+	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/kafkatest"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -123,4 +127,80 @@ func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
 	if aborted == 0 {
 		t.Errorf("no aborted copy on the target: the kill did not land inside a transaction, so this run proves nothing")
 	}
+}
+
+// A second kmirror started on the same exactly-once task fences the first
+// (same transactional ids): the first stops, FAILED with the reason, and is
+// not restarted (the two would fence each other in turn); the second copies
+// on, every record once.
+func TestExactlyOnceSecondKmirrorFencesTheFirst(t *testing.T) {
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	current, peer := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k1, 2, nil)
+	tk := exactlyOnce(newTask("eos-fence", task.DirectionPush, []string{topic}))
+	tk.Current.Alias, tk.Peer.Alias = "FA", "FB"
+	tk.Rules.Tasks = 1
+	produceN(t, current, topic, 2, 1000, 100)
+	first, _ := runStoppable(t, tk, testOpts, current, peer)
+	verifyExactlyOnce(t, current, peer, topic, 1000)
+	second, _ := runStoppable(t, tk, testOpts, current, peer)
+	// The second's start fenced the first; the first notices at its next
+	// write.
+	produceN(t, current, topic, 2, 1000, 100)
+	st, _ := waitState(t, first, time.Minute, func(st engine.FlowStatus) error {
+		if st.State != task.StateFailed || !strings.Contains(st.Reason, "another kmirror") {
+			return fmt.Errorf("the first kmirror is not stopped as fenced")
+		}
+		return nil
+	})
+	t.Logf("first kmirror: %s: %s", st.State, st.Reason)
+	produceN(t, current, topic, 2, 1000, 100)
+	verifyExactlyOnce(t, current, peer, topic, 3000)
+	if again := first.Status(); again.State != task.StateFailed || again.Restarts != st.Restarts {
+		t.Fatalf("the fenced kmirror did not stay stopped: %s (%s), %d restarts, was %d", again.State, again.Reason, again.Restarts, st.Restarts)
+	}
+	if s2 := second.Status(); s2.State != task.StateRunning {
+		t.Fatalf("the second kmirror is %s (%s), want RUNNING", s2.State, s2.Reason)
+	}
+}
+
+// Without WRITE on the task's transactional ids on the target, an
+// exactly-once flow says so (the right and the id); once granted, it copies
+// every record once.
+func TestExactlyOnceWithoutTransactionalIDRightSaysSo(t *testing.T) {
+	t.Parallel() // its ACLs are on a cluster of its own
+	k := kafkatest.Lazy(t, "acls", kafkatest.ACLs(true))
+	admin := k.Settings(cluster.Plaintext, "") // the anonymous listener is a super user
+	dst := k.Settings(cluster.SASLPlaintext, cluster.MechanismSCRAMSHA512)
+	src := kafkatest.Shared(t, 0).Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, kafkatest.Shared(t, 0), 2, nil)
+	produceN(t, src, topic, 2, 500, 50)
+	tk := exactlyOnce(newTask("eos-denied", task.DirectionPush, []string{topic}))
+	tk.Current.Alias, tk.Peer.Alias = "TDA", "TDB"
+	a, err := k.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := task.TransactionalIDPrefix(tk.Name)
+	res := sarama.Resource{ResourceType: sarama.AclResourceTransactionalID, ResourceName: prefix, ResourcePatternType: sarama.AclPatternPrefixed}
+	deny := sarama.Acl{Principal: "User:" + kafkatest.Alice.Name, Host: "*", Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}
+	if err := a.CreateACLs([]*sarama.ResourceAcls{{Resource: res, Acls: []*sarama.Acl{&deny}}}); err != nil {
+		t.Fatal(err)
+	}
+	reps, stop := runUntilStopped(t, tk, src, dst)
+	defer stop()
+	st, _ := waitState(t, reps[0], time.Minute, func(st engine.FlowStatus) error {
+		if st.State != task.StateFailed || !strings.Contains(st.Reason, "WRITE and DESCRIBE on transactional id "+prefix) {
+			return fmt.Errorf("the missing right is not named")
+		}
+		return nil
+	})
+	t.Logf("without the right: %s: %s", st.State, st.Reason)
+	name, principal, host := prefix, "User:"+kafkatest.Alice.Name, "*"
+	if _, err := a.DeleteACL(sarama.AclFilter{ResourceType: sarama.AclResourceTransactionalID, ResourceName: &name,
+		ResourcePatternTypeFilter: sarama.AclPatternPrefixed, Principal: &principal, Host: &host,
+		Operation: sarama.AclOperationWrite, PermissionType: sarama.AclPermissionDeny}, false); err != nil {
+		t.Fatal(err)
+	}
+	verifyExactlyOnce(t, src, admin, topic, 500)
 }

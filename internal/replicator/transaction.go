@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/clustercheck"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // transaction is an exactly-once worker's writing on the target
@@ -58,20 +61,8 @@ type topicPart struct {
 	part  int32
 }
 
-// minTransactionTimeout is the least transaction.timeout.ms kmirror asks:
-// a partition's produce retries (leader elections) must not outlast it.
-const minTransactionTimeout = time.Minute
-
-// transactionTimeout is the timeout kmirror asks for transactions of the
-// given interval: ten intervals, at least minTransactionTimeout. The
-// coordinator aborts a transaction open longer (a worker stuck on a
-// partition), so its records are copied again, never half committed.
-func transactionTimeout(interval time.Duration) time.Duration {
-	return max(minTransactionTimeout, 10*interval)
-}
-
 func newTransaction(target sarama.Client, id string, f Flow) *transaction {
-	return &transaction{id: id, client: target, timeout: transactionTimeout(f.TransactionInterval), task: f.Task, flow: f.Name(),
+	return &transaction{id: id, client: target, timeout: task.TransactionTimeout(f.TransactionInterval), task: f.Task, flow: f.Name(),
 		progressTopic: f.ProgressTopic,
 		added:         map[topicPart]bool{}, pid: -1, epoch: -1}
 }
@@ -130,38 +121,14 @@ func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, 
 // init fences every earlier producer of the transactional id (aborting the
 // transaction it left open) and takes the id's producer id and epoch.
 func (t *transaction) init(ctx context.Context) error {
-	v := t.client.Config().Version
-	err := t.coordinatorCall(ctx, 100*time.Millisecond, func(coord *sarama.Broker) error {
-		req := &sarama.InitProducerIDRequest{TransactionalID: &t.id, TransactionTimeout: t.timeout, ProducerID: -1, ProducerEpoch: -1}
-		switch {
-		case v.IsAtLeast(sarama.V2_7_0_0):
-			req.Version = 4
-		case v.IsAtLeast(sarama.V2_5_0_0):
-			req.Version = 3
-		case v.IsAtLeast(sarama.V2_0_0_0):
-			req.Version = 1
-		}
-		resp, err := coord.InitProducerID(req)
-		if err != nil {
-			return err
-		}
-		if !errors.Is(resp.Err, sarama.ErrNoError) {
-			return resp.Err
-		}
-		t.pid, t.epoch = resp.ProducerID, resp.ProducerEpoch
-		return nil
+	err := t.coordinatorCall(ctx, 100*time.Millisecond, func(*sarama.Broker) (err error) {
+		t.pid, t.epoch, err = clustercheck.InitTransactions(t.client, t.id, t.timeout)
+		return err
 	})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, sarama.ErrInvalidTransactionTimeout):
-		return fmt.Errorf("start exactly-once transactions on the target: it refuses a transaction timeout of %s (%w): raise transaction.max.timeout.ms on the target's brokers to at least that, or lower the task's transaction interval", t.timeout, err)
-	case errors.Is(err, sarama.ErrTransactionalIDAuthorizationFailed):
-		return fmt.Errorf("start exactly-once transactions on the target: %w: grant this task's user WRITE and DESCRIBE on transactional id %s (a prefixed ACL on the task's prefix covers every flow)", err, t.id)
-	case errors.Is(err, sarama.ErrClusterAuthorizationFailed):
-		return fmt.Errorf("start exactly-once transactions on the target: %w: grant this task's user IDEMPOTENT_WRITE on the target cluster", err)
+	if err != nil {
+		return fmt.Errorf("start exactly-once transactions on the target: %w", clustercheck.ExplainTransactions(err, t.id, t.timeout))
 	}
-	return fmt.Errorf("start exactly-once transactions on the target (transactional id %s): %w", t.id, err)
+	return nil
 }
 
 // join holds the gate for a produce attempt of a batch of topic-part, with

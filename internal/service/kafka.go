@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/clustercheck"
@@ -22,4 +23,8 @@ type Kafka interface {
 	// name. Topics the cluster does not have are left out; the dry run
 	// uses it to compare max.message.bytes across a flow.
 	TopicConfigs(ctx context.Context, s cluster.Settings, topics, names []string) (map[string]map[string]clustercheck.ConfigValue, error)
+	// Transactions checks that the cluster takes exactly-once transactions
+	// under transactional id id with the given timeout, or says what is
+	// missing (clustercheck.Live.Transactions).
+	Transactions(ctx context.Context, s cluster.Settings, id string, timeout time.Duration) error
 }

@@ -138,6 +138,9 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 			}
 		}
 	}
+	if t.Rules.ExactlyOnce() && len(p.For("rules.delivery")) == 0 {
+		s.checkTransactions(ctx, t, targets(t, cur, per), func(role string) bool { return desc[role].err == nil }, p)
+	}
 	res.SourceTopics = sourceTopicChoices(t, cur, per, func(role string) (clustercheck.Description, bool) {
 		d := desc[role]
 		return d.d, d.err == nil
@@ -177,6 +180,23 @@ func (s *Service) preview(ctx context.Context, t task.Task, current, peer cluste
 	labels := map[string]string{cur.role: cur.label, per.role: per.label}
 	settings := map[string]cluster.Settings{cur.role: cur.settings, per.role: per.settings}
 	res.Warnings = append(res.Warnings, s.checkMessageBytes(ctx, res.Flows, targetTopics, labels, settings)...)
+}
+
+// checkTransactions asks each reachable target of an exactly-once task
+// whether it takes the task's transactions (the right on its transactional
+// ids, the transaction timeout), with a probe id of the task's own: a
+// running flow's id would be fenced by the probe.
+func (s *Service) checkTransactions(ctx context.Context, t task.Task, tgs []side, reachable func(role string) bool, p *Problems) {
+	probe := task.TransactionalIDPrefix(t.Name) + "check"
+	timeout := task.TransactionTimeout(t.Rules.TransactionInterval())
+	for _, tg := range tgs {
+		if !reachable(tg.role) {
+			continue
+		}
+		if err := s.kafka.Transactions(ctx, tg.settings, probe, timeout); err != nil {
+			p.Add("rules.delivery", "exactly_once needs transactions on %s, which refuses them: %v", tg.label, err)
+		}
+	}
 }
 
 // ConnectivityResult is the answer of the connectivity check (/api/v1/openapi.json).

@@ -159,3 +159,38 @@ func TestDryRunConfigsUnreadableIsAWarning(t *testing.T) {
 		t.Errorf("warnings %q", res.Warnings)
 	}
 }
+
+// An exactly-once task's dry run asks each target whether it takes the
+// task's transactions: a refusal is a problem on rules.delivery naming the
+// cluster and the reason; a source that refuses is not asked (pull: only
+// the current cluster is a target).
+func TestDryRunChecksExactlyOnceTransactions(t *testing.T) {
+	denied := errors.New("TRANSACTIONAL_ID_AUTHORIZATION_FAILED: grant this task's user WRITE and DESCRIBE on transactional id kmirror.check-bytes.check")
+	for _, tc := range []struct {
+		name      string
+		direction task.Direction
+		want      bool
+	}{
+		{"push into the refusing peer", task.DirectionPush, true},
+		{"pull from it", task.DirectionPull, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := dryRunService(t, servicetest.FakeCluster{Brokers: 1, Topics: []string{"orders"}},
+				servicetest.FakeCluster{Brokers: 1, Topics: []string{"orders"}, TransactionsErr: denied})
+			tk := dryRunTask(tc.direction, "orders")
+			tk.Rules.Delivery = task.DeliveryExactlyOnce
+			res, err := svc.ValidateTaskDryRun(context.Background(), tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msgs := res.Problems.For("rules.delivery")
+			if got := len(msgs) == 1 && strings.Contains(msgs[0], "peer cluster") && strings.Contains(msgs[0], "WRITE and DESCRIBE"); got != tc.want {
+				t.Fatalf("rules.delivery problems %q, want one naming the peer and the right: %v", msgs, tc.want)
+			}
+			tk.Rules.Delivery = ""
+			if res, _ := svc.ValidateTaskDryRun(context.Background(), tk); len(res.Problems.For("rules.delivery")) != 0 {
+				t.Fatalf("an at-least-once task is asked for transactions: %q", res.Problems)
+			}
+		})
+	}
+}

@@ -134,6 +134,15 @@ const DefaultTransactionInterval = time.Second
 // ExactlyOnce says whether the rules ask for exactly-once delivery.
 func (r Rules) ExactlyOnce() bool { return r.Delivery == DeliveryExactlyOnce }
 
+// TransactionTimeout is the transaction.timeout.ms kmirror asks for
+// transactions of the given interval: ten intervals, at least a minute (a
+// partition's produce retries through a leader election must not outlast
+// it). The coordinator aborts a transaction open longer; the target's
+// transaction.max.timeout.ms must allow it.
+func TransactionTimeout(interval time.Duration) time.Duration {
+	return max(time.Minute, 10*interval)
+}
+
 // TransactionInterval is how long an exactly-once transaction stays open.
 func (r Rules) TransactionInterval() time.Duration {
 	if r.TransactionIntervalMs > 0 {

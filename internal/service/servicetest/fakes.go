@@ -5,6 +5,7 @@
 package servicetest
 
 import (
+	"time"
 	"context"
 	"errors"
 	"slices"
@@ -185,6 +186,17 @@ type FakeCluster struct {
 	Defaults map[string]string
 	// ConfigsErr, when set, is what TopicConfigs answers.
 	ConfigsErr error
+	// TransactionsErr, when set, is what Transactions answers.
+	TransactionsErr error
+}
+
+// Transactions implements service.Kafka.
+func (k *Kafka) Transactions(_ context.Context, s cluster.Settings, _ string, _ time.Duration) error {
+	c, err := k.find(s)
+	if err != nil {
+		return err
+	}
+	return c.TransactionsErr
 }
 
 var _ service.Kafka = (*Kafka)(nil)
