@@ -5,13 +5,13 @@
 package servicetest
 
 import (
-	"time"
 	"context"
 	"errors"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/clustercheck"
