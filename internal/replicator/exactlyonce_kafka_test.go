@@ -144,8 +144,15 @@ func TestExactlyOnceSecondKmirrorFencesTheFirst(t *testing.T) {
 	first, _ := runStoppable(t, tk, testOpts, current, peer)
 	verifyExactlyOnce(t, current, peer, topic, 1000)
 	second, _ := runStoppable(t, tk, testOpts, current, peer)
-	// The second's start fenced the first; the first notices at its next
-	// write.
+	// The second's start fences the first; the first notices at its next
+	// write (an idle fenced kmirror shows nothing until then).
+	waitState(t, second, time.Minute, func(st engine.FlowStatus) error {
+		if st.State != task.StateRunning {
+			return fmt.Errorf("the second kmirror does not run")
+		}
+		return nil
+	})
+	time.Sleep(3 * time.Second) // its workers started: the fence is in
 	produceN(t, current, topic, 2, 1000, 100)
 	st, _ := waitState(t, first, time.Minute, func(st engine.FlowStatus) error {
 		if st.State != task.StateFailed || !strings.Contains(st.Reason, "another kmirror") {

@@ -196,7 +196,12 @@ type fencedError struct {
 }
 
 func (e *fencedError) Error() string {
-	return fmt.Sprintf("fenced on the target: another producer started with this flow's transactional id %s (%v) — another kmirror is copying this task's flow; this one stops copying it so the two do not take turns: stop the other, then restart this task", e.id, e.err)
+	// sarama has no text for PRODUCER_FENCED ("Unknown error ... 90").
+	code := "INVALID_PRODUCER_EPOCH"
+	if errors.Is(e.err, sarama.ErrProducerFenced) {
+		code = "PRODUCER_FENCED"
+	}
+	return fmt.Sprintf("fenced on the target (%s): another producer started with this flow's transactional id %s — another kmirror is copying this task's flow; this one stops copying it so the two do not take turns: stop the other, then restart this task", code, e.id)
 }
 
 func (e *fencedError) Unwrap() error { return e.err }
@@ -212,6 +217,9 @@ func fencedBy(err error) bool {
 // coordinator aborted the transaction for its age (it bumps the epoch
 // too), and the worker starts again from the last commit.
 func (t *transaction) explain(what string, err error) error {
+	if errors.As(err, new(*fencedError)) {
+		return err // explained already
+	}
 	if !fencedBy(err) {
 		return fmt.Errorf("%s: %w", what, err)
 	}
