@@ -211,3 +211,81 @@ func TestExactlyOnceWithoutTransactionalIDRightSaysSo(t *testing.T) {
 	}
 	verifyExactlyOnce(t, src, admin, topic, 500)
 }
+
+// Consumer-group failover from an exactly-once copy: the copy is written in
+// many transactions (each leaves a marker per partition, so target offsets
+// drift from the source's), a group reads half on the source, is
+// translated, and reads the rest on the target: every record once.
+func TestExactlyOnceFailoverIsExactAcrossTransactions(t *testing.T) {
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k1, 3, nil)
+	tk := exactlyOnce(newTask("eos-failover", task.DirectionPush, []string{topic}))
+	tk.Current.Alias, tk.Peer.Alias = "XA", "XB"
+	tk.Rules.RenameTopics, tk.Rules.SyncConsumerOffsets = true, true
+	tk.Rules.TransactionIntervalMs = 200
+	flows, err := FlowsOf(tk, src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(flows[0], Options{RefreshInterval: time.Second, CheckpointInterval: time.Hour}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = r.Run(ctx) }()
+	const chunks, per = 6, 500
+	for i := range chunks {
+		produceN(t, src, topic, 3, per, 100)
+		waitFor(t, func() error {
+			if st := dataOnly(r.Status()); st.Records != int64((i+1)*per) {
+				return fmt.Errorf("records %d", st.Records)
+			}
+			return nil
+		})
+		time.Sleep(300 * time.Millisecond) // the next chunk in a later transaction
+	}
+	const n = chunks * per
+	target := "XA." + topic
+	verifyExactlyOnceTo(t, src, topic, dst, target, n)
+	offsets, err := e2e.Count(ctx, dst, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offsets < n+2*chunks {
+		t.Fatalf("the target holds %d offsets for %d records: too few transaction markers to test across them", offsets, n)
+	}
+
+	group := "app-" + topic
+	seen := map[string]int{}
+	for _, k := range consumeGroup(t, src, group, topic, n/2+7) {
+		seen[k]++
+	}
+	if _, err := r.SyncGroup(ctx, group); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range consumeGroup(t, dst, group, target, n-len(seen)) {
+		seen[k]++
+	}
+	dups := 0
+	for _, c := range seen {
+		dups += c - 1
+	}
+	t.Logf("%d records in %d offsets on the target; after failover %d distinct, %d read twice", n, offsets, len(seen), dups)
+	if len(seen) != n || dups != 0 {
+		t.Fatalf("after failover: %d of %d records seen, %d read twice", len(seen), n, dups)
+	}
+}
+
+// verifyExactlyOnceTo is verifyExactlyOnce into a differently named target
+// topic, without the read_uncommitted count.
+func verifyExactlyOnceTo(t *testing.T, src cluster.Settings, srcTopic string, dst cluster.Settings, dstTopic string, total int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := e2e.Verify(ctx, src, srcTopic, dst, dstTopic, e2e.VerifyOptions{Idle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Replicated != total {
+		t.Fatalf("read_committed: the copy is not exactly once: %s\n%v", rep.String(), rep.Problems)
+	}
+}
