@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"syscall"
 	"testing"
@@ -44,31 +45,42 @@ func committedRecords(t *testing.T, tk task.Task, current, peer cluster.Settings
 // how many aborted copies a read_uncommitted reader sees besides.
 func verifyExactlyOnce(t *testing.T, src cluster.Settings, dst cluster.Settings, topic string, total int64) (aborted int) {
 	t.Helper()
+	rep := verifyExactlyOnceTo(t, src, topic, dst, topic, int(total))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	waitForLong(t, 2*time.Minute, func() error {
-		rep, err := e2e.Verify(ctx, src, topic, dst, topic, e2e.VerifyOptions{AllowDuplicates: true, Idle: time.Second})
-		if err != nil {
-			return err
-		}
-		if rep.Replicated < int(total) {
-			return fmt.Errorf("read_committed: %d of %d records on the target", rep.Replicated, total)
-		}
-		return nil
-	})
-	rep, err := e2e.Verify(ctx, src, topic, dst, topic, e2e.VerifyOptions{Idle: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !rep.OK() || rep.Replicated != int(total) {
-		t.Fatalf("read_committed: the copy is not exactly once: %s\n%v", rep.String(), rep.Problems)
-	}
 	all, err := e2e.Verify(ctx, src, topic, dst, topic, e2e.VerifyOptions{Idle: time.Second, ReadUncommitted: true, AllowDuplicates: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("read_committed: %s; read_uncommitted: %d aborted copies", rep.String(), all.Duplicated)
 	return all.Duplicated
+}
+
+// verifyExactlyOnceTo waits until read_committed readers see total records
+// of srcTopic in dstTopic, then checks that they see each exactly once, in
+// order.
+func verifyExactlyOnceTo(t *testing.T, src cluster.Settings, srcTopic string, dst cluster.Settings, dstTopic string, total int) e2e.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	waitForLong(t, 2*time.Minute, func() error {
+		rep, err := e2e.Verify(ctx, src, srcTopic, dst, dstTopic, e2e.VerifyOptions{AllowDuplicates: true, Idle: time.Second})
+		if err != nil {
+			return err
+		}
+		if rep.Replicated < total {
+			return fmt.Errorf("read_committed: %d of %d records on the target", rep.Replicated, total)
+		}
+		return nil
+	})
+	rep, err := e2e.Verify(ctx, src, srcTopic, dst, dstTopic, e2e.VerifyOptions{Idle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.Replicated != total {
+		t.Fatalf("read_committed: the copy is not exactly once: %s\n%v", rep.String(), rep.Problems)
+	}
+	return rep
 }
 
 // A kmirror killed with SIGKILL mid-stream, with transactions open, then
@@ -275,17 +287,120 @@ func TestExactlyOnceFailoverIsExactAcrossTransactions(t *testing.T) {
 	}
 }
 
-// verifyExactlyOnceTo is verifyExactlyOnce into a differently named target
-// topic, without the read_uncommitted count.
-func verifyExactlyOnceTo(t *testing.T, src cluster.Settings, srcTopic string, dst cluster.Settings, dstTopic string, total int) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	rep, err := e2e.Verify(ctx, src, srcTopic, dst, dstTopic, e2e.VerifyOptions{Idle: time.Second})
+// Twenty kill -9 at random moments while 200,000 records stream in (at
+// most 5,000/s), each run started afresh from what the last committed:
+// read_committed readers see every record exactly once, in order.
+func TestExactlyOnceThroughTwentyKills(t *testing.T) {
+	t.Parallel() // mostly waiting for children to start
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	current, peer := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k1, 4, nil)
+	tk := exactlyOnce(newTask("eos-kills", task.DirectionPush, []string{topic}))
+	tk.Current.Alias, tk.Peer.Alias = "KA", "KB"
+	const total, kills = 200000, 20
+	done := make(chan struct{})
+	close(done) // the stream ends at total
+	produced := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		acked, _, last := streamEvery(ctx, current, topic, 4, total, done, 200*time.Millisecond) // 1,250 records/s: the kills land while it streams
+		if acked < total {
+			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
+			return
+		}
+		produced <- nil
+	}()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 20))
+	var copiedAtKills []int64
+	for i := range kills {
+		before := committedRecords(t, tk, current, peer, topic)
+		child := startChild(t, childSpec{Task: tk, Current: current, Peer: peer})
+		// Each run copies something (its progress moves) before it dies,
+		// at a random moment within the next 1.5 s.
+		waitForLong(t, 2*time.Minute, func() error {
+			if n := committedRecords(t, tk, current, peer, topic); n <= before && n < total {
+				return fmt.Errorf("run %d: progress %d, not past %d yet", i, n, before)
+			}
+			return nil
+		})
+		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+		if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = child.Wait()
+		copiedAtKills = append(copiedAtKills, committedRecords(t, tk, current, peer, topic))
+	}
+	startTask(t, tk, current, peer)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("progress committed at each of %d kills: %v", kills, copiedAtKills)
+	aborted := verifyExactlyOnce(t, current, peer, topic, total)
+	if aborted == 0 {
+		t.Errorf("no aborted copy on the target: no kill landed inside a transaction")
+	}
+}
+
+// The broker leading the transaction coordinator's partition of the
+// flow's transactional id is killed mid-copy (3 brokers, RF 3,
+// min.insync.replicas 2): the coordinator moves, the flow rides it out or
+// starts again from its last commit, and read_committed readers see every
+// record once.
+func TestExactlyOnceCoordinatorBrokerKilled(t *testing.T) {
+	k := rf3Away(t, "rf3-away-2")
+	s := k.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 3, nil)
+	tk := exactlyOnce(rf3Task("eos-coordinator", "CA", "CB", topic))
+	tk.Rules.Tasks = 1
+	const total = 30000
+	done := make(chan struct{})
+	close(done) // the stream ends at total
+	produced := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		acked, _, last := stream(ctx, s, topic, 3, total, done)
+		if acked < total {
+			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
+			return
+		}
+		produced <- nil
+	}()
+	reps, _ := runUntilStopped(t, tk, s)
+	waitForLong(t, 2*time.Minute, func() error {
+		if n := dataOnly(reps[0].Status()).Records; n < 5000 {
+			return fmt.Errorf("%d records copied", n)
+		}
+		return nil
+	})
+	cfg, err := s.Config("test-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK() || rep.Replicated != total {
-		t.Fatalf("read_committed: the copy is not exactly once: %s\n%v", rep.String(), rep.Problems)
+	client, err := sarama.NewClient(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer client.Close()
+	id := task.TransactionalID(tk.Flows()[0].Group, 0)
+	coord, err := client.TransactionCoordinator(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("transaction coordinator of %s: broker %d; killed", id, coord.ID())
+	back := brokerAway(t, k, coord.ID(), true)
+	waitForLong(t, 2*time.Minute, func() error {
+		if n := dataOnly(reps[0].Status()).Records; n < 15000 {
+			return fmt.Errorf("%d records copied with the coordinator's broker away", n)
+		}
+		return nil
+	})
+	back()
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	st := reps[0].Status()
+	t.Logf("flow after the coordinator's broker came back: %s, %d restarts, last error %q", st.State, st.Restarts, st.LastError)
+	verifyExactlyOnceTo(t, s, topic, s, "CA."+topic, total)
 }

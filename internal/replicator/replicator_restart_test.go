@@ -122,8 +122,13 @@ func restartMidStream(t *testing.T, target, kill bool) {
 // records a failed chunk wrote stay unique. It returns the records
 // acknowledged, the failed chunks and the last failure.
 func stream(ctx context.Context, s cluster.Settings, topic string, partitions, total int, done <-chan struct{}) (int64, int, error) {
+	return streamEvery(ctx, s, topic, partitions, total, done, 50*time.Millisecond) // at most 5,000 records/s
+}
+
+// streamEvery is stream at 250 records every interval at most.
+func streamEvery(ctx context.Context, s cluster.Settings, topic string, partitions, total int, done <-chan struct{}, every time.Duration) (int64, int, error) {
 	const chunk = 250
-	tick := time.NewTicker(50 * time.Millisecond) // pace: at most 5000 records/s
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var (
 		acked    int64
