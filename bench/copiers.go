@@ -22,6 +22,8 @@ const (
 	keyBareFranz       = "bare-franz"
 	keyKmirrorTypical  = "kmirror-typical"
 	keyKmirrorDefaults = "kmirror-defaults"
+	keyKmirrorEOS      = "kmirror-eos"
+	keyKmirrorEOS100   = "kmirror-eos-100ms"
 	keyMM2             = "mm2"
 	keyMM2Tuned        = "mm2-tuned"
 	keyMM2Connect      = "mm2-connect"
@@ -30,7 +32,7 @@ const (
 // copierKeys lists every row; -only picks among them (the load,
 // producer-perf, always runs).
 func copierKeys() []string {
-	return []string{keyProducerPerf, keyConsumerPerf, keyBareSarama, keyBareFranz, keyKmirrorTypical, keyKmirrorDefaults, keyMM2, keyMM2Tuned, keyMM2Connect}
+	return []string{keyProducerPerf, keyConsumerPerf, keyBareSarama, keyBareFranz, keyKmirrorTypical, keyKmirrorEOS, keyKmirrorEOS100, keyKmirrorDefaults, keyMM2, keyMM2Tuned, keyMM2Connect}
 }
 
 // describe says what each row is, for the report.
@@ -41,6 +43,8 @@ var describe = map[string]string{
 	keyBareFranz:       "bare copy on franz-go: 2 workers of direct consumer -> producer, acks=all (idempotent), linger 5 ms, nothing else",
 	keyKmirrorTypical:  "kmirror engine, typical task: rename, source header, consumer offset sync, tasks 2",
 	keyKmirrorDefaults: "kmirror engine, the original product's defaults: identity names, tasks 2, no header, no offset sync",
+	keyKmirrorEOS:      "as `kmirror-typical`, exactly once (delivery exactly_once, transactions every 1 s, the default); measured read committed",
+	keyKmirrorEOS100:   "as `kmirror-eos`, transactions every 100 ms",
 	keyMM2:             "MirrorMaker 2 dedicated mode, the typical task's settings: default (rename) policy, tasks.max 2, acks=all, sync.group.offsets on, checkpoints on",
 	keyMM2Tuned:        "as `mm2`, with the best client settings of the sweep (bench/results/2026-12-02-mm2.md): " + strings.Join(mm2Tuning, ", "),
 	keyMM2Connect:      "MirrorMaker 2 connectors on a distributed Kafka Connect cluster (" + strconv.Itoa(connectWorkers) + " workers, " + strconv.Itoa(connectHeapMB) + " MiB heaps, writing to the target), deployed by kmirror's Connect engine (connectplan) from the typical task without the source header (refused on Connect): rename, consumer offset sync, tasks 2; producer tuned per connector (connectplan.ProducerTuning, the workers allow overrides); CPU and RSS are the workers' summed",
@@ -131,6 +135,8 @@ type copier struct {
 // "<alias>.<topic>".
 const (
 	aliasKmirror = "km"
+	aliasEOS     = "ke"
+	aliasEOS100  = "kf"
 	aliasTarget  = "tgt"
 	aliasConnect = "kc"
 )
@@ -169,9 +175,11 @@ func (h *harness) copiers() []copier {
 		{key: keyConsumerPerf},
 		{key: keyBareSarama, precreate: true, target: prefixed("sarama."), start: bare(roleSarama, "sarama.")},
 		{key: keyBareFranz, precreate: true, target: prefixed("franz."), start: bare(roleFranz, "franz.")},
-		{key: keyKmirrorTypical, target: prefixed(aliasKmirror + "."), start: startKmirror(true)},
+		{key: keyKmirrorTypical, target: prefixed(aliasKmirror + "."), start: startKmirror(kmirrorTypical)},
+		{key: keyKmirrorEOS, target: prefixed(aliasEOS + "."), start: startKmirror(kmirrorEOS)},
+		{key: keyKmirrorEOS100, target: prefixed(aliasEOS100 + "."), start: startKmirror(kmirrorEOS100)},
 		{key: keyMM2, target: mm2Target(keyMM2), start: mm2With(keyMM2, nil)},
-		{key: keyKmirrorDefaults, target: prefixed(""), start: startKmirror(false)},
+		{key: keyKmirrorDefaults, target: prefixed(""), start: startKmirror(kmirrorDefaults)},
 	}
 	// -mm2-try rows run whatever -only says: they were asked for by name.
 	for _, v := range h.cfg.mm2Try {
@@ -183,16 +191,39 @@ func (h *harness) copiers() []copier {
 	)
 }
 
+// exactlyOnceRow says whether a row copies exactly once (its target holds
+// transaction markers besides the records).
+func exactlyOnceRow(key string) bool { return key == keyKmirrorEOS || key == keyKmirrorEOS100 }
+
+// kmirror rows' tasks.
+type kmirrorRow int
+
+const (
+	kmirrorDefaults kmirrorRow = iota
+	kmirrorTypical
+	kmirrorEOS
+	kmirrorEOS100
+)
+
 // startKmirror writes a spec with one push task and runs it on kmirror's
 // engine in a child process.
-func startKmirror(typical bool) func(*harness, scenario, []string, string) (copyRun, error) {
+func startKmirror(row kmirrorRow) func(*harness, scenario, []string, string) (copyRun, error) {
 	return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
 		name := "bench-defaults-" + sc.key
+		alias := aliasKmirror
 		rules := task.Rules{Direction: task.DirectionPush, Topics: topics, Tasks: workers,
 			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: 1}
-		if typical {
+		if row != kmirrorDefaults {
 			name = "bench-typical-" + sc.key
 			rules.RenameTopics, rules.AddSourceHeader, rules.SyncConsumerOffsets = true, true, true
+		}
+		switch row {
+		case kmirrorEOS:
+			name, alias = "bench-eos-"+sc.key, aliasEOS
+			rules.Delivery = task.DeliveryExactlyOnce
+		case kmirrorEOS100:
+			name, alias = "bench-eos100-"+sc.key, aliasEOS100
+			rules.Delivery, rules.TransactionIntervalMs = task.DeliveryExactlyOnce, 100
 		}
 		spec := service.Spec{
 			Clusters: []cluster.Settings{
@@ -201,7 +232,7 @@ func startKmirror(typical bool) func(*harness, scenario, []string, string) (copy
 			},
 			Tasks: []task.Task{{
 				Name: name, Type: task.TypeKafkaReplication,
-				Current: task.Current{Cluster: "source", Alias: aliasKmirror},
+				Current: task.Current{Cluster: "source", Alias: alias},
 				// A target alias per task keeps each run's offset syncs in
 				// its own topic.
 				Peer:  task.Peer{Alias: aliasTarget + "-" + name, ConfigType: task.PeerByCluster, Cluster: "target"},

@@ -23,6 +23,9 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 		kgo.SeedBrokers(h.dstBoot),
 		kgo.ConsumeTopics(dstTopic),
 		kgo.ConsumeStartOffset(kgo.NewOffset().AtStart()),
+		// What readers of an exactly-once copy must use; the same for the
+		// others (nothing transactional there).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.MetadataMinAge(250*time.Millisecond), // see the target topic soon after the copier creates it
 	)

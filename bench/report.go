@@ -145,6 +145,48 @@ func ratiosTable(rs []result, scenarios []string, mm2Key string) (string, int, i
 	return b.String(), met, total
 }
 
+// eosTable compares the exactly-once rows with at-least-once (the typical
+// row, the same task otherwise) against issue 28's targets: throughput at
+// least 0.9x at the default interval, p99 latency at most the interval
+// plus at-least-once's p99, CPU per GB at most 1.2x.
+func eosTable(rs []result, scenarios []string) (string, int, int) {
+	var b strings.Builder
+	b.WriteString("| scenario | row | throughput / at least once (>= 0.9 at 1 s) | p99 ms (<= interval + at least once's) | CPU s/GB / at least once (<= 1.2) |\n|---|---|--:|--:|--:|\n")
+	met, total := 0, 0
+	mark := func(ok bool) string {
+		total++
+		if ok {
+			met++
+			return "met"
+		}
+		return "MISS"
+	}
+	for _, sc := range scenarios {
+		alo, ok := find(rs, sc, keyKmirrorTypical)
+		if !ok {
+			continue
+		}
+		for _, row := range []struct {
+			key      string
+			interval float64 // ms
+		}{{keyKmirrorEOS, 1000}, {keyKmirrorEOS100, 100}} {
+			r, ok := find(rs, sc, row.key)
+			if !ok {
+				continue
+			}
+			tp := r.RecPerSec / alo.RecPerSec
+			tpCell := num(tp, 2)
+			if row.key == keyKmirrorEOS {
+				tpCell += " " + mark(tp >= 0.9)
+			}
+			p99 := fmt.Sprintf("%s (bound %s) %s", num(r.P99, 1), num(row.interval+alo.P99, 1), mark(r.P99 <= row.interval+alo.P99))
+			cpu := r.CPUPerGB / alo.CPUPerGB
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s %s |\n", sc, row.key, tpCell, p99, num(cpu, 2), mark(cpu <= 1.2))
+		}
+	}
+	return b.String(), met, total
+}
+
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]
@@ -188,6 +230,10 @@ func (h *harness) report(rs []result) error {
 		}
 		t, m, n := ratiosTable(rs, scenarios, k)
 		fmt.Fprintf(&also, "## kmirror against `%s` (%d of %d met)\n\n%s\n", k, m, n, t)
+	}
+	if t, m, n := eosTable(rs, scenarios); n > 0 {
+		fmt.Fprintf(&also, "## exactly once against at least once (%d of %d met)\n\n%s\n", m, n, t)
+		met, total = met+m, total+n
 	}
 	var wide strings.Builder
 	for _, w := range wides {
