@@ -371,3 +371,26 @@ func (c *Client) OverridesRefused(ctx context.Context) (string, error) {
 	msgs := slices.Concat(errs[OverrideProbe], errs[strings.TrimPrefix(OverrideProbe, "producer.override.")])
 	return strings.Join(msgs, "; "), nil
 }
+
+// ExactlyOnceRefused asks whether the workers refuse exactly-once source
+// connectors (KIP-618: their exactly.once.source.support is not enabled):
+// Connect validates a MirrorSourceConnector configuration that requires
+// exactly once (with the read_committed consumer MM2 needs for it),
+// creating nothing. It returns Connect's refusal, "" when supported.
+func (c *Client) ExactlyOnceRefused(ctx context.Context) (string, error) {
+	v, err := c.ValidateConfig(ctx, MirrorSourceConnector, map[string]string{
+		"name":                            "kmirror-exactly-once-probe",
+		"source.cluster.alias":            "source",
+		"target.cluster.alias":            "target",
+		ExactlyOnceSupport:                "required",
+		"source.consumer.isolation.level": "read_committed",
+	})
+	if err != nil {
+		return "", fmt.Errorf("ask Kafka Connect whether it runs exactly-once source connectors: %w", err)
+	}
+	return strings.Join(v.Errors()[ExactlyOnceSupport], "; "), nil
+}
+
+// ExactlyOnceSupport is the source connector setting that asks for
+// exactly-once delivery (KIP-618).
+const ExactlyOnceSupport = "exactly.once.support"

@@ -409,9 +409,9 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 }
 
 // ConnectTarget is a Connect cluster as the Connect engine deploys to it:
-// its REST settings, password included, and whether its workers allow
-// per-connector producer overrides (asked now: a worker restarted with
-// another policy answers differently). The caller sets Kafka, the settings
+// its REST settings, password included, whether its workers allow
+// per-connector producer overrides and run exactly-once source connectors
+// (asked now: a worker restarted with other settings answers differently). The caller sets Kafka, the settings
 // of cs.KafkaCluster, for the status poll.
 func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectplan.Cluster, error) {
 	cfg := connectConfig(cs)
@@ -424,8 +424,12 @@ func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectplan.
 	if err != nil {
 		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
+	eos, err := client.ExactlyOnceRefused(ctx)
+	if err != nil {
+		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
+	}
 	return connectplan.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
-		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == ""}, nil
+		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == "", ExactlyOnceRefusal: eos}, nil
 }
 
 // connectConfig is how to reach a registered Connect cluster's REST API.

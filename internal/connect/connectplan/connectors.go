@@ -26,6 +26,9 @@ type Cluster struct {
 	// OverridesAllowed says the workers accept per-connector producer
 	// overrides (connector.client.config.override.policy=All).
 	OverridesAllowed bool
+	// ExactlyOnceRefusal is why the workers cannot run exactly-once source
+	// connectors (KIP-618), "" when they can.
+	ExactlyOnceRefusal string
 	// Kafka is how to reach KafkaCluster, where the status poll reads the
 	// workers' group to see a worker die (see poller); without bootstrap
 	// servers only the registered URLs are asked.

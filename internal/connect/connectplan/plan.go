@@ -91,11 +91,8 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 	if r.StartOffset == task.StartLatest {
 		refuse("rules.start_offset", "MirrorMaker 2 applies \"latest\" to every partition it finds later too, so records written to a topic before MM2 noticed it would be skipped: use earliest, or run the task on the embedded engine")
 	}
-	if r.ExactlyOnce() {
-		// Not yet: MM2's source connector can run exactly once (KIP-618) on
-		// workers with exactly.once.source.support=enabled, but kmirror does
-		// not yet check a Connect cluster for it nor ask it of the connector.
-		refuse("rules.delivery", "exactly_once delivery is not yet available on Kafka Connect: run the task on the embedded engine, or use at_least_once")
+	if r.ExactlyOnce() && on.ExactlyOnceRefusal != "" {
+		refuse("engine", "Kafka Connect cluster %s does not run exactly-once source connectors (%s): set exactly.once.source.support=enabled on every worker (preparing on all of them first, then enabled) and restart them, run the task on the embedded engine, or use at_least_once", on.Name, on.ExactlyOnceRefusal)
 	}
 	topics, err := topicsFilter(r)
 	if err != nil {
@@ -143,6 +140,11 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 		// The workers' producer writes the connectors' records: to this
 		// flow's target only if that is the cluster the workers use.
 		overrides := map[string]string{}
+		if r.ExactlyOnce() && !writesTo(t, f.Target, on) {
+			// KIP-618 commits a task's source offsets in the transaction
+			// of its records: on the workers' own cluster.
+			refuse("engine", "exactly once on Kafka Connect needs the workers' Kafka cluster to be the target of every flow (Connect commits the source offsets in the same transaction as the records): Kafka Connect cluster %s writes to %s, not to %s (the target of %s); run the task on a Connect cluster of its target, or on the embedded engine", on.Name, on.KafkaCluster, dst.Name, f.Name())
+		}
 		if !writesTo(t, f.Target, on) {
 			if !on.OverridesAllowed {
 				refuse("engine", "Kafka Connect cluster %s writes to %s, not to %s (the target of %s), and its workers do not allow per-connector producer overrides (connector.client.config.override.policy=All): run the task on a Connect cluster that writes to %s, allow overrides, or use the embedded engine", on.Name, on.KafkaCluster, dst.Name, f.Name(), dst.Name)
@@ -177,6 +179,13 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 			"source.consumer.auto.offset.reset": "earliest",
 			"emit.offset-syncs.enabled":         strconv.FormatBool(r.SyncConsumerOffsets),
 		})
+		if r.ExactlyOnce() {
+			// KIP-618: the worker writes each poll's records and their
+			// source offsets in one transaction, and refuses to start the
+			// connector where it cannot (required, not requested).
+			source[connect.ExactlyOnceSupport] = "required"
+			source["transaction.boundary"] = "poll"
+		}
 		// The topics it copies, as the in-process engine selects them (a
 		// regex refused above leaves only the names).
 		pol, err := policy.Compile(f.SourceAlias, f.TargetAlias, r.Topics, r.TopicsRegex, r.RenameTopics, nil)

@@ -164,7 +164,6 @@ func TestBuildRefusals(t *testing.T) {
 		{"source header", func(tk *task.Task) { tk.Rules.AddSourceHeader = true }, "rules.add_source_header", "header converter"},
 		{"latest", func(tk *task.Task) { tk.Rules.StartOffset = task.StartLatest }, "rules.start_offset", "skipped"},
 		{"recopy a replaced target topic", func(tk *task.Task) { tk.Rules.OnTargetTopicReplaced = task.TargetReplacedRecopy }, "rules.on_target_topic_replaced", "goes on from its offsets"},
-		{"exactly once", func(tk *task.Task) { tk.Rules.Delivery = task.DeliveryExactlyOnce }, "rules.delivery", "not yet available on Kafka Connect"},
 		{"comma in regex", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "a{1,2}" }, "rules.topics_regex", "commas"},
 		{"named group", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "(?P<x>a)" }, "rules.topics_regex", "Java"},
 		{"posix class", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "[[:alpha:]]+" }, "rules.topics_regex", "POSIX"},
@@ -367,5 +366,55 @@ func TestLargestListingFitsTheAnswerCap(t *testing.T) {
 	t.Logf("listing of %d tasks (%d connectors): %.1f MiB, cap %d MiB", tasks, tasks*len(cs), float64(len(raw))/(1<<20), connect.MaxListingBytes>>20)
 	if len(raw) > connect.MaxListingBytes*3/4 {
 		t.Fatalf("the listing of %d tasks takes %d bytes, too close to the cap of %d", tasks, len(raw), connect.MaxListingBytes)
+	}
+}
+
+// Exactly once on Connect: the source connector requires it (KIP-618) with
+// per-poll transactions and a read_committed consumer; refused, on the
+// engine field, where the workers cannot run it or do not write to the
+// flow's target (the offsets are committed in the records' transaction).
+func TestBuildExactlyOnce(t *testing.T) {
+	tk := baseTask()
+	tk.Rules.Delivery = task.DeliveryExactlyOnce
+	cs, err := Build(tk, east, west, onWest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byName(cs)
+	src := got["kmirror.t1.A-B.source"]
+	for k, want := range map[string]string{"exactly.once.support": "required", "transaction.boundary": "poll", "source.consumer.isolation.level": "read_committed"} {
+		if src[k] != want {
+			t.Errorf("source %s = %q, want %q", k, src[k], want)
+		}
+	}
+	if h := got["kmirror.t1.A-B.heartbeat"]; h["exactly.once.support"] != "" {
+		t.Errorf("the heartbeat connector asks exactly once: %v", h)
+	}
+
+	for _, c := range []struct {
+		name string
+		edit func(*task.Task, *Cluster)
+		part string
+	}{
+		{"workers without support", func(_ *task.Task, on *Cluster) {
+			on.ExactlyOnceRefusal = "This worker does not have exactly-once source support enabled."
+		}, "exactly.once.source.support=enabled"},
+		{"a target not the workers'", func(tk *task.Task, on *Cluster) {
+			tk.Rules.Direction = task.DirectionPull
+			on.OverridesAllowed = true
+		}, "workers' Kafka cluster to be the target"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk, on := tk, onWest
+			c.edit(&tk, &on)
+			cs, err := Build(tk, east, west, on)
+			var fe task.FieldErrors
+			if !errors.As(err, &fe) || cs != nil {
+				t.Fatalf("got %v, %v; want refused", cs, err)
+			}
+			if len(fe) != 1 || fe[0].Field != "engine" || !strings.Contains(fe[0].Message, c.part) {
+				t.Fatalf("refusals %v, want one on engine saying %q", fe, c.part)
+			}
+		})
 	}
 }

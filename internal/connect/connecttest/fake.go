@@ -36,6 +36,10 @@ type Worker struct {
 	// producer.override., consumer.override. and admin.override. setting,
 	// as a worker whose connector.client.config.override.policy is None.
 	RefuseOverrides bool
+	// ExactlyOnce is a worker with exactly.once.source.support=enabled;
+	// without it, validation refuses exactly.once.support=required as
+	// Connect does.
+	ExactlyOnce bool
 	// Status, when set, is the answer to every request (e.g. 401).
 	Status int
 	// BearerToken, when set, is required as "Authorization: Bearer
@@ -198,6 +202,10 @@ func (w Worker) serve(rw http.ResponseWriter, r *http.Request) {
 					cv.Errors = append(cv.Errors, "The 'None' policy does not allow '"+strings.TrimPrefix(k, p)+"' to be overridden in the connector configuration.")
 					v.ErrorCount++
 				}
+			}
+			if k == connect.ExactlyOnceSupport && val == "required" && !w.ExactlyOnce {
+				cv.Errors = append(cv.Errors, "This worker does not have exactly-once source support enabled.")
+				v.ErrorCount++
 			}
 			v.Configs = append(v.Configs, connect.ValidatedConfig{Definition: connect.ConfigDefinition{Name: k}, Value: cv})
 		}
