@@ -27,7 +27,11 @@
 //     a failed request stops its partition's progress there: nothing behind
 //     a failed record is ever skipped, nothing after it overtakes it;
 //   - a record the target cannot accept (too large) stops its partition with
-//     a reason naming the record and the limit; it is never skipped.
+//     a reason naming the record and the limit; it is never skipped;
+//   - exactly once (Flow.ExactlyOnce): records and the progress covering
+//     them are committed in one transaction on the target, so after any
+//     crash read_committed readers see each record once (transaction.go;
+//     docs/DESIGN.md, "Exactly once").
 package replicator
 
 import (
