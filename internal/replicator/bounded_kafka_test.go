@@ -184,7 +184,11 @@ func copyingSteadily(t *testing.T, tk task.Task, src, dst cluster.Settings, topi
 	opts.DegradedAfter = 10 * time.Second // the default 30 s, shortened for the test
 	produceN(t, src, topic, 3, 300, 100)
 	r, stop = runStoppable(t, tk, opts, src, dst)
-	verifyCopy(t, src, topic, dst, target, 300, e2e.VerifyOptions{})
+	if tk.Rules.ExactlyOnce() {
+		verifyExactlyOnceTo(t, src, topic, dst, target, 300) // offsets count markers too
+	} else {
+		verifyCopy(t, src, topic, dst, target, 300, e2e.VerifyOptions{})
+	}
 	steady = produceSteadily(t, src, topic, 3, 25*time.Millisecond)
 	time.Sleep(2 * time.Second) // some copied with every broker up
 	return opts, r, stop, steady
@@ -264,12 +268,27 @@ func TestFrozenTargetDegradesAndStopStaysPrompt(t *testing.T) {
 	t.Parallel() // it freezes only its own target cluster
 	k := kafkatest.Shared(t, 0)
 	src := k.Settings(cluster.Plaintext, "")
-	// A cluster of this test's own: no other test may see it frozen.
+	// A cluster of this test's own: no other test may see it frozen. The
+	// two deliveries take turns on it.
 	frozen := kafkatest.Lazy(t, "frozen-target")
 	dst := frozen.Settings(cluster.Plaintext, "")
+	for _, delivery := range []task.Delivery{task.DeliveryAtLeastOnce, task.DeliveryExactlyOnce} {
+		t.Run(string(delivery), func(t *testing.T) { frozenTarget(t, src, frozen, dst, delivery) })
+	}
+}
+
+// frozenTarget is TestFrozenTargetDegradesAndStopStaysPrompt for one
+// delivery. Exactly once, the requests the freeze left unanswered keep
+// their transaction from committing: after the thaw read_committed
+// readers see every record once.
+func frozenTarget(t *testing.T, src cluster.Settings, frozen *kafkatest.Cluster, dst cluster.Settings, delivery task.Delivery) {
+	k := kafkatest.Shared(t, 0)
 	topic := kafkatest.NewTopic(t, k, 3, nil)
 	tk := newTask("frozen", task.DirectionPush, []string{topic})
 	tk.Current.Alias, tk.Peer.Alias = "FA", "FB"
+	if tk.Rules.Delivery = delivery; tk.Rules.ExactlyOnce() {
+		tk.Name = "frozen-eos"
+	}
 	t.Cleanup(func() {
 		if a, err := frozen.Admin(); err == nil {
 			_ = a.DeleteTopic(topic)
@@ -302,6 +321,14 @@ func TestFrozenTargetDegradesAndStopStaysPrompt(t *testing.T) {
 
 	thaw()
 	r, _ = runStoppable(t, tk, opts, src, dst)
+	if delivery == task.DeliveryExactlyOnce {
+		rep := verifyExactlyOnceTo(t, src, topic, dst, topic, 300+sent)
+		if st := dataOnly(r.Status()); st.Recopied != 0 {
+			t.Fatalf("after the thaw: %s; yet %d records counted as copied again", rep.String(), st.Recopied)
+		}
+		t.Logf("after the thaw: %s", rep.String())
+		return
+	}
 	rep := verifyCopy(t, src, topic, dst, topic, int64(300+sent), e2e.VerifyOptions{AllowDuplicates: true})
 	st = dataOnly(r.Status())
 	t.Logf("after the thaw: %s; recopied %d", rep.String(), st.Recopied)

@@ -489,7 +489,7 @@ func (c *partitionCopy) sendBatch(ctx context.Context, b *batch) error {
 				// Left without an answer: the open transaction may hold
 				// records its progress does not cover, so it must not
 				// commit (the next start aborts it).
-				c.w.txnUnsafe.Store(true)
+				c.txn.spoil(fmt.Errorf("a produce request to %s-%d was left without an answer", ps.Target, ps.Partition.Partition))
 			}
 			c.holding = false
 			c.txn.leave()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -42,6 +43,10 @@ type transaction struct {
 	epoch   int16
 
 	gate sync.RWMutex
+	// spoiled, once set, says why the open transaction may hold records
+	// its progress does not cover: it is never committed (the next start
+	// aborts it).
+	spoiled atomic.Pointer[error]
 
 	mu sync.Mutex
 	// added are the partitions in the open transaction; openedAt is when
@@ -233,6 +238,9 @@ func (t *transaction) explain(what string, err error) error {
 	return &fencedError{id: t.id, err: err}
 }
 
+// spoil marks the open transaction never to be committed.
+func (t *transaction) spoil(why error) { t.spoiled.CompareAndSwap(nil, &why) }
+
 // committedSyncs are a partition's offset syncs released by a commit.
 type committedSyncs struct {
 	ps    *partState
@@ -248,6 +256,9 @@ type committedSyncs struct {
 func (t *transaction) commit(ctx context.Context, states []*partState) ([]committedSyncs, error) {
 	t.gate.Lock()
 	defer t.gate.Unlock()
+	if why := t.spoiled.Load(); why != nil {
+		return nil, fmt.Errorf("transaction not committed: %w, so it may hold records its progress does not cover; the next start aborts it and copies them again", *why)
+	}
 	type moved struct {
 		ps *partState
 		sp storedProgress
@@ -272,10 +283,12 @@ func (t *transaction) commit(ctx context.Context, states []*partState) ([]commit
 			recs = append(recs, &sarama.Record{Key: kb, Value: vb, OffsetDelta: int64(i)})
 		}
 		if err := t.writeProgress(ctx, recs); err != nil {
+			t.spoil(err) // the progress may be in, in part or not at all
 			return nil, err
 		}
 	}
 	if err := t.end(ctx, true); err != nil {
+		t.spoil(err)
 		return nil, err
 	}
 	t.mu.Lock()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -43,11 +42,8 @@ type worker struct {
 	// produceDst are the target clients partitions produce through, dealt
 	// out in turn: dst and, for many partitions, more (produceConns).
 	produceDst []sarama.Client
-	// txn is the exactly-once transaction (nil: at least once);
-	// txnUnsafe says a batch was left without an answer, so the open
-	// transaction must not commit (transaction.go).
-	txn       *transaction
-	txnUnsafe atomic.Bool
+	// txn is the exactly-once transaction (nil: at least once).
+	txn *transaction
 }
 
 // partitionsPerConn and maxProduceConns set how many target clients a
@@ -204,7 +200,7 @@ func (w *worker) run(ctx context.Context) error {
 		for _, pc := range pcs {
 			pc.AsyncClose()
 		}
-		if err := w.commitTxn(ctx, states, true); err != nil {
+		if err := w.commitTxn(ctx, states); err != nil {
 			w.state.setError(err.Error())
 			w.log.Warn("final transaction commit failed; what was copied since the last commit is aborted and copied again (never seen by read_committed readers)", "error", err)
 		}
@@ -283,7 +279,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	// The resolved start positions are stored at once, so a restart before
 	// the first record does not move "latest" past records produced since.
-	if err := w.commitTxn(ctx, states, false); err != nil {
+	if err := w.commitTxn(ctx, states); err != nil {
 		cleanup()
 		return err
 	}
@@ -329,7 +325,7 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
-			if err := w.commitTxn(ctx, states, false); err != nil {
+			if err := w.commitTxn(ctx, states); err != nil {
 				// The transaction is left to be aborted: the worker starts
 				// again from the last commit.
 				cancel(err)
@@ -524,20 +520,13 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 
 // commitTxn commits an exactly-once worker's transaction with the progress
 // of states (nothing to do at least once) and writes the offset syncs it
-// released. A final commit is skipped when a batch was left without an
-// answer (the next start aborts the transaction instead).
-func (w *worker) commitTxn(ctx context.Context, states []*partState, final bool) error {
+// released.
+func (w *worker) commitTxn(ctx context.Context, states []*partState) error {
 	if w.txn == nil {
 		return nil
 	}
-	if final && w.txnUnsafe.Load() {
-		return errors.New("not committed: a produce request was left without an answer, so the transaction may hold records its progress does not cover")
-	}
 	released, err := w.txn.commit(ctx, states)
 	if err != nil {
-		// What this transaction holds is unknown now (its progress write
-		// or its end may have been cut off): it is never committed later.
-		w.txnUnsafe.Store(true)
 		return err
 	}
 	// The stop's context has ended by the final commit: its syncs still
