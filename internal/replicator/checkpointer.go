@@ -314,7 +314,13 @@ func (c *checkpointer) translate(ps *partState, g int64) (down, oldest int64, ok
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	var live *checkpoint.Live
-	if up, dn := ps.lastUp.Load(), ps.lastDown.Load(); up >= 0 && dn >= 0 {
+	if ps.exactlyOnce {
+		// What is acknowledged may still be aborted: only the committed
+		// progress bounds a translation.
+		if c := ps.txnCommitted; c.offset >= 0 && c.down >= 0 {
+			live = &checkpoint.Live{NextUpstream: c.offset, NextDownstream: c.down}
+		}
+	} else if up, dn := ps.lastUp.Load(), ps.lastDown.Load(); up >= 0 && dn >= 0 {
 		next := ps.next.Load()
 		live = &checkpoint.Live{NextUpstream: max(next, up+1), NextDownstream: dn + 1}
 	} else if next := ps.next.Load(); ps.resumed && next >= 0 && ps.progDown >= 0 {
