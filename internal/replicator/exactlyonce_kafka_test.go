@@ -88,6 +88,7 @@ func verifyExactlyOnceTo(t *testing.T, src cluster.Settings, srcTopic string, ds
 // record exactly once and in order; the aborted transaction's records are
 // there for a read_uncommitted reader only (the kill landed mid-transaction).
 func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
+	t.Parallel() // its own topics and task on the shared clusters
 	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
 	current := k1.Settings(cluster.Plaintext, "")
 	peer := k2.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
@@ -146,6 +147,7 @@ func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
 // not restarted (the two would fence each other in turn); the second copies
 // on, every record once.
 func TestExactlyOnceSecondKmirrorFencesTheFirst(t *testing.T) {
+	t.Parallel() // its own topics and task on the shared clusters
 	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
 	current, peer := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, k1, 2, nil)
@@ -229,6 +231,7 @@ func TestExactlyOnceWithoutTransactionalIDRightSaysSo(t *testing.T) {
 // drift from the source's), a group reads half on the source, is
 // translated, and reads the rest on the target: every record once.
 func TestExactlyOnceFailoverIsExactAcrossTransactions(t *testing.T) {
+	t.Parallel() // its own topics and task on the shared clusters
 	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
 	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, k1, 3, nil)
@@ -403,4 +406,26 @@ func TestExactlyOnceCoordinatorBrokerKilled(t *testing.T) {
 	st := reps[0].Status()
 	t.Logf("flow after the coordinator's broker came back: %s, %d restarts, last error %q", st.State, st.Restarts, st.LastError)
 	verifyExactlyOnceTo(t, s, topic, s, "CA."+topic, total)
+}
+
+// A task's delivery changes by deleting it and creating it again: the
+// exactly-once task created over the at-least-once one's progress (same
+// name, so the same progress) goes on from it and copies nothing twice.
+func TestExactlyOnceTaskOverAtLeastOnceProgressCopiesNothingTwice(t *testing.T) {
+	t.Parallel() // its own topics and task on the shared clusters
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	src, dst := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k1, 3, nil)
+	tk := newTask("eos-switch", task.DirectionPush, []string{topic})
+	tk.Current.Alias, tk.Peer.Alias = "SA", "SB"
+	produceN(t, src, topic, 3, 1500, 100)
+	_, stop := runUntilStopped(t, tk, src, dst)
+	verifyCopy(t, src, topic, dst, topic, 1500, e2e.VerifyOptions{})
+	stop()
+	produceN(t, src, topic, 3, 1500, 100)
+	reps, _ := runUntilStopped(t, exactlyOnce(tk), src, dst)
+	verifyExactlyOnce(t, src, dst, topic, 3000)
+	if st := dataOnly(reps[0].Status()); st.Recopied != 0 || st.Records != 1500 {
+		t.Fatalf("the exactly-once task copied %d records (want the 1,500 new ones), %d again", st.Records, st.Recopied)
+	}
 }
