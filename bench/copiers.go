@@ -224,6 +224,7 @@ func startKmirror(row kmirrorRow) func(*harness, scenario, []string, string) (co
 		case kmirrorEOS100:
 			name, alias = "bench-eos100-"+sc.key, aliasEOS100
 			rules.Delivery, rules.TransactionIntervalMs = task.DeliveryExactlyOnce, 100
+		case kmirrorDefaults, kmirrorTypical: // at least once
 		}
 		spec := service.Spec{
 			Clusters: []cluster.Settings{
