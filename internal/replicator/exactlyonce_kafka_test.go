@@ -2,8 +2,10 @@ package replicator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -428,4 +430,111 @@ func TestExactlyOnceTaskOverAtLeastOnceProgressCopiesNothingTwice(t *testing.T) 
 	if st := dataOnly(reps[0].Status()); st.Recopied != 0 || st.Records != 1500 {
 		t.Fatalf("the exactly-once task copied %d records (want the 1,500 new ones), %d again", st.Records, st.Recopied)
 	}
+}
+
+// kill -9 at each point of a commit: with the records in the transaction
+// and no progress yet, with the progress in and no commit, and between the
+// commit and the source group's commit. A restart copies on: read_committed
+// readers see every record once.
+func TestExactlyOnceKilledAtEachPointOfACommit(t *testing.T) {
+	for _, point := range []string{crashBeforeProgress, crashBeforeCommit, crashBeforeGroup} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+			current, peer := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+			topic := kafkatest.NewTopic(t, k1, 3, nil)
+			tk := exactlyOnce(newTask("eos-at-"+point, task.DirectionPush, []string{topic}))
+			tk.Current.Alias, tk.Peer.Alias = "PA", "PB-"+point[:4]
+			const total = 15000
+			done := make(chan struct{})
+			close(done) // the stream ends at total
+			produced := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+				defer cancel()
+				acked, _, last := stream(ctx, current, topic, 3, total, done)
+				if acked < total {
+					produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
+					return
+				}
+				produced <- nil
+			}()
+			child := startChild(t, childSpec{Task: tk, Current: current, Peer: peer}, "KMIRROR_TEST_CRASH_AT="+point)
+			exited := make(chan error, 1)
+			go func() { exited <- child.Wait() }()
+			select {
+			case err := <-exited:
+				var ee *exec.ExitError
+				if !errors.As(err, &ee) || !strings.Contains(ee.String(), "killed") {
+					t.Fatalf("the child ended with %v, not killed at %s", err, point)
+				}
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("the child never reached %s", point)
+			}
+			atKill := committedRecords(t, tk, current, peer, topic)
+			startTask(t, tk, current, peer)
+			if err := <-produced; err != nil {
+				t.Fatal(err)
+			}
+			aborted := verifyExactlyOnce(t, current, peer, topic, total)
+			t.Logf("killed at %s with progress committed for %d records; %d aborted copies", point, atKill, aborted)
+			if point != crashBeforeGroup && aborted == 0 {
+				t.Errorf("killed at %s inside a transaction, yet no aborted copy on the target", point)
+			}
+		})
+	}
+}
+
+// Exactly once, a record too large for the target stops its partition
+// alone, with the reason: the records before it are committed once, the
+// other partition copies on, nothing after it is skipped into the target.
+func TestExactlyOnceOversizeRecordStopsOnlyItsPartition(t *testing.T) {
+	t.Parallel() // its own topics and task on the shared clusters
+	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	current, peer := k1.Settings(cluster.Plaintext, ""), k2.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k1, 2, nil)
+	small := "4096"
+	if err := mustAdmin(t, k2).CreateTopic(topic, &sarama.TopicDetail{NumPartitions: 2, ReplicationFactor: 1,
+		ConfigEntries: map[string]*string{"max.message.bytes": &small}}, false); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []*sarama.ProducerMessage
+	for p := range int32(2) {
+		for i := range 10 {
+			v := strings.Repeat("x", 100)
+			if p == 0 && i == 5 {
+				v = strings.Repeat("y", 20000)
+			}
+			msgs = append(msgs, &sarama.ProducerMessage{Topic: topic, Partition: p, Key: sarama.StringEncoder(fmt.Sprintf("%d-%d", p, i)), Value: sarama.StringEncoder(v)})
+		}
+	}
+	produce(t, current, msgs...)
+	tk := exactlyOnce(newTask("eos-oversize", task.DirectionPush, []string{topic}))
+	tk.Current.Alias, tk.Peer.Alias = "OA", "OB"
+	tk.Rules.Tasks = 1
+	reps := startTask(t, tk, current, peer)
+	st, _ := waitState(t, reps[0], time.Minute, func(st engine.FlowStatus) error {
+		if !strings.Contains(st.Reason, "offset 5") || !strings.Contains(st.Reason, "max.message.bytes") {
+			return fmt.Errorf("the oversize record is not named")
+		}
+		for _, p := range dataOnly(st).Partitions {
+			if want := map[int32]int64{0: 5, 1: 10}[p.Partition]; p.NextOffset != want {
+				return fmt.Errorf("partition %d at %d, want %d", p.Partition, p.NextOffset, want)
+			}
+		}
+		return nil
+	})
+	t.Logf("%s: %s", st.State, st.Reason)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitForLong(t, time.Minute, func() error {
+		rep, err := e2e.Verify(ctx, current, topic, peer, topic, e2e.VerifyOptions{Idle: time.Second})
+		if err != nil {
+			return err
+		}
+		if rep.Replicated != 15 || rep.Missing != 5 || rep.Duplicated != 0 || rep.Unexpected != 0 {
+			return fmt.Errorf("read_committed: %s; want the 15 records before the oversize one and the other partition's, once", rep.String())
+		}
+		return nil
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +40,17 @@ type childSpec struct {
 }
 
 func runChild(spec string) int {
+	if at := os.Getenv("KMIRROR_TEST_CRASH_AT"); at != "" {
+		// SIGKILL itself the third time a commit reaches the point: two
+		// commits with records have landed before.
+		var hits atomic.Int32
+		crashAt = func(point string) {
+			if point == at && hits.Add(1) == 3 {
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				select {} // dies here
+			}
+		}
+	}
 	var cs childSpec
 	if err := json.Unmarshal([]byte(spec), &cs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -60,14 +72,14 @@ func runChild(spec string) int {
 	return 0
 }
 
-func startChild(t *testing.T, cs childSpec) *exec.Cmd {
+func startChild(t *testing.T, cs childSpec, env ...string) *exec.Cmd {
 	t.Helper()
 	b, err := json.Marshal(cs)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "KMIRROR_TEST_CHILD="+string(b))
+	cmd.Env = append(append(os.Environ(), "KMIRROR_TEST_CHILD="+string(b)), env...)
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

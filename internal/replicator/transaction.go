@@ -241,6 +241,23 @@ func (t *transaction) explain(what string, err error) error {
 // spoil marks the open transaction never to be committed.
 func (t *transaction) spoil(why error) { t.spoiled.CompareAndSwap(nil, &why) }
 
+// crashAt, set by tests only, is called at the named points of a commit
+// that writes progress, so a test can kill the process exactly there.
+var crashAt func(point string)
+
+// The points of a commit crashAt is called at.
+const (
+	crashBeforeProgress = "records-written"  // the records are in the transaction, their progress not yet
+	crashBeforeCommit   = "progress-written" // records and progress are in, not committed
+	crashBeforeGroup    = "committed"        // committed, the source group not yet
+)
+
+func crashPoint(point string) {
+	if crashAt != nil {
+		crashAt(point)
+	}
+}
+
 // committedSyncs are a partition's offset syncs released by a commit.
 type committedSyncs struct {
 	ps    *partState
@@ -282,14 +299,19 @@ func (t *transaction) commit(ctx context.Context, states []*partState) ([]commit
 				progressValue{Next: m.sp.offset, Down: m.sp.down, TopicID: m.sp.topicID, TargetTopicID: m.sp.targetTopicID})
 			recs = append(recs, &sarama.Record{Key: kb, Value: vb, OffsetDelta: int64(i)})
 		}
+		crashPoint(crashBeforeProgress)
 		if err := t.writeProgress(ctx, recs); err != nil {
 			t.spoil(err) // the progress may be in, in part or not at all
 			return nil, err
 		}
+		crashPoint(crashBeforeCommit)
 	}
 	if err := t.end(ctx, true); err != nil {
 		t.spoil(err)
 		return nil, err
+	}
+	if len(ms) > 0 {
+		crashPoint(crashBeforeGroup)
 	}
 	t.mu.Lock()
 	clear(t.added)
