@@ -9,7 +9,6 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -41,11 +40,20 @@ type childSpec struct {
 
 func runChild(spec string) int {
 	if at := os.Getenv("KMIRROR_TEST_CRASH_AT"); at != "" {
-		// SIGKILL itself the third time a commit reaches the point: two
-		// commits with records have landed before.
-		var hits atomic.Int32
+		// SIGKILL itself at the point of the first commit 4 s after the
+		// first reached it: commits with records have landed before.
+		var mu sync.Mutex
+		var first time.Time
 		crashAt = func(point string) {
-			if point == at && hits.Add(1) == 3 {
+			if point != at {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if first.IsZero() {
+				first = time.Now()
+			}
+			if time.Since(first) > 4*time.Second {
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 				select {} // dies here
 			}
