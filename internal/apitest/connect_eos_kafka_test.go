@@ -25,11 +25,7 @@ func TestExactlyOnceTaskOnConnectThroughAWorkerKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)
-	cc := kafkatest.LazyConnect(t, "api-eos", west, kafkatest.WorkerProps(map[string]string{"exactly.once.source.support": "enabled"}))
-	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
-		"name": "ec", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
-		t.Fatalf("register the exactly-once Connect cluster: %d %v", code, body)
-	}
+	cc := exactlyOnceConnect(t, s, west)
 	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, east, 3, nil)
 	name := "eos-" + strings.ToLower(topic[len(topic)-8:])
@@ -126,5 +122,92 @@ func TestExactlyOnceTaskOnConnectThroughAWorkerKill(t *testing.T) {
 			t.Fatalf("the copy did not complete after the kill: %s; task %v", rep.String(), body)
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// exactlyOnceConnect is the package's Connect cluster whose workers run
+// exactly-once source connectors (2 workers writing to west), registered
+// on s as "ec".
+func exactlyOnceConnect(t *testing.T, s *server, west *kafkatest.Cluster) *kafkatest.ConnectCluster {
+	t.Helper()
+	cc := kafkatest.LazyConnect(t, "api-eos", west, kafkatest.WorkerProps(map[string]string{"exactly.once.source.support": "enabled"}))
+	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
+		"name": "ec", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
+		t.Fatalf("register the exactly-once Connect cluster: %d %v", code, body)
+	}
+	return cc
+}
+
+// waitCommitted waits until read_committed readers of dstTopic see total
+// records of srcTopic (offsets would count transaction markers too).
+func waitCommitted(ctx context.Context, t *testing.T, src cluster.Settings, srcTopic string, dst cluster.Settings, dstTopic string, total int) e2e.Report {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		rep, err := e2e.Verify(ctx, src, srcTopic, dst, dstTopic, e2e.VerifyOptions{Idle: time.Second, AllowDuplicates: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Replicated >= total || time.Now().After(deadline) {
+			return rep
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// An exactly-once task moves embedded -> Kafka Connect (exactly once
+// through KIP-618) -> embedded: each engine continues from the other's
+// committed progress, and read_committed readers see every record once.
+func TestExactlyOnceMoveBetweenEnginesCopiesNothingTwice(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	s, west, east, _ := connectServer(t)
+	exactlyOnceConnect(t, s, west)
+	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, east, 3, nil)
+	name := "mve-" + strings.ToLower(topic[len(topic)-8:])
+	spec := map[string]any{
+		"name": name, "type": "kafka-replication", "engine": "embedded",
+		"current": map[string]any{"cluster": "east", "alias": "A"},
+		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
+		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
+			"start_offset": "earliest", "compression": "none", "delivery": "exactly_once"},
+	}
+	if code, body := s.call(http.MethodPost, "/api/v1/tasks", spec); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	t.Cleanup(func() { s.call(http.MethodDelete, "/api/v1/tasks/"+name, nil) })
+	const batch = 300
+	total := 0
+	step := func(engine string) {
+		t.Helper()
+		if _, err := e2e.Produce(ctx, src, topic, 3, batch, 100); err != nil {
+			t.Fatal(err)
+		}
+		total += batch
+		if rep := waitCommitted(ctx, t, src, topic, dst, "A."+topic, total); rep.Replicated < total {
+			_, st := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil)
+			t.Fatalf("on %s: %s\nstatus: %v", engine, rep.String(), st)
+		}
+	}
+	move := func(engine string) {
+		t.Helper()
+		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/move", map[string]any{"engine": engine})
+		if code != http.StatusOK || body["engine"] != engine {
+			t.Fatalf("move to %s: %d %v", engine, code, body)
+		}
+	}
+	step("embedded")
+	move("connect:ec")
+	step("connect:ec")
+	move("embedded")
+	step("embedded")
+	rep, err := e2e.Verify(ctx, src, topic, dst, "A."+topic, e2e.VerifyOptions{Idle: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("after two moves: %s", rep)
+	if !rep.OK() || rep.Replicated != total {
+		t.Fatalf("the exactly-once copy after two moves is not exact:\n%s", rep)
 	}
 }

@@ -134,7 +134,10 @@ func readPartition(ctx context.Context, client sarama.Client, consumer sarama.Co
 	defer pc.Close()
 
 	out := make([]record, 0, end-start)
-	timer := time.NewTimer(idle)
+	// The first record may take longer than idle on a loaded machine (a
+	// new consumer's connection and first fetch): a partition is given
+	// up as unreadable only after firstRecordWait, then after idle.
+	timer := time.NewTimer(max(idle, firstRecordWait))
 	defer timer.Stop()
 	for {
 		select {
@@ -158,6 +161,10 @@ func readPartition(ctx context.Context, client sarama.Client, consumer sarama.Co
 		}
 	}
 }
+
+// firstRecordWait is how long readPartition waits for a partition's first
+// record before it takes the partition to hold none it can read.
+const firstRecordWait = 15 * time.Second
 
 // getOffset is client.GetOffset that rides out a partition's leadership
 // settling: right after a topic is created (or a broker restarts) a real

@@ -542,3 +542,91 @@ func TestExactlyOnceOversizeRecordStopsOnlyItsPartition(t *testing.T) {
 		return nil
 	})
 }
+
+// A transaction outlives its timeout: the leader of one target partition
+// (its only replica) is frozen while records come, so a produce request
+// stays unanswered and the transaction cannot commit; the coordinator
+// aborts it (timeout shortened to 15 s). The flow says why meanwhile
+// (never RUNNING without a reason), and after the thaw it copies on from
+// its last commit: read_committed readers see every record once.
+func TestExactlyOnceTransactionTimeout(t *testing.T) {
+	k := rf3Away(t, "rf3-away-1")
+	dst := k.Settings(cluster.Plaintext, "")
+	src := kafkatest.Shared(t, 1).Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, kafkatest.Shared(t, 1), 2, nil)
+	tk := exactlyOnce(newTask("eos-timeout", task.DirectionPush, []string{topic}))
+	tk.Current.Alias, tk.Peer.Alias = "TA", "TB"
+	tk.Rules.RenameTopics, tk.Rules.Tasks = true, 1
+	tk.Rules.ReplicationFactor = task.DefaultReplicationFactor
+	target := "TA." + topic
+
+	// The frozen broker leads neither the transaction's coordinator nor
+	// the other partition.
+	cfg, err := dst.Config("test-timeout")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := sarama.NewClient(dst.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	coord, err := client.TransactionCoordinator(task.TransactionalID(tk.Flows()[0].Group, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []int32
+	for _, id := range k.BrokerIDs() {
+		if id != coord.ID() {
+			others = append(others, id)
+		}
+	}
+	frozen, other := others[0], others[1]
+	one := "1"
+	if err := mustAdmin(t, k).CreateTopic(target, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
+		ReplicaAssignment: map[int32][]int32{0: {frozen}, 1: {other}},
+		ConfigEntries:     map[string]*string{"min.insync.replicas": &one}}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if a, err := k.Admin(); err == nil {
+			_ = a.DeleteTopic(target)
+		}
+	})
+	produceN(t, src, topic, 2, 1000, 100)
+	opts := testOpts
+	opts.DegradedAfter = 10 * time.Second
+	opts.TransactionTimeout = 15 * time.Second
+	r, _ := runStoppable(t, tk, opts, src, dst)
+	verifyExactlyOnceTo(t, src, topic, dst, target, 1000)
+	steady := produceSteadily(t, src, topic, 2, 50*time.Millisecond)
+	time.Sleep(time.Second)
+	if err := k.FreezeBroker(frozen); err != nil {
+		t.Fatal(err)
+	}
+	froze := time.Now()
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			if err := k.ThawBroker(frozen); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	t.Cleanup(thaw)
+	st, _ := waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
+		if st.State == task.StateRunning || st.Reason == "" {
+			return fmt.Errorf("want the stuck transaction said")
+		}
+		return nil
+	})
+	t.Logf("%s after the freeze: %s: %s", time.Since(froze).Round(time.Second), st.State, st.Reason)
+	// Past the timeout and the coordinator's abort round (every 10 s).
+	time.Sleep(time.Until(froze.Add(opts.TransactionTimeout + 15*time.Second)))
+	thaw()
+	sent := steady()
+	rep := verifyExactlyOnceTo(t, src, topic, dst, target, 1000+sent)
+	st = r.Status()
+	t.Logf("after the thaw: %s; %s, %d restarts, last error %q", rep.String(), st.State, st.Restarts, st.LastError)
+}

@@ -201,6 +201,9 @@ type Options struct {
 	// every flow given the same one (budget.go). Default: one budget of
 	// DefaultBufferBytes for the whole process.
 	Budget *Budget
+	// TransactionTimeout, for tests, replaces the transaction timeout an
+	// exactly-once flow asks (task.TransactionTimeout of its interval).
+	TransactionTimeout time.Duration
 }
 
 func (o Options) withDefaults() Options {

@@ -162,6 +162,9 @@ func (w *worker) run(ctx context.Context) error {
 		// First: fence the worker's predecessor and abort what it left
 		// open, so the progress read next is the last committed.
 		w.txn = newTransaction(dst, task.TransactionalID(w.flow.Group(), w.asg.ID), w.flow)
+		if w.opts.TransactionTimeout > 0 {
+			w.txn.timeout = w.opts.TransactionTimeout
+		}
 		if err := w.txn.init(ctx); err != nil {
 			return err
 		}
