@@ -602,10 +602,16 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 		}
 		if err == nil {
 			base, err = produceOnce(ctx, dst, req, topic, part)
+			// Only a success settles an attempt left without an answer
+			// (the broker answers a resend of a batch it wrote as written,
+			// by its sequence): a refusal of a later attempt does not — the
+			// earlier one may still sit in a frozen broker's socket and be
+			// written after the next commit, which its progress would not
+			// cover.
 			switch {
-			case err == nil, errors.As(err, new(answered)):
+			case err == nil:
 				c.unsure = false
-			case errors.As(err, new(notSent)): // an earlier attempt's doubt stays
+			case errors.As(err, new(answered)), errors.As(err, new(notSent)):
 			default:
 				c.unsure = true
 			}
@@ -767,9 +773,9 @@ func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequ
 	return blk.Offset, nil
 }
 
-// answered is a produce request's refusal by the broker: the batch was not
-// written. notSent is an error before the request went out. Any other
-// error of produceOnce leaves the batch's fate unknown.
+// answered is a produce request's refusal by the broker: this attempt was
+// not written. notSent is an error before the request went out. Any other
+// error of produceOnce leaves the attempt's fate unknown.
 type (
 	answered struct{ error }
 	notSent  struct{ error }

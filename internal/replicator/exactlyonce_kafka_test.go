@@ -626,7 +626,57 @@ func TestExactlyOnceTransactionTimeout(t *testing.T) {
 	time.Sleep(time.Until(froze.Add(opts.TransactionTimeout + 15*time.Second)))
 	thaw()
 	sent := steady()
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpBatches(t, dst, target, 0)
+		}
+	})
 	rep := verifyExactlyOnceTo(t, src, topic, dst, target, 1000+sent)
 	st = r.Status()
 	t.Logf("after the thaw: %s; %s, %d restarts, last error %q", rep.String(), st.State, st.Restarts, st.LastError)
+}
+
+// dumpBatches logs partition p of topic batch by batch, read uncommitted:
+// for a failing exactly-once test, what each producer wrote and how its
+// transactions ended.
+func dumpBatches(t *testing.T, s cluster.Settings, topic string, p int32) {
+	t.Helper()
+	cfg, err := s.Config("test-dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := sarama.NewClient(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	leader, err := client.Leader(topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for from := int64(0); ; {
+		req := &sarama.FetchRequest{Version: 11, MaxBytes: 1 << 20, Isolation: sarama.ReadUncommitted, SessionEpoch: -1}
+		req.AddBlock(topic, p, from, 1<<20, -1)
+		resp, err := leader.Fetch(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		blk := resp.GetBlock(topic, p)
+		if blk == nil || len(blk.RecordsSet) == 0 {
+			return
+		}
+		for _, rs := range blk.RecordsSet {
+			b := rs.RecordBatch
+			if b == nil {
+				continue
+			}
+			first := ""
+			if len(b.Records) > 0 {
+				first = string(b.Records[0].Key)
+			}
+			t.Logf("%s-%d @%d: %d records, pid %d epoch %d seq %d txn %v control %v first key %q",
+				topic, p, b.FirstOffset, len(b.Records), b.ProducerID, b.ProducerEpoch, b.FirstSequence, b.IsTransactional, b.Control, first)
+			from = b.FirstOffset + int64(b.LastOffsetDelta) + 1
+		}
+	}
 }

@@ -181,6 +181,15 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	plog.byTxn = w.txn != nil
 	defer plog.close()
+	if w.txn != nil {
+		tps := []topicPart{{w.flow.ProgressTopic, 0}}
+		for _, p := range w.asg.Partitions {
+			tps = append(tps, topicPart{p.Target, p.Partition})
+		}
+		if err := w.txn.abortLeftovers(ctx, tps); err != nil {
+			return err
+		}
+	}
 	prog, err := newProgress(src, w.flow.Group(), plog)
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
