@@ -137,17 +137,10 @@ func (t *transaction) init(ctx context.Context) error {
 	return nil
 }
 
-// abortLeftovers aborts an empty transaction over tps, the partitions the
-// worker writes (the progress topic's too), before it copies: Kafka skips a
-// transaction's marker for a partition that has no leader when the
-// coordinator writes them ("likely deleted"), so a transaction aborted
-// while a target partition's only replica was away leaves that partition
-// without its abort marker, and the records stay open until the next marker
-// of the same producer id — which the producer keeps across epochs — and
-// would count as committed with the next commit (measured: 610 records seen
-// twice by read_committed readers). This abort's markers close any such
-// range as aborted. Partitions that do not exist yet are left out.
-func (t *transaction) abortLeftovers(ctx context.Context, tps []topicPart) error {
+// endOver runs an empty transaction over tps and ends it (commit or
+// abort): its markers close what the producer id left open there (see
+// worker.closeLeftovers). Partitions that do not exist are left out.
+func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool) error {
 	pending := map[string][]int32{}
 	for _, tp := range tps {
 		pending[tp.topic] = append(pending[tp.topic], tp.part)
@@ -176,7 +169,7 @@ func (t *transaction) abortLeftovers(ctx context.Context, tps []topicPart) error
 			return failed
 		})
 		if err != nil {
-			return t.explain("abort what an earlier run may have left open on the target", err)
+			return t.explain("close what an earlier run left open on the target", err)
 		}
 		if len(unknown) == 0 {
 			break
@@ -191,7 +184,7 @@ func (t *transaction) abortLeftovers(ctx context.Context, tps []topicPart) error
 	if len(pending) == 0 {
 		return nil
 	}
-	return t.end(ctx, false)
+	return t.end(ctx, commit)
 }
 
 // join holds the gate for a produce attempt of a batch of topic-part, with

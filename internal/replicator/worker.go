@@ -181,15 +181,6 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	plog.byTxn = w.txn != nil
 	defer plog.close()
-	if w.txn != nil {
-		tps := []topicPart{{w.flow.ProgressTopic, 0}}
-		for _, p := range w.asg.Partitions {
-			tps = append(tps, topicPart{p.Target, p.Partition})
-		}
-		if err := w.txn.abortLeftovers(ctx, tps); err != nil {
-			return err
-		}
-	}
 	prog, err := newProgress(src, w.flow.Group(), plog)
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
@@ -197,6 +188,11 @@ func (w *worker) run(ctx context.Context) error {
 	stored, err := prog.load(w.asg.Partitions)
 	if err != nil {
 		return err
+	}
+	if w.txn != nil {
+		if err := w.closeLeftovers(ctx, dst, stored); err != nil {
+			return err
+		}
 	}
 	consumer, err := sarama.NewConsumerFromClient(src)
 	if err != nil {
@@ -528,6 +524,49 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 		ps.startExactlyOnce(st)
 	}
 	return pc, nil
+}
+
+// closeLeftovers ends what this worker's producer left open on its target
+// partitions. Kafka skips a transaction's marker for a partition that has
+// no leader when the coordinator writes them ("likely deleted"): the
+// records there stay open until the producer id's next marker on that
+// partition — the id is kept across epochs — and would take its outcome,
+// whatever their own transaction's was (measured: 610 records read twice
+// by read_committed readers after a transaction was aborted while its
+// partition's only replica was away). After the fence every transaction of
+// the id is complete, so a partition whose last stable offset is behind its
+// end holds such a range: committed again where the committed progress is
+// past its start (their transaction committed: else the progress would not
+// be), aborted where it is not, committed where the progress does not say
+// (a duplicate can be counted; a loss could not be undone).
+func (w *worker) closeLeftovers(ctx context.Context, dst sarama.Client, stored map[Partition]storedProgress) error {
+	var commit, abort []topicPart
+	for _, p := range w.asg.Partitions {
+		lso, err := lastStableOffset(dst, p.Target, p.Partition)
+		if err != nil {
+			continue // not there yet, or unavailable: nothing of ours is open there
+		}
+		end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest)
+		if err != nil || lso >= end {
+			continue
+		}
+		tp := topicPart{p.Target, p.Partition}
+		outcome := "committed (the flow's progress covers it)"
+		if sp := stored[p]; sp.down >= 0 && sp.down <= lso {
+			abort = append(abort, tp)
+			outcome = "aborted (the flow's progress does not cover it)"
+		} else {
+			commit = append(commit, tp)
+		}
+		msg := fmt.Sprintf("target %s-%d held an open transaction of this flow from an earlier run at offsets %d-%d (Kafka skipped its marker while the partition had no leader): %s",
+			p.Target, p.Partition, lso, end-1, outcome)
+		w.log.Warn(msg)
+		w.state.setError(msg)
+	}
+	if err := w.txn.endOver(ctx, commit, true); err != nil {
+		return err
+	}
+	return w.txn.endOver(ctx, abort, false)
 }
 
 // commitTxn commits an exactly-once worker's transaction with the progress
