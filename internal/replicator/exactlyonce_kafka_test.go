@@ -98,17 +98,7 @@ func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
 	tk := exactlyOnce(newTask("eos-crash", task.DirectionPush, []string{topic}))
 	const total = 30000
 	killed := make(chan struct{})
-	produced := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		acked, _, last := stream(ctx, current, topic, 4, total, killed)
-		if acked < total {
-			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
-			return
-		}
-		produced <- nil
-	}()
+	produced := streamInBackground(current, topic, 4, total, killed, 50*time.Millisecond, 3*time.Minute)
 	first := startChild(t, childSpec{Task: tk, Current: current, Peer: peer})
 	waitForLong(t, 2*time.Minute, func() error {
 		if n := committedRecords(t, tk, current, peer, topic); n < 5000 {
@@ -305,17 +295,7 @@ func TestExactlyOnceThroughTwentyKills(t *testing.T) {
 	const total, kills = 200000, 20
 	done := make(chan struct{})
 	close(done) // the stream ends at total
-	produced := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		acked, _, last := streamEvery(ctx, current, topic, 4, total, done, 200*time.Millisecond) // 1,250 records/s: the kills land while it streams
-		if acked < total {
-			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
-			return
-		}
-		produced <- nil
-	}()
+	produced := streamInBackground(current, topic, 4, total, done, 200*time.Millisecond, 5*time.Minute) // 1,250 records/s: the kills land while it streams
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 20))
 	var copiedAtKills []int64
 	for i := range kills {
@@ -361,17 +341,7 @@ func TestExactlyOnceCoordinatorBrokerKilled(t *testing.T) {
 	const total = 30000
 	done := make(chan struct{})
 	close(done) // the stream ends at total
-	produced := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		acked, _, last := stream(ctx, s, topic, 3, total, done)
-		if acked < total {
-			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
-			return
-		}
-		produced <- nil
-	}()
+	produced := streamInBackground(s, topic, 3, total, done, 50*time.Millisecond, 5*time.Minute)
 	reps, _ := runUntilStopped(t, tk, s)
 	waitForLong(t, 2*time.Minute, func() error {
 		if n := dataOnly(reps[0].Status()).Records; n < 5000 {
@@ -448,18 +418,7 @@ func TestExactlyOnceKilledAtEachPointOfACommit(t *testing.T) {
 			const total = 15000
 			done := make(chan struct{})
 			close(done) // the stream ends at total
-			produced := make(chan error, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-				defer cancel()
-				// 1,250 records/s: records still come at the kill
-				acked, _, last := streamEvery(ctx, current, topic, 3, total, done, 200*time.Millisecond)
-				if acked < total {
-					produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
-					return
-				}
-				produced <- nil
-			}()
+			produced := streamInBackground(current, topic, 3, total, done, 200*time.Millisecond, 3*time.Minute) // 1,250 records/s: records still come at the kill
 			child := startChild(t, childSpec{Task: tk, Current: current, Peer: peer}, "KMIRROR_TEST_CRASH_AT="+point)
 			exited := make(chan error, 1)
 			go func() { exited <- child.Wait() }()

@@ -361,17 +361,7 @@ func TestKilledMidStreamResumesWithoutLoss(t *testing.T) {
 	// the kill lands mid-stream, after commits and before the end.
 	const total = 40000
 	killed := make(chan struct{})
-	produced := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		acked, _, last := stream(ctx, current, topic, 4, total, killed)
-		if acked < total {
-			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
-			return
-		}
-		produced <- nil
-	}()
+	produced := streamInBackground(current, topic, 4, total, killed, 50*time.Millisecond, 3*time.Minute)
 	first := startChild(t, cs)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

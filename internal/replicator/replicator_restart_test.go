@@ -125,6 +125,24 @@ func stream(ctx context.Context, s cluster.Settings, topic string, partitions, t
 	return streamEvery(ctx, s, topic, partitions, total, done, 50*time.Millisecond) // at most 5,000 records/s
 }
 
+// streamInBackground runs streamEvery in a goroutine of its own for at
+// most limit; the channel says whether all total records were
+// acknowledged.
+func streamInBackground(s cluster.Settings, topic string, partitions, total int, done <-chan struct{}, every, limit time.Duration) <-chan error {
+	produced := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		defer cancel()
+		acked, _, last := streamEvery(ctx, s, topic, partitions, total, done, every)
+		if acked < int64(total) {
+			produced <- fmt.Errorf("produced %d of %d records: %w", acked, total, last)
+			return
+		}
+		produced <- nil
+	}()
+	return produced
+}
+
 // streamEvery is stream at 250 records every interval at most.
 func streamEvery(ctx context.Context, s cluster.Settings, topic string, partitions, total int, done <-chan struct{}, every time.Duration) (int64, int, error) {
 	const chunk = 250
