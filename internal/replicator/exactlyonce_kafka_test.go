@@ -294,7 +294,7 @@ func TestExactlyOnceThroughTwentyKills(t *testing.T) {
 	tk.Current.Alias, tk.Peer.Alias = "KA", "KB"
 	const total, kills = 200000, 20
 	done := make(chan struct{})
-	close(done) // the stream ends at total
+	close(done)                                                                                         // the stream ends at total
 	produced := streamInBackground(current, topic, 4, total, done, 200*time.Millisecond, 5*time.Minute) // 1,250 records/s: the kills land while it streams
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 20))
 	var copiedAtKills []int64
@@ -417,7 +417,7 @@ func TestExactlyOnceKilledAtEachPointOfACommit(t *testing.T) {
 			tk.Current.Alias, tk.Peer.Alias = "PA", "PB-"+point[:4]
 			const total = 15000
 			done := make(chan struct{})
-			close(done) // the stream ends at total
+			close(done)                                                                                         // the stream ends at total
 			produced := streamInBackground(current, topic, 3, total, done, 200*time.Millisecond, 3*time.Minute) // 1,250 records/s: records still come at the kill
 			child := startChild(t, childSpec{Task: tk, Current: current, Peer: peer}, "KMIRROR_TEST_CRASH_AT="+point)
 			exited := make(chan error, 1)
