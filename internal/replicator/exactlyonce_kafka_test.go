@@ -294,8 +294,9 @@ func TestExactlyOnceThroughTwentyKills(t *testing.T) {
 	tk.Current.Alias, tk.Peer.Alias = "KA", "KB"
 	const total, kills = 200000, 20
 	done := make(chan struct{})
-	close(done)                                                                                         // the stream ends at total
-	produced := streamInBackground(current, topic, 4, total, done, 200*time.Millisecond, 5*time.Minute) // 1,250 records/s: the kills land while it streams
+	close(done) // the stream ends at total
+	// 1,250 records/s: the kills land while it streams
+	produced := streamInBackground(current, topic, 4, total, done, 200*time.Millisecond, 5*time.Minute)
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 20))
 	var copiedAtKills []int64
 	for i := range kills {
@@ -417,8 +418,9 @@ func TestExactlyOnceKilledAtEachPointOfACommit(t *testing.T) {
 			tk.Current.Alias, tk.Peer.Alias = "PA", "PB-"+point[:4]
 			const total = 15000
 			done := make(chan struct{})
-			close(done)                                                                                         // the stream ends at total
-			produced := streamInBackground(current, topic, 3, total, done, 200*time.Millisecond, 3*time.Minute) // 1,250 records/s: records still come at the kill
+			close(done) // the stream ends at total
+			// 1,250 records/s: records still come at the kill
+			produced := streamInBackground(current, topic, 3, total, done, 200*time.Millisecond, 3*time.Minute)
 			child := startChild(t, childSpec{Task: tk, Current: current, Peer: peer}, "KMIRROR_TEST_CRASH_AT="+point)
 			exited := make(chan error, 1)
 			go func() { exited <- child.Wait() }()
