@@ -24,11 +24,11 @@ import (
 // sequencing is ours:
 //
 //   - a partition holds the gate (read) from the first produce attempt of a
-//     batch until the batch is acknowledged, or until an attempt's refusal
-//     says the batch was not written; a commit holds it (write), so it
-//     never commits while a batch's outcome is unknown (a committed
-//     transaction holding records its progress does not cover would copy
-//     them twice after a crash);
+//     batch until the batch is acknowledged; between attempts it lets go
+//     only while every attempt so far was refused (none is left without an
+//     answer). A commit holds it (write), so it never commits while a
+//     batch's outcome is unknown (a committed transaction holding records
+//     its progress does not cover would copy them twice after a crash);
 //   - a partition is added to the open transaction before its first batch
 //     in it (AddPartitionsToTxn), the progress topic's partition before
 //     the progress records;
