@@ -56,6 +56,10 @@ type transaction struct {
 	openedAt time.Time
 	// addMu lets one AddPartitionsToTxn out at a time.
 	addMu sync.Mutex
+	// settled are the target partitions whose last transaction's marker
+	// was seen (or that hold nothing open of ours); a partition outside it
+	// is checked before it joins a transaction (settle). Guarded by addMu.
+	settled map[topicPart]bool
 
 	task, flow    string // the progress records' keys
 	progressTopic string
@@ -70,7 +74,7 @@ type topicPart struct {
 func newTransaction(target sarama.Client, id string, f Flow) *transaction {
 	return &transaction{id: id, client: target, timeout: task.TransactionTimeout(f.TransactionInterval), task: f.Task, flow: f.Name(),
 		progressTopic: f.ProgressTopic,
-		added:         map[topicPart]bool{}, pid: -1, epoch: -1}
+		added:         map[topicPart]bool{}, settled: map[topicPart]bool{}, pid: -1, epoch: -1}
 }
 
 // txnVersion is the version sarama's transaction manager uses for
@@ -223,6 +227,12 @@ func (t *transaction) add(ctx context.Context, tp topicPart) error {
 	if in {
 		return nil
 	}
+	if tp.topic != t.progressTopic && !t.settled[tp] {
+		if err := t.settle(ctx, tp); err != nil {
+			return err
+		}
+		t.settled[tp] = true
+	}
 	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
 		resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
 			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TopicPartitions: map[string][]int32{tp.topic: {tp.part}}})
@@ -246,6 +256,40 @@ func (t *transaction) add(ctx context.Context, tp topicPart) error {
 	t.added[tp] = true
 	t.mu.Unlock()
 	return nil
+}
+
+// settleWait bounds how long a partition's last marker is waited for
+// before it counts as skipped.
+const settleWait = 5 * time.Second
+
+// settle waits until nothing of ours is open on tp (its last stable offset
+// is its end): the last transaction's marker landed. Kafka skips the marker
+// of a partition without a leader when the coordinator writes them, and
+// records written there in the next transaction would share one open range
+// with the last one's, to take a single outcome — committed records aborted
+// or aborted ones committed (measured: a record read twice). A marker that
+// does not come is an error that restarts the worker, whose start closes
+// the range as the progress says (worker.closeLeftovers); a partition that
+// cannot be asked (no leader) fails as a produce would, and is retried.
+func (t *transaction) settle(ctx context.Context, tp topicPart) error {
+	deadline := time.Now().Add(settleWait)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
+		lso, err := lastStableOffset(t.client, tp.topic, tp.part)
+		if err != nil {
+			return err
+		}
+		end, err := t.client.GetOffset(tp.topic, tp.part, sarama.OffsetNewest)
+		if err != nil {
+			return err
+		}
+		if lso >= end {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("target %s-%d holds records of this flow's last transaction still open at offsets %d-%d after %s: Kafka skipped its marker while the partition had no leader; the flow starts again to close them as its progress says", tp.topic, tp.part, lso, end-1, settleWait)
+		}
+		time.Sleep(pause) // the marker is written just after the commit
+	}
 }
 
 // fencedError says another producer took the transactional id over: a
@@ -369,10 +413,15 @@ func (t *transaction) commit(ctx context.Context, states []*partState) ([]commit
 	if len(ms) > 0 {
 		crashPoint(crashBeforeGroup)
 	}
+	t.addMu.Lock()
 	t.mu.Lock()
+	for tp := range t.added {
+		delete(t.settled, tp) // its marker is on its way: seen before its next write
+	}
 	clear(t.added)
 	t.openedAt = time.Time{}
 	t.mu.Unlock()
+	t.addMu.Unlock()
 	out := make([]committedSyncs, 0, len(ms))
 	for _, m := range ms {
 		if syncs := m.ps.committed(m.sp); len(syncs) > 0 {
