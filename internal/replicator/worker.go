@@ -544,7 +544,7 @@ func (w *worker) closeLeftovers(ctx context.Context, dst sarama.Client, stored m
 	for _, p := range w.asg.Partitions {
 		lso, err := lastStableOffset(dst, p.Target, p.Partition)
 		if err != nil {
-			continue // not there yet, or unavailable: nothing of ours is open there
+			continue // not there yet, or unavailable: checked before its first write (transaction.settle)
 		}
 		end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest)
 		if err != nil || lso >= end {
