@@ -202,7 +202,7 @@ func TestExactlyOnceMoveBetweenEnginesCopiesNothingTwice(t *testing.T) {
 	step("connect:ec")
 	move("embedded")
 	step("embedded")
-	rep, err := e2e.Verify(ctx, src, topic, dst, "A."+topic, e2e.VerifyOptions{Idle: time.Second})
+	rep, err := e2e.Verify(ctx, src, topic, dst, "A."+topic, e2e.VerifyOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

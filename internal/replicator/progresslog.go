@@ -273,8 +273,21 @@ func readTopic(client sarama.Client, topic string, fn func(*sarama.ConsumerMessa
 const markerWait = 200 * time.Millisecond
 
 // lastStableOffset is where a read_committed reader's records of a
-// partition end now: before the first open transaction, else its end.
+// partition end now: before the first open transaction, else its end. As
+// sarama's GetOffset, it asks once more after refreshing the metadata (a
+// leader that just moved).
 func lastStableOffset(client sarama.Client, topic string, part int32) (int64, error) {
+	off, err := lastStableOffsetOnce(client, topic, part)
+	if err != nil {
+		if rerr := client.RefreshMetadata(topic); rerr != nil {
+			return -1, err
+		}
+		return lastStableOffsetOnce(client, topic, part)
+	}
+	return off, nil
+}
+
+func lastStableOffsetOnce(client sarama.Client, topic string, part int32) (int64, error) {
 	leader, err := client.Leader(topic, part)
 	if err != nil {
 		return -1, err
