@@ -21,16 +21,7 @@ func InitTransactions(client sarama.Client, id string, timeout time.Duration) (p
 	if err != nil {
 		return -1, -1, err
 	}
-	req := &sarama.InitProducerIDRequest{TransactionalID: &id, TransactionTimeout: timeout, ProducerID: -1, ProducerEpoch: -1}
-	switch v := client.Config().Version; {
-	case v.IsAtLeast(sarama.V2_7_0_0):
-		req.Version = 4
-	case v.IsAtLeast(sarama.V2_5_0_0):
-		req.Version = 3
-	case v.IsAtLeast(sarama.V2_0_0_0):
-		req.Version = 1
-	}
-	resp, err := coord.InitProducerID(req)
+	resp, err := coord.InitProducerID(InitProducerIDRequest(client.Config().Version, &id, timeout))
 	if err != nil {
 		_ = client.RefreshTransactionCoordinator(id)
 		return -1, -1, err
@@ -42,6 +33,22 @@ func InitTransactions(client sarama.Client, id string, timeout time.Duration) (p
 		return -1, -1, resp.Err
 	}
 	return resp.ProducerID, resp.ProducerEpoch, nil
+}
+
+// InitProducerIDRequest asks for a new producer id: transactional under id
+// with the given timeout, or idempotent only when id is nil; at the version
+// sarama's own producer uses for v (4 adds PRODUCER_FENCED).
+func InitProducerIDRequest(v sarama.KafkaVersion, id *string, timeout time.Duration) *sarama.InitProducerIDRequest {
+	req := &sarama.InitProducerIDRequest{TransactionalID: id, TransactionTimeout: timeout, ProducerID: -1, ProducerEpoch: -1}
+	switch {
+	case v.IsAtLeast(sarama.V2_7_0_0):
+		req.Version = 4
+	case v.IsAtLeast(sarama.V2_5_0_0):
+		req.Version = 3
+	case v.IsAtLeast(sarama.V2_0_0_0):
+		req.Version = 1
+	}
+	return req
 }
 
 // ExplainTransactions words an InitTransactions error: what the cluster or

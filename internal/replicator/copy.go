@@ -181,11 +181,10 @@ type partitionCopy struct {
 	maxBytes int
 	// dst is the target client this partition produces through.
 	dst sarama.Client
-	// txn is the worker's exactly-once transaction (nil: at least once);
-	// holding says send holds its gate, unsure that a produce attempt of
-	// the batch in hand may have been written without an answer saying so
-	// (the gate is then kept until an answer settles it).
-	txn     *transaction
+	// Exactly once (w.txn): holding says send holds the transaction's
+	// gate, unsure that a produce attempt of the batch in hand may have
+	// been written without an answer saying so (the gate is then kept until
+	// a later attempt succeeds).
 	holding bool
 	unsure  bool
 }
@@ -198,7 +197,6 @@ func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client)
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
 	c.pid, c.epoch, c.gen = w.ident.current()
-	c.txn = w.txn
 	c.running.Store(2)
 	return c
 }
@@ -484,16 +482,13 @@ func (c *partitionCopy) sendBatch(ctx context.Context, b *batch) error {
 			b.ptrs = append(b.ptrs, &b.recs[i])
 		}
 		err := c.sendRange(ctx, b, 0, n)
-		if c.holding {
-			if err != nil && c.unsure {
-				// Left without an answer: the open transaction may hold
-				// records its progress does not cover, so it must not
-				// commit (the next start aborts it).
-				c.txn.spoil(fmt.Errorf("a produce request to %s-%d was left without an answer", ps.Target, ps.Partition.Partition))
-			}
-			c.holding = false
-			c.txn.leave()
+		if c.holding && err != nil && c.unsure {
+			// Left without an answer: the open transaction may hold
+			// records its progress does not cover, so it must not commit
+			// (the next start aborts it).
+			c.w.txn.spoil(fmt.Errorf("a produce request to %s-%d was left without an answer", ps.Target, ps.Partition.Partition))
 		}
+		c.leaveTxn()
 		if err != nil {
 			return err
 		}
@@ -514,9 +509,9 @@ func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) err
 		Version: produceVersion(c.w.dst.Config().Version)}
 	rb := b.recordBatch(lo, hi, c.w.flow.Compression)
 	c.stamp(rb)
-	if c.txn != nil {
+	if c.w.txn != nil {
 		rb.IsTransactional = true
-		req.TransactionalID = &c.txn.id // the broker authorizes transactional writes by it
+		req.TransactionalID = &c.w.txn.id // the broker authorizes transactional writes by it
 	}
 	req.AddBatch(ps.Target, ps.Partition.Partition, rb)
 	base, err := c.produce(ctx, req, rb)
@@ -575,6 +570,14 @@ func (c *partitionCopy) stamp(rb *sarama.RecordBatch) {
 	}
 }
 
+// leaveTxn lets go of the transaction's gate if send holds it.
+func (c *partitionCopy) leaveTxn() {
+	if c.holding {
+		c.holding = false
+		c.w.txn.leave()
+	}
+}
+
 // produceTimeout is the broker's time to gather acks=all for a request.
 const produceTimeout = 10 * time.Second
 
@@ -595,8 +598,8 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 	for attempt := 0; ; attempt++ {
 		var base int64
 		var err error
-		if c.txn != nil && !c.holding {
-			if err = c.txn.join(ctx, topic, part); err == nil {
+		if c.w.txn != nil && !c.holding {
+			if err = c.w.txn.join(ctx, topic, part); err == nil {
 				c.holding = true
 			}
 		}
@@ -622,12 +625,12 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 			}
 			return base, nil
 		}
-		if c.txn != nil && (sequenceLost(err) || fencedBy(err)) {
+		if c.w.txn != nil && (sequenceLost(err) || fencedBy(err)) {
 			// Under a transactional id a new identity is a new epoch,
 			// which would abort the open transaction: the worker starts
 			// again from the last commit (or stops, fenced).
 			c.checkTargetLoss(err)
-			return -1, c.txn.explain(fmt.Sprintf("produce to %s-%d", topic, part), err)
+			return -1, c.w.txn.explain(fmt.Sprintf("produce to %s-%d", topic, part), err)
 		}
 		renewed := false
 		if sequenceLost(err) && c.pid >= 0 && ctx.Err() == nil {
@@ -670,11 +673,10 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 		} else if time.Since(since) > produceRetryFor && !denied {
 			return -1, fmt.Errorf("still failing after %s: %w", produceRetryFor, err)
 		}
-		if c.holding && !c.unsure {
+		if !c.unsure {
 			// Not written: a commit may go ahead meanwhile; the next
 			// attempt joins the transaction then open.
-			c.holding = false
-			c.txn.leave()
+			c.leaveTxn()
 		}
 		// Not waited for past a stop: a broker that does not answer holds
 		// a metadata refresh for as long as the client's retries last.
@@ -869,10 +871,6 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 		if changed {
 			p := checkpoint.SyncPoint{Upstream: up, Downstream: down, Prev: ps.prevFor(up)}
 			point = &p
-			if !ps.exactlyOnce {
-				ps.hist.Add(p)
-				ps.syncPending = append(ps.syncPending, heldSync{p, now})
-			}
 		}
 		ps.sync = syncState{have: true, up: up, down: down, at: now}
 		s := pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, point}
@@ -881,6 +879,10 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 			// when the transaction commits (partState.committed).
 			ps.txnSyncs = append(ps.txnSyncs, s)
 			continue
+		}
+		if point != nil {
+			ps.hist.Add(*point)
+			ps.syncPending = append(ps.syncPending, heldSync{*point, now})
 		}
 		c.syncs = append(c.syncs, s)
 	}

@@ -352,15 +352,11 @@ func TestExactlyOnceCoordinatorBrokerKilled(t *testing.T) {
 		}
 		return nil
 	})
-	cfg, err := s.Config("test-coordinator")
+	client, admin, err := adminClient(s, "test-coordinator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := sarama.NewClient(s.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	defer admin.Close() // closes client too
 	id := task.TransactionalID(tk.Flows()[0].Group, 0)
 	coord, err := client.TransactionCoordinator(id)
 	if err != nil {
@@ -525,15 +521,11 @@ func TestExactlyOnceTransactionTimeout(t *testing.T) {
 
 	// The frozen broker leads neither the transaction's coordinator nor
 	// the other partition.
-	cfg, err := dst.Config("test-timeout")
+	client, admin, err := adminClient(dst, "test-timeout")
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := sarama.NewClient(dst.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	defer admin.Close() // closes client too
 	coord, err := client.TransactionCoordinator(task.TransactionalID(tk.Flows()[0].Group, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -604,15 +596,11 @@ func TestExactlyOnceTransactionTimeout(t *testing.T) {
 // transactions ended.
 func dumpBatches(t *testing.T, s cluster.Settings, topic string, p int32) {
 	t.Helper()
-	cfg, err := s.Config("test-dump")
+	client, admin, err := adminClient(s, "test-dump")
 	if err != nil {
 		t.Fatal(err)
 	}
-	client, err := sarama.NewClient(s.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
+	defer admin.Close() // closes client too
 	leader, err := client.Leader(topic, p)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/clustercheck"
 )
 
 // producerIdentity is a worker's idempotent-producer id on the target. With
@@ -102,13 +104,7 @@ func initProducerID(dst sarama.Client) (int64, int16, error) {
 	if b == nil {
 		return -1, -1, sarama.ErrOutOfBrokers
 	}
-	req := &sarama.InitProducerIDRequest{ProducerID: -1, ProducerEpoch: -1}
-	if v := dst.Config().Version; v.IsAtLeast(sarama.V2_7_0_0) {
-		req.Version = 4
-	} else if v.IsAtLeast(sarama.V2_5_0_0) {
-		req.Version = 3
-	}
-	resp, err := b.InitProducerID(req) // sarama closes a broken connection itself
+	resp, err := b.InitProducerID(clustercheck.InitProducerIDRequest(dst.Config().Version, nil, 0)) // sarama closes a broken connection itself
 	if err != nil {
 		return -1, -1, err
 	}

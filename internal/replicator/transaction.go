@@ -150,28 +150,7 @@ func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool)
 		pending[tp.topic] = append(pending[tp.topic], tp.part)
 	}
 	for len(pending) > 0 {
-		var unknown []topicPart
-		err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
-			unknown = unknown[:0]
-			resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
-				TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TopicPartitions: pending})
-			if err != nil {
-				return err
-			}
-			var failed error
-			for topic, pes := range resp.Errors {
-				for _, pe := range pes {
-					switch {
-					case errors.Is(pe.Err, sarama.ErrNoError), errors.Is(pe.Err, sarama.ErrOperationNotAttempted):
-					case errors.Is(pe.Err, sarama.ErrUnknownTopicOrPartition):
-						unknown = append(unknown, topicPart{topic, pe.Partition})
-					case failed == nil:
-						failed = pe.Err
-					}
-				}
-			}
-			return failed
-		})
+		unknown, err := t.addPartitions(ctx, pending)
 		if err != nil {
 			return t.explain("close what an earlier run left open on the target", err)
 		}
@@ -189,6 +168,36 @@ func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool)
 		return nil
 	}
 	return t.end(ctx, commit)
+}
+
+// addPartitions adds the partitions to the open transaction
+// (AddPartitionsToTxn), asking again while the coordinator is busy. It
+// returns those the target does not have (the others were not added then:
+// Kafka adds all or none); any other refusal is the error.
+func (t *transaction) addPartitions(ctx context.Context, pending map[string][]int32) ([]topicPart, error) {
+	var unknown []topicPart
+	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
+		unknown = unknown[:0]
+		resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
+			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TopicPartitions: pending})
+		if err != nil {
+			return err
+		}
+		var failed error
+		for topic, pes := range resp.Errors {
+			for _, pe := range pes {
+				switch {
+				case errors.Is(pe.Err, sarama.ErrNoError), errors.Is(pe.Err, sarama.ErrOperationNotAttempted):
+				case errors.Is(pe.Err, sarama.ErrUnknownTopicOrPartition):
+					unknown = append(unknown, topicPart{topic, pe.Partition})
+				case failed == nil:
+					failed = pe.Err
+				}
+			}
+		}
+		return failed
+	})
+	return unknown, err
 }
 
 // join holds the gate for a produce attempt of a batch of topic-part, with
@@ -233,19 +242,10 @@ func (t *transaction) add(ctx context.Context, tp topicPart) error {
 		}
 		t.settled[tp] = true
 	}
-	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
-		resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
-			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TopicPartitions: map[string][]int32{tp.topic: {tp.part}}})
-		if err != nil {
-			return err
-		}
-		for _, pe := range resp.Errors[tp.topic] {
-			if pe.Partition == tp.part && !errors.Is(pe.Err, sarama.ErrNoError) {
-				return pe.Err
-			}
-		}
-		return nil
-	})
+	unknown, err := t.addPartitions(ctx, map[string][]int32{tp.topic: {tp.part}})
+	if err == nil && len(unknown) > 0 {
+		err = sarama.ErrUnknownTopicOrPartition // retried as a produce would be
+	}
 	if err != nil {
 		return t.explain(fmt.Sprintf("add %s-%d to the transaction", tp.topic, tp.part), err)
 	}
@@ -274,11 +274,7 @@ const settleWait = 5 * time.Second
 func (t *transaction) settle(ctx context.Context, tp topicPart) error {
 	deadline := time.Now().Add(settleWait)
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		lso, err := lastStableOffset(t.client, tp.topic, tp.part)
-		if err != nil {
-			return err
-		}
-		end, err := t.client.GetOffset(tp.topic, tp.part, sarama.OffsetNewest)
+		lso, end, err := openRange(t.client, tp)
 		if err != nil {
 			return err
 		}
@@ -290,6 +286,16 @@ func (t *transaction) settle(ctx context.Context, tp topicPart) error {
 		}
 		time.Sleep(pause) // the marker is written just after the commit
 	}
+}
+
+// openRange is where read_committed readers of tp stop now (its last
+// stable offset) and its end: below the end, a transaction is open there.
+func openRange(client sarama.Client, tp topicPart) (lso, end int64, err error) {
+	if lso, err = lastStableOffset(client, tp.topic, tp.part); err != nil {
+		return 0, 0, err
+	}
+	end, err = client.GetOffset(tp.topic, tp.part, sarama.OffsetNewest)
+	return lso, end, err
 }
 
 // fencedError says another producer took the transactional id over: a

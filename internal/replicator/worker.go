@@ -542,15 +542,11 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 func (w *worker) closeLeftovers(ctx context.Context, dst sarama.Client, stored map[Partition]storedProgress) error {
 	var commit, abort []topicPart
 	for _, p := range w.asg.Partitions {
-		lso, err := lastStableOffset(dst, p.Target, p.Partition)
-		if err != nil {
-			continue // not there yet, or unavailable: checked before its first write (transaction.settle)
-		}
-		end, err := dst.GetOffset(p.Target, p.Partition, sarama.OffsetNewest)
-		if err != nil || lso >= end {
-			continue
-		}
 		tp := topicPart{p.Target, p.Partition}
+		lso, end, err := openRange(dst, tp)
+		if err != nil || lso >= end {
+			continue // nothing open; or not there yet, or unavailable: checked before its first write (transaction.settle)
+		}
 		outcome := "committed (the flow's progress covers it)"
 		if sp := stored[p]; sp.down >= 0 && sp.down <= lso {
 			abort = append(abort, tp)
