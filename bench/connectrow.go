@@ -84,7 +84,7 @@ func startConnectTask(h *harness, sc scenario, topics []string, phase string) (c
 		Current: task.Current{Cluster: "source", Alias: aliasConnect},
 		Peer:    task.Peer{Alias: aliasTarget + "-" + name, ConfigType: task.PeerByCluster, Cluster: "target"},
 		Rules: task.Rules{Direction: task.DirectionPush, Topics: topics, Tasks: workers,
-			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: 1,
+			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: int(h.rf()),
 			RenameTopics: true, SyncConsumerOffsets: true},
 	}
 	current := cluster.Settings{Name: "source", BootstrapServers: []string{h.srcBoot}, SecurityProtocol: cluster.Plaintext}

@@ -212,7 +212,7 @@ func startKmirror(row kmirrorRow) func(*harness, scenario, []string, string) (co
 		name := "bench-defaults-" + sc.key
 		alias := aliasKmirror
 		rules := task.Rules{Direction: task.DirectionPush, Topics: topics, Tasks: workers,
-			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: 1}
+			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: int(h.rf())}
 		if row != kmirrorDefaults {
 			name = "bench-typical-" + sc.key
 			rules.RenameTopics, rules.AddSourceHeader, rules.SyncConsumerOffsets = true, true, true
@@ -272,6 +272,7 @@ func mm2With(key string, tuning []string) func(*harness, scenario, []string, str
 
 func startMM2(h *harness, sc scenario, topics []string, src, run string, tuning []string) (copyRun, error) {
 	dst := "mm" + aliasTarget
+	rf := strconv.Itoa(int(h.rf()))
 	quoted := make([]string, len(topics))
 	for i, t := range topics {
 		quoted[i] = regexp.QuoteMeta(t)
@@ -288,14 +289,14 @@ func startMM2(h *harness, sc scenario, topics []string, src, run string, tuning 
 		"replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
 		"sync.group.offsets.enabled = true",
 		"emit.checkpoints.enabled = true",
-		// One replica for everything on single-node clusters.
-		"replication.factor = 1",
-		"checkpoints.topic.replication.factor = 1",
-		"heartbeats.topic.replication.factor = 1",
-		"offset-syncs.topic.replication.factor = 1",
-		"offset.storage.replication.factor = 1",
-		"status.storage.replication.factor = 1",
-		"config.storage.replication.factor = 1",
+		// The run's replication factor for everything.
+		"replication.factor = " + rf,
+		"checkpoints.topic.replication.factor = " + rf,
+		"heartbeats.topic.replication.factor = " + rf,
+		"offset-syncs.topic.replication.factor = " + rf,
+		"offset.storage.replication.factor = " + rf,
+		"status.storage.replication.factor = " + rf,
+		"config.storage.replication.factor = " + rf,
 		// As kmirror produces: acks=all, no compression.
 		dst + ".producer.acks = all",
 		dst + ".producer.compression.type = none",

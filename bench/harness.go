@@ -142,7 +142,10 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err
 	// figures mean nothing and which runs in CI beside other tests.
 	var wg sync.WaitGroup
 	var serr, derr error
-	opts := []kafkatest.Opt{kafkatest.HeapMB(1024)}
+	opts := []kafkatest.Opt{kafkatest.HeapMB(1024), kafkatest.Brokers(cfg.brokers)}
+	if cfg.brokers >= 3 {
+		opts = append(opts, kafkatest.MinInsyncReplicas(2))
+	}
 	if !cfg.quick {
 		opts = append(opts, kafkatest.FullSpeed())
 	}
@@ -156,7 +159,8 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err
 	if err := errors.Join(serr, derr); err != nil {
 		return nil, err
 	}
-	h.srcBoot, h.dstBoot = h.src.Bootstrap(cluster.Plaintext), h.dst.Bootstrap(cluster.Plaintext)
+	// One seed each: every client finds the other brokers from it.
+	h.srcBoot, h.dstBoot = h.src.BootstrapServers(cluster.Plaintext)[0], h.dst.BootstrapServers(cluster.Plaintext)[0]
 	if h.srcClient, err = newClient(h.srcBoot); err != nil {
 		return nil, err
 	}
@@ -244,7 +248,7 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 		return h.runWide(ctx, sc)
 	}
 	h.logf("scenario %s: %d records of %d B on %d partitions", sc.name, sc.records, sc.size, h.cfg.partitions)
-	if err := createTopic(h.srcAdmin, sc.topic(), h.cfg.partitions); err != nil {
+	if err := h.createTopic(h.srcAdmin, sc.topic(), h.cfg.partitions); err != nil {
 		return nil, err
 	}
 	defer func() { _ = h.srcAdmin.DeleteTopic(sc.topic()) }()
@@ -324,7 +328,7 @@ func (h *harness) measure(ctx context.Context, sc scenario, c copier) result {
 		return res
 	}
 	latSrc := fmt.Sprintf("lat-%s-%s", sc.key, c.key)
-	if err := createTopic(h.srcAdmin, latSrc, h.cfg.partitions); err != nil {
+	if err := h.createTopic(h.srcAdmin, latSrc, h.cfg.partitions); err != nil {
 		return fail(err)
 	}
 	bulkDst, latDst := c.target(sc, sc.topic()), c.target(sc, latSrc)
@@ -335,7 +339,7 @@ func (h *harness) measure(ctx context.Context, sc scenario, c copier) result {
 	}()
 	if c.precreate {
 		for _, t := range []string{bulkDst, latDst} {
-			if err := createTopic(h.dstAdmin, t, h.cfg.partitions); err != nil {
+			if err := h.createTopic(h.dstAdmin, t, h.cfg.partitions); err != nil {
 				return fail(err)
 			}
 		}
@@ -459,10 +463,25 @@ func (h *harness) throughput(ctx context.Context, p copyRun, sc scenario, topic 
 	}
 }
 
-// createTopic creates a topic with one replica, waiting until the
-// broker's metadata has it.
-func createTopic(admin sarama.ClusterAdmin, name string, partitions int) error {
-	err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: 1}, false)
+// rf is the replication factor of every topic of the run: 1 on
+// single-node clusters, 3 on multi-broker ones (min.insync.replicas 2).
+func (h *harness) rf() int16 { return int16(min(3, h.cfg.brokers)) }
+
+// shape says what the clusters are, for the report.
+func (h *harness) shape() string {
+	if h.cfg.brokers == 1 {
+		return "single-node"
+	}
+	if h.cfg.brokers == 2 {
+		return "2-broker (topics RF 2)"
+	}
+	return fmt.Sprintf("%d-broker (topics RF 3, min.insync.replicas 2)", h.cfg.brokers)
+}
+
+// createTopic creates a topic with the run's replication factor, waiting
+// until the metadata has a leader for every partition.
+func (h *harness) createTopic(admin sarama.ClusterAdmin, name string, partitions int) error {
+	err := admin.CreateTopic(name, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: h.rf()}, false)
 	if err != nil && !errors.Is(err, sarama.ErrTopicAlreadyExists) {
 		return fmt.Errorf("create topic %s: %w", name, err)
 	}
@@ -485,11 +504,11 @@ func createTopic(admin sarama.ClusterAdmin, name string, partitions int) error {
 	}
 }
 
-// endOffsets sums the end offsets of a topic's partitions in one
-// ListOffsets request (single-broker clusters), read committed: the last
-// stable offsets, so an exactly-once copy counts what read_committed
-// readers see (its transaction markers, one per partition and commit,
-// count too: well under 0.1% of the records); a topic not there yet holds 0.
+// endOffsets sums the end offsets of a topic's partitions, one ListOffsets
+// request per partition leader, read committed: the last stable offsets,
+// so an exactly-once copy counts what read_committed readers see (its
+// transaction markers, one per partition and commit, count too: well
+// under 0.1% of the records); a topic not there yet holds 0.
 func endOffsets(client sarama.Client, topic string) (int64, error) {
 	parts, err := client.Partitions(topic)
 	if err != nil || len(parts) == 0 {
@@ -503,28 +522,36 @@ func endOffsets(client sarama.Client, topic string) (int64, error) {
 			return 0, nil
 		}
 	}
-	b, err := client.Leader(topic, parts[0])
-	if err != nil {
-		return 0, err
-	}
-	req := &sarama.OffsetRequest{Version: 2, IsolationLevel: sarama.ReadCommitted}
+	reqs := map[*sarama.Broker]*sarama.OffsetRequest{}
 	for _, p := range parts {
-		req.AddBlock(topic, p, sarama.OffsetNewest, 1)
-	}
-	resp, err := b.GetAvailableOffsets(req)
-	if err != nil {
-		return 0, err
+		b, err := client.Leader(topic, p)
+		if err != nil {
+			return 0, err
+		}
+		if reqs[b] == nil {
+			reqs[b] = &sarama.OffsetRequest{Version: 2, IsolationLevel: sarama.ReadCommitted}
+		}
+		reqs[b].AddBlock(topic, p, sarama.OffsetNewest, 1)
 	}
 	var sum int64
-	for _, p := range parts {
-		blk := resp.GetBlock(topic, p)
-		if blk == nil {
-			return 0, fmt.Errorf("no offset for %s-%d", topic, p)
+	for b, req := range reqs {
+		resp, err := b.GetAvailableOffsets(req)
+		if err != nil {
+			return 0, err
 		}
-		if blk.Err != sarama.ErrNoError {
-			return 0, fmt.Errorf("offset of %s-%d: %w", topic, p, blk.Err)
+		for _, p := range parts {
+			if leader, _ := client.Leader(topic, p); leader != b {
+				continue
+			}
+			blk := resp.GetBlock(topic, p)
+			if blk == nil {
+				return 0, fmt.Errorf("no offset for %s-%d", topic, p)
+			}
+			if blk.Err != sarama.ErrNoError {
+				return 0, fmt.Errorf("offset of %s-%d: %w", topic, p, blk.Err)
+			}
+			sum += blk.Offset
 		}
-		sum += blk.Offset
 	}
 	return sum, nil
 }

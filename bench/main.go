@@ -1,6 +1,8 @@
 // Command bench measures kmirror side by side with Apache MirrorMaker 2 and
-// with the raw limit of the brokers, on two real single-node Kafka clusters
-// started for the run (internal/kafkatest, 1 GiB heaps, 127.0.0.1 only).
+// with the raw limit of the brokers, on two real Kafka clusters started for
+// the run (internal/kafkatest, 1 GiB heaps, 127.0.0.1 only): single-node,
+// or with -brokers 3 three brokers each with every topic at RF 3 and
+// min.insync.replicas 2, the shape durability needs.
 //
 // For each scenario (6-partition source topic of 1 KiB records, then of
 // 100 B records) it runs one after another on the same brokers:
@@ -75,6 +77,7 @@ type config struct {
 	records1K      int
 	records100     int
 	partitions     int
+	brokers        int // per cluster; 3 or more: topics RF 3, min.insync.replicas 2
 	recordsWide    int
 	wideTopics     int
 	widePartitions int
@@ -102,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.records1K, "records-1k", 3_500_000, "records in the 1 KiB scenario")
 	fs.IntVar(&c.records100, "records-100", 8_000_000, "records in the 100 B scenario")
 	fs.IntVar(&c.partitions, "partitions", 6, "partitions of every source topic")
+	fs.IntVar(&c.brokers, "brokers", 1, "brokers per cluster (1 to 5); with 3 or more every topic has 3 replicas and min.insync.replicas 2")
 	fs.IntVar(&c.recordsWide, "records-1000p", 1_000_000, "records (1 KiB) in the 1000p scenario, spread evenly over its partitions")
 	fs.IntVar(&c.wideTopics, "wide-topics", 50, "topics of the 1000p scenario")
 	fs.IntVar(&c.widePartitions, "wide-partitions", 20, "partitions of each topic of the 1000p scenario")
@@ -174,6 +178,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.partitions < 1 || c.wideTopics < 1 || c.widePartitions < 1 {
 		errs = append(errs, errors.New("-partitions, -wide-topics and -wide-partitions must be at least 1"))
+	}
+	if c.brokers < 1 || c.brokers > 5 {
+		errs = append(errs, errors.New("-brokers must be 1 to 5"))
 	}
 	if c.bufferMemory != "" {
 		if _, err := replicator.ParseBytes(c.bufferMemory); err != nil {

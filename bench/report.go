@@ -194,7 +194,8 @@ func firstLine(s string) string {
 	return s
 }
 
-// report prints the tables and writes <out>/<date>.md and <date>.png.
+// report prints the tables and writes <out>/<date>.md and <date>.png
+// (<date>-<n>-brokers.* for a multi-broker run).
 func (h *harness) report(rs []result) error {
 	var scenarios, wides []string // the side-by-side ones, and the many-partition ones
 	for _, sc := range h.scenarios() {
@@ -247,12 +248,16 @@ func (h *harness) report(rs []result) error {
 		return err
 	}
 	date := time.Now().Format("2006-01-02")
-	md := filepath.Join(h.cfg.out, date+".md")
-	png := filepath.Join(h.cfg.out, date+".png")
+	name := date
+	if h.cfg.brokers > 1 {
+		name += fmt.Sprintf("-%d-brokers", h.cfg.brokers)
+	}
+	md := filepath.Join(h.cfg.out, name+".md")
+	png := filepath.Join(h.cfg.out, name+".png")
 	var b strings.Builder
 	fmt.Fprintf(&b, "# kmirror vs MirrorMaker 2 vs the limit — %s\n\n", date)
-	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two single-node KRaft clusters, 1 GiB heaps, 127.0.0.1, broker files under %s).\n",
-		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version, filepath.Dir(h.dst.Dir()))
+	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two %s KRaft clusters, 1 GiB heaps, 127.0.0.1, broker files under %s).\n",
+		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version, h.shape(), filepath.Dir(h.dst.Dir()))
 	fmt.Fprintf(&b, "kmirror source: %s. Load averages (1, 5, 15 min) at the start: %s, at the end: %s.\n", h.revision, h.loadStart, loadAvg())
 	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed). Run took %s.\n\n",
 		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, time.Since(h.began).Round(time.Second))

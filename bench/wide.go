@@ -33,7 +33,7 @@ func (h *harness) runWide(ctx context.Context, sc scenario) ([]result, error) {
 	topics := wideTopics(sc)
 	h.logf("scenario %s: %d records of %d B on %d topics x %d partitions", sc.name, sc.records, sc.size, sc.topics, sc.partitions)
 	for _, t := range topics {
-		if err := createTopic(h.srcAdmin, t, sc.partitions); err != nil {
+		if err := h.createTopic(h.srcAdmin, t, sc.partitions); err != nil {
 			return nil, err
 		}
 	}
@@ -133,7 +133,7 @@ func (h *harness) measureWide(ctx context.Context, sc scenario, c copier, topics
 	}()
 	if c.precreate {
 		for _, t := range dsts {
-			if err := createTopic(h.dstAdmin, t, sc.partitions); err != nil {
+			if err := h.createTopic(h.dstAdmin, t, sc.partitions); err != nil {
 				return fail(err)
 			}
 		}

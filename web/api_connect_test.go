@@ -117,8 +117,10 @@ func TestConnectClusterCheckAPI(t *testing.T) {
 		ok     bool
 		failed string // the check that fails, if any
 	}{
-		{"good", connecttest.Worker{}, true, ""},
-		{"strict", connecttest.Worker{RefuseOverrides: true}, false, "client_overrides"},
+		{"good", connecttest.Worker{ExactlyOnce: true}, true, ""},
+		{"strict", connecttest.Worker{RefuseOverrides: true, ExactlyOnce: true}, false, "client_overrides"},
+		// Exactly once is optional: the cluster stays usable without it.
+		{"at-least-once", connecttest.Worker{}, true, "exactly_once"},
 	} {
 		add := fmt.Sprintf(`{"name":%q,"urls":[%q],"kafka_cluster":"west"}`, tc.name, connecttest.Start(t, tc.worker))
 		if code, _, body := e.api(http.MethodPost, "/api/v1/connect-clusters", apiToken, add); code != http.StatusCreated {
@@ -129,7 +131,7 @@ func TestConnectClusterCheckAPI(t *testing.T) {
 			t.Fatalf("check %s: %d %v", tc.name, code, body)
 		}
 		checks, _ := body["checks"].([]any)
-		if len(checks) != 3 {
+		if len(checks) != 4 {
 			t.Fatalf("check %s: checks %v", tc.name, body["checks"])
 		}
 		for _, c := range checks {

@@ -243,7 +243,8 @@ func TestConnectClusterCheckCommand(t *testing.T) {
 		ok     bool
 		want   []string
 	}{
-		{"good", connecttest.Worker{}, true, []string{"reachable", "ok", "1 of 1 workers answer (Kafka Connect 4.1.0)", "is usable"}},
+		{"good", connecttest.Worker{}, true, []string{"reachable", "ok", "1 of 1 workers answer (Kafka Connect 4.1.0)",
+			"exactly_once", "no (optional)", "the workers do not run exactly-once source connectors", "is usable"}},
 		{"strict", connecttest.Worker{RefuseOverrides: true}, false,
 			[]string{"client_overrides", "FAILED", "to do: set connector.client.config.override.policy=All", "is NOT usable"}},
 	} {

@@ -255,6 +255,8 @@ func connectCheckTable(w io.Writer, raw json.RawMessage) error {
 			result = "ok"
 		case c.Skipped:
 			result = "skipped"
+		case c.Optional:
+			result = "no (optional)"
 		}
 		verdict := c.Verdict
 		if c.Fix != "" {

@@ -27,7 +27,7 @@ type ConnectClusterCheck struct {
 	// Workers is each REST URL's answer.
 	Workers []ConnectWorkerCheck `json:"workers"`
 	// Checks are the verdicts, in order: reachable, mirror_plugins,
-	// client_overrides.
+	// client_overrides, exactly_once (optional).
 	Checks []ConnectCheckItem `json:"checks"`
 }
 
@@ -46,8 +46,11 @@ type ConnectCheckItem struct {
 	Name    string `json:"name"`
 	OK      bool   `json:"ok"`
 	Skipped bool   `json:"skipped,omitempty"`
-	Verdict string `json:"verdict"`
-	Fix     string `json:"fix,omitempty"`
+	// Optional is a capability only some tasks need: when it fails the
+	// cluster stays usable for the others (OK ignores it).
+	Optional bool   `json:"optional,omitempty"`
+	Verdict  string `json:"verdict"`
+	Fix      string `json:"fix,omitempty"`
 }
 
 // Names of the Connect cluster checks.
@@ -55,6 +58,7 @@ const (
 	ConnectCheckReachable       = "reachable"
 	ConnectCheckMirrorPlugins   = "mirror_plugins"
 	ConnectCheckClientOverrides = "client_overrides"
+	ConnectCheckExactlyOnce     = "exactly_once"
 )
 
 // Time a check may take: a user waits for the answer, and a dead worker
@@ -111,11 +115,11 @@ func checkConnect(ctx context.Context, cs ConnectClusterSettings) ConnectCluster
 		defer client.Close()
 	}
 	plugins := pluginsVerdict(ctx, client)
-	res.Checks = append(res.Checks, plugins, overridesVerdict(ctx, client, plugins))
+	res.Checks = append(res.Checks, plugins, overridesVerdict(ctx, client, plugins), exactlyOnceVerdict(ctx, client, plugins))
 
 	res.OK = true
 	for _, c := range res.Checks {
-		res.OK = res.OK && c.OK
+		res.OK = res.OK && (c.OK || c.Optional)
 	}
 	return res
 }
@@ -238,6 +242,35 @@ func overridesVerdict(ctx context.Context, c *connect.Client, plugins ConnectChe
 	}
 	it.OK = true
 	it.Verdict = "the workers accept client settings in connector configurations (connector.client.config.override.policy)"
+	return it
+}
+
+// exactlyOnceVerdict asks the workers to validate a MirrorSourceConnector
+// that requires exactly-once delivery (KIP-618): only exactly_once tasks
+// need it, so its failure leaves the cluster usable.
+func exactlyOnceVerdict(ctx context.Context, c *connect.Client, plugins ConnectCheckItem) ConnectCheckItem {
+	switch {
+	case c == nil:
+		return skippedVerdict(ConnectCheckExactlyOnce, "no worker answers")
+	case !plugins.OK:
+		return skippedVerdict(ConnectCheckExactlyOnce, "MirrorSourceConnector is not known to be installed")
+	}
+	it := ConnectCheckItem{Name: ConnectCheckExactlyOnce, Optional: true}
+	ctx, cancel := context.WithTimeout(ctx, connectCheckRequestTimeout)
+	defer cancel()
+	refusal, err := c.ExactlyOnceRefused(ctx)
+	if err != nil {
+		it.Verdict = fmt.Sprintf("cannot ask the workers to validate a connector configuration: %v", err)
+		it.Fix = "retry; check the worker's log if it persists"
+		return it
+	}
+	if refusal != "" {
+		it.Verdict = fmt.Sprintf("the workers do not run exactly-once source connectors (%s): at_least_once tasks only", refusal)
+		it.Fix = "for exactly_once tasks, set exactly.once.source.support=preparing on every worker, then enabled, restarting them each time"
+		return it
+	}
+	it.OK = true
+	it.Verdict = "the workers run exactly-once source connectors (exactly.once.source.support=enabled): exactly_once tasks can run here"
 	return it
 }
 

@@ -29,7 +29,7 @@ func connectCheckService(t *testing.T) *service.Service {
 }
 
 func TestCheckConnectCluster(t *testing.T) {
-	type verdict struct{ ok, skipped bool }
+	type verdict struct{ ok, skipped, optional bool }
 	tests := []struct {
 		name    string
 		urls    func(t *testing.T) []string
@@ -45,14 +45,24 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.Start(t, connecttest.Worker{}), connecttest.Start(t, connecttest.Worker{})}
 			},
 			ok: true, workers: []bool{true, true},
-			checks: map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}},
-			texts:  map[string][]string{"reachable": {"2 of 2 workers answer (Kafka Connect 4.1.0)"}},
+			checks: map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}, "exactly_once": {optional: true}},
+			texts: map[string][]string{"reachable": {"2 of 2 workers answer (Kafka Connect 4.1.0)"},
+				"exactly_once": {"do not run exactly-once source connectors", "exactly-once source support", "at_least_once tasks only", "exactly.once.source.support=preparing"}},
+		},
+		{
+			name: "exactly once",
+			urls: func(t *testing.T) []string {
+				return []string{connecttest.Start(t, connecttest.Worker{ExactlyOnce: true})}
+			},
+			ok: true, workers: []bool{true},
+			checks: map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}, "exactly_once": {ok: true, optional: true}},
+			texts:  map[string][]string{"exactly_once": {"exactly_once tasks can run here"}},
 		},
 		{
 			name:    "unreachable",
 			urls:    func(t *testing.T) []string { return []string{connecttest.DeadURL(t), connecttest.DeadURL(t)} },
 			workers: []bool{false, false},
-			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {skipped: true}, "client_overrides": {skipped: true}},
+			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {skipped: true}, "client_overrides": {skipped: true}, "exactly_once": {skipped: true}},
 			texts:   map[string][]string{"reachable": {"no worker answers", "that the worker runs"}},
 		},
 		{
@@ -61,7 +71,7 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.DeadURL(t), connecttest.Start(t, connecttest.Worker{})}
 			},
 			ok: true, workers: []bool{false, true},
-			checks: map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}},
+			checks: map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}, "exactly_once": {optional: true}},
 			texts:  map[string][]string{"reachable": {"1 of 2 workers answer", "start the workers that do not answer"}},
 		},
 		{
@@ -70,7 +80,7 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.Start(t, connecttest.Worker{Status: http.StatusUnauthorized})}
 			},
 			workers: []bool{false},
-			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {skipped: true}, "client_overrides": {skipped: true}},
+			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {skipped: true}, "client_overrides": {skipped: true}, "exactly_once": {skipped: true}},
 			texts:   map[string][]string{"reachable": {"user name and password, bearer token or client certificate"}},
 		},
 		{
@@ -79,7 +89,7 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.Start(t, connecttest.Worker{KafkaClusterID: "a"}), connecttest.Start(t, connecttest.Worker{KafkaClusterID: "b"})}
 			},
 			workers: []bool{true, true},
-			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}},
+			checks:  map[string]verdict{"reachable": {}, "mirror_plugins": {ok: true}, "client_overrides": {ok: true}, "exactly_once": {optional: true}},
 			texts:   map[string][]string{"reachable": {"different Kafka clusters (a, b)"}},
 		},
 		{
@@ -88,7 +98,7 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.Start(t, connecttest.Worker{Plugins: []string{connect.MirrorSourceConnector}})}
 			},
 			workers: []bool{true},
-			checks:  map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {}, "client_overrides": {skipped: true}},
+			checks:  map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {}, "client_overrides": {skipped: true}, "exactly_once": {skipped: true}},
 			texts:   map[string][]string{"mirror_plugins": {"missing: MirrorCheckpointConnector, MirrorHeartbeatConnector", "plugin.path"}},
 		},
 		{
@@ -97,7 +107,7 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.Start(t, connecttest.Worker{Plugins: []string{}})}
 			},
 			workers: []bool{true},
-			checks:  map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {}, "client_overrides": {skipped: true}},
+			checks:  map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {}, "client_overrides": {skipped: true}, "exactly_once": {skipped: true}},
 			texts:   map[string][]string{"mirror_plugins": {"MirrorSourceConnector, MirrorCheckpointConnector, MirrorHeartbeatConnector"}},
 		},
 		{
@@ -106,7 +116,7 @@ func TestCheckConnectCluster(t *testing.T) {
 				return []string{connecttest.Start(t, connecttest.Worker{RefuseOverrides: true})}
 			},
 			workers: []bool{true},
-			checks:  map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {}},
+			checks:  map[string]verdict{"reachable": {ok: true}, "mirror_plugins": {ok: true}, "client_overrides": {}, "exactly_once": {optional: true}},
 			texts: map[string][]string{"client_overrides": {"refuse", "'None' policy does not allow 'linger.ms'",
 				"connector.client.config.override.policy=All"}},
 		},
@@ -134,8 +144,8 @@ func TestCheckConnectCluster(t *testing.T) {
 					t.Errorf("worker %d = %+v, want %s ok %v (an error exactly when not ok)", i, w, urls[i], tt.workers[i])
 				}
 			}
-			if len(res.Checks) != 3 {
-				t.Fatalf("checks = %+v, want 3", res.Checks)
+			if len(res.Checks) != 4 {
+				t.Fatalf("checks = %+v, want 4", res.Checks)
 			}
 			for _, c := range res.Checks {
 				want, ok := tt.checks[c.Name]
@@ -143,8 +153,8 @@ func TestCheckConnectCluster(t *testing.T) {
 					t.Errorf("unexpected check %q", c.Name)
 					continue
 				}
-				if c.OK != want.ok || c.Skipped != want.skipped || c.Verdict == "" {
-					t.Errorf("%s = %+v, want ok %v skipped %v and a verdict", c.Name, c, want.ok, want.skipped)
+				if c.OK != want.ok || c.Skipped != want.skipped || c.Optional != want.optional || c.Verdict == "" {
+					t.Errorf("%s = %+v, want ok %v skipped %v optional %v and a verdict", c.Name, c, want.ok, want.skipped, want.optional)
 				}
 				if !c.OK && !c.Skipped && c.Fix == "" {
 					t.Errorf("%s failed without saying what to do: %+v", c.Name, c)
