@@ -181,15 +181,45 @@ func (h *History) Oldest() int64 {
 // flow's progress is not known (another process wrote the syncs). ok is
 // false when g is older than the history (or there is none).
 func (h *History) Translate(g int64, live *Live) (downstream int64, ok bool) {
+	t, ok := h.Explain(g, live)
+	return t.Downstream, ok
+}
+
+// Translation is a translated group offset and how far it can be trusted:
+// what a consumer moved to the target may read again there.
+type Translation struct {
+	Downstream int64
+	// Exact: Downstream is the target offset of the record at g (or the
+	// next copied one): a consumer moved there reads nothing again and
+	// skips nothing.
+	Exact bool
+	// Behind bounds how far Downstream may be behind the exact position
+	// (0 when Exact): records a consumer moved there may read again; -1
+	// when nothing bounds it (past the newest sync, the flow's progress
+	// not known).
+	Behind int64
+	// Lost counts source offsets from g on whose records the target no
+	// longer holds (it went back, see TargetReset): not read there.
+	Lost int64
+	// Inflation sums the distance increases after the group's position:
+	// target offsets past Downstream that hold no record new to the group
+	// (records copied again after a restart, transaction markers, another
+	// writer's records). A copy that is not exactly-once counts its
+	// duplicates in it.
+	Inflation int64
+}
+
+// Explain is Translate with how far the answer can be trusted.
+func (h *History) Explain(g int64, live *Live) (Translation, bool) {
 	n := len(h.points)
 	i := sort.Search(n, func(i int) bool { return h.points[i].Upstream > g }) - 1
 	if i < 0 && h.hasFloor && g < h.floor.Upstream {
 		// Behind the point where the target went back: the records it
 		// read there are gone from the target; start at the new first.
-		return h.floor.Downstream, true
+		return Translation{Downstream: h.floor.Downstream, Lost: h.floor.Upstream - g, Inflation: h.inflationAfter(-1)}, true
 	}
 	if i < 0 {
-		return 0, false
+		return Translation{}, false
 	}
 	s := h.points[i]
 	exact := s.Downstream + (g - s.Upstream)
@@ -197,14 +227,54 @@ func (h *History) Translate(g int64, live *Live) (downstream int64, ok bool) {
 	if g > s.Upstream {
 		safe++
 	}
+	t := Translation{Inflation: h.inflationAfter(i)}
+	// bound is the highest offset the exact position can have, when the
+	// answer is not exact.
+	var bound int64
 	switch {
 	case i+1 < n && h.points[i+1].Prev == s.Upstream:
-		return min(exact, h.points[i+1].Downstream), true
+		// Capped: g was not copied (a gap); the next copied record is
+		// the next sync's.
+		t.Downstream, t.Exact = min(exact, h.points[i+1].Downstream), true
 	case i+1 < n:
-		return min(safe, h.points[i+1].Downstream), true
+		t.Downstream, bound = min(safe, h.points[i+1].Downstream), h.points[i+1].Downstream
+		t.Exact = g == s.Upstream
 	case live != nil && live.NextUpstream >= s.Upstream && s.Prev != Unlinked:
-		return min(exact, live.NextDownstream), true
+		// Capped: g is not copied yet; it will be at the next offset.
+		t.Downstream, t.Exact = min(exact, live.NextDownstream), true
 	default:
-		return safe, true
+		// Nothing bounds the run since s: past it, the exact position is
+		// not known at all.
+		t.Downstream, bound = safe, -1
+		t.Exact = g == s.Upstream
+		if live != nil {
+			bound = max(safe, live.NextDownstream)
+		}
 	}
+	switch {
+	case t.Exact:
+	case bound < 0:
+		t.Behind = -1
+	default:
+		t.Behind = bound - t.Downstream
+	}
+	return t, true
+}
+
+// inflationAfter sums the distance increases after point i (i = -1: from
+// the floor, or from the first point): each is a stretch of the target
+// holding no record new to a group at point i.
+func (h *History) inflationAfter(i int) int64 {
+	var sum int64
+	prev, have := h.floor, h.hasFloor
+	if i >= 0 {
+		prev, have = h.points[i], true
+	}
+	for _, p := range h.points[i+1:] {
+		if d := (p.Downstream - p.Upstream) - (prev.Downstream - prev.Upstream); have && d > 0 {
+			sum += d
+		}
+		prev, have = p, true
+	}
+	return sum
 }

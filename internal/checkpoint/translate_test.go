@@ -316,3 +316,46 @@ func TestResetMarksTheNextSync(t *testing.T) {
 		t.Fatalf("after the first sync: Translate(50) = %d, %v; PrevFor(400) = %d", got, ok, h.PrevFor(400))
 	}
 }
+
+func TestExplain(t *testing.T) {
+	// 0..9 copied to 0..9; 10..11 skipped; 12..19 copied from 10; a restart
+	// copied 15..19 again from 18 (distance +5); the flow has acknowledged
+	// up to upstream 29 (next 30 -> downstream 33).
+	linked := history(pt(0, 0), pt(12, 10), pt(15, 18))
+	live := &Live{NextUpstream: 30, NextDownstream: 33}
+	// The same runs, the syncs MM2's (nothing linked).
+	unlinked := NewHistory(0)
+	unlinked.AddOlder([]SyncPoint{pt(0, 0), pt(12, 10), pt(15, 18)})
+	// A target that went back: a new topic, copied from upstream 40 on.
+	reset := history(pt(0, 0))
+	reset.Add(SyncPoint{Upstream: 40, Downstream: 0, Prev: TargetReset})
+	cases := []struct {
+		name string
+		h    *History
+		g    int64
+		live *Live
+		want Translation
+	}{
+		{"linked, inside a run: exact", linked, 7, live, Translation{Downstream: 7, Exact: true, Inflation: 5}},
+		{"linked, in a gap: the next copied record", linked, 11, live, Translation{Downstream: 10, Exact: true, Inflation: 5}},
+		{"linked, past the re-copy: nothing inflates after it", linked, 16, live, Translation{Downstream: 19, Exact: true}},
+		{"newest run, live: exact", linked, 29, live, Translation{Downstream: 32, Exact: true}},
+		{"ahead of the copy: the next copied offset", linked, 40, live, Translation{Downstream: 33, Exact: true}},
+		{"unlinked, at a sync: exact", unlinked, 12, live, Translation{Downstream: 10, Exact: true, Inflation: 5}},
+		{"unlinked, inside a run: behind by at most the run", unlinked, 13, live, Translation{Downstream: 11, Behind: 7, Inflation: 5}},
+		{"unlinked, newest run: behind by at most the live progress", unlinked, 20, live, Translation{Downstream: 19, Behind: 14}},
+		{"newest run without live progress: unbounded", linked, 20, nil, Translation{Downstream: 19, Behind: -1}},
+		{"behind a target that went back: lost there", reset, 25, live, Translation{Downstream: 0, Lost: 15}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := c.h.Explain(c.g, c.live)
+			if !ok || got != c.want {
+				t.Fatalf("Explain(%d) = %+v, %v; want %+v", c.g, got, ok, c.want)
+			}
+			if down, _ := c.h.Translate(c.g, c.live); down != got.Downstream {
+				t.Errorf("Translate(%d) = %d, Explain says %d", c.g, down, got.Downstream)
+			}
+		})
+	}
+}
