@@ -20,6 +20,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/switchover"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -157,6 +158,23 @@ func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]repli
 		out = append(out, res...)
 	}
 	return out, nil
+}
+
+// SwitchoverSide is a running task's flow (named "<source alias>-><target
+// alias>") for a switchover; the caller closes it.
+func (e *Engine) SwitchoverSide(taskName, flow string) (switchover.Side, error) {
+	e.mu.Lock()
+	r, ok := e.running[taskName]
+	e.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("task %s is not running here: resume it", taskName)
+	}
+	for _, rep := range r.reps {
+		if rep.Flow().Name() == flow {
+			return rep.SwitchoverSide(), nil
+		}
+	}
+	return nil, fmt.Errorf("task %s has no flow %s", taskName, flow)
 }
 
 // GCPercent is the garbage-collection target kmirror runs with unless GOGC

@@ -164,10 +164,34 @@ type GroupResult struct {
 	Checkpoints []mm2.Checkpoint `json:"checkpoints"`
 	Committed   map[string]int64 `json:"committed,omitempty"` // "topic/partition" -> offset committed on the target
 	Skipped     []string         `json:"skipped,omitempty"`
+	// CommitError says why the offsets were not (all) committed on the
+	// target (also in Skipped).
+	CommitError string `json:"commit_error,omitempty"`
 	// Notes say what a failover should know besides: a checkpoint behind
 	// the group's offset on the source (records read again, none skipped).
-	Notes   []string `json:"notes,omitempty"`
-	offsets map[string]map[int32]int64
+	Notes []string `json:"notes,omitempty"`
+	// Partitions say, per partition translated now, how far the
+	// translation can be trusted (the embedded engine's; the Connect
+	// engine's come from MM2's checkpoints and leave it empty).
+	Partitions []PartitionTranslation `json:"partitions,omitempty"`
+	offsets    map[string]map[int32]int64
+}
+
+// PartitionTranslation is one partition of a group's translation.
+type PartitionTranslation struct {
+	Topic        string `json:"topic"`
+	Partition    int32  `json:"partition"`
+	TargetTopic  string `json:"target_topic"`
+	SourceOffset int64  `json:"source_offset"`
+	TargetOffset int64  `json:"target_offset"`
+	Exact        bool   `json:"exact"`
+	// MayReadAgain bounds the records a consumer moved to TargetOffset
+	// reads again: how far the translation may be behind, plus, for a
+	// copy that is not exactly-once, the records copied again after it.
+	// -1: not bounded.
+	MayReadAgain int64 `json:"may_read_again"`
+	// Lost counts the group's unread records the target no longer holds.
+	Lost int64 `json:"lost,omitempty"`
 }
 
 // Sync translates and syncs every group (or only the named one) once.
@@ -213,7 +237,8 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 			if b == nil || b.Offset < 0 || !errors.Is(b.Err, sarama.ErrNoError) {
 				continue
 			}
-			down, oldest, ok := c.translate(ps, b.Offset)
+			tr, oldest, ok := c.translate(ps, b.Offset)
+			down := tr.Downstream
 			if !ok {
 				res.Skipped = append(res.Skipped, fmt.Sprintf("%s-%d offset %d is older than the offset sync history (oldest %d): not translated",
 					ps.Source, ps.Partition.Partition, b.Offset, oldest))
@@ -233,6 +258,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 				c.emitted[key] = cp
 			}
 			res.Checkpoints = append(res.Checkpoints, cp)
+			res.Partitions = append(res.Partitions, explain(ps, b.Offset, tr, cp))
 			if res.offsets[ps.Target] == nil {
 				res.offsets[ps.Target] = map[int32]int64{}
 			}
@@ -261,6 +287,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 	}
 	for i := range results {
 		if err := commitGroup(c.dstAdmin, &results[i]); err != nil {
+			results[i].CommitError = err.Error()
 			results[i].Skipped = append(results[i].Skipped, err.Error())
 			st.Skipped = append(st.Skipped, results[i].Group+": "+err.Error())
 			continue
@@ -292,11 +319,14 @@ func (c *checkpointer) sourceGroups(only string) ([]string, error) {
 }
 
 // replicated are the partitions the flow copies (with a target name).
-func (c *checkpointer) replicated() []*partState {
-	c.state.mu.Lock()
-	defer c.state.mu.Unlock()
-	out := make([]*partState, 0, len(c.state.parts))
-	for _, ps := range c.state.parts {
+func (c *checkpointer) replicated() []*partState { return c.state.replicated() }
+
+// replicated are the partitions the flow copies (with a target name).
+func (fs *flowState) replicated() []*partState {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	out := make([]*partState, 0, len(fs.parts))
+	for _, ps := range fs.parts {
 		if ps.Target != "" {
 			out = append(out, ps)
 		}
@@ -310,7 +340,7 @@ func (c *checkpointer) replicated() []*partState {
 // once every distance change before it was in the sync history). oldest
 // is the first offset the history can translate, read under the same lock
 // (the copy path adds syncs meanwhile).
-func (c *checkpointer) translate(ps *partState, g int64) (down, oldest int64, ok bool) {
+func (c *checkpointer) translate(ps *partState, g int64) (tr checkpoint.Translation, oldest int64, ok bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	var live *checkpoint.Live
@@ -326,8 +356,33 @@ func (c *checkpointer) translate(ps *partState, g int64) (down, oldest int64, ok
 	} else if next := ps.next.Load(); ps.resumed && next >= 0 && ps.progDown >= 0 {
 		live = &checkpoint.Live{NextUpstream: next, NextDownstream: ps.progDown}
 	}
-	down, ok = ps.hist.Translate(g, live)
-	return down, ps.hist.Oldest(), ok
+	tr, ok = ps.hist.Explain(g, live)
+	if ps.exactlyOnce {
+		// Read committed, what inflates an exactly-once copy (markers,
+		// aborted records) is never read again.
+		tr.Inflation = 0
+	}
+	return tr, ps.hist.Oldest(), ok
+}
+
+// explain reports a partition's translation as cp stands (a newer
+// translation, or the last checkpoint, never behind it).
+func explain(ps *partState, g int64, tr checkpoint.Translation, cp mm2.Checkpoint) PartitionTranslation {
+	pt := PartitionTranslation{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target,
+		SourceOffset: g, TargetOffset: cp.DownstreamOffset, Exact: tr.Exact, Lost: tr.Lost}
+	if cp.DownstreamOffset != tr.Downstream || cp.UpstreamOffset != g {
+		// The last checkpoint stands: it says nothing of its own
+		// exactness.
+		pt.Exact = false
+		tr.Behind = -1
+	}
+	switch {
+	case !pt.Exact && tr.Behind < 0:
+		pt.MayReadAgain = -1
+	default:
+		pt.MayReadAgain = tr.Behind + tr.Inflation
+	}
+	return pt
 }
 
 func (c *checkpointer) write(records []*sarama.ProducerMessage) error {

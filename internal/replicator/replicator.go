@@ -51,13 +51,22 @@ func (r *Replicator) newCheckpointer(srcAdmin sarama.ClusterAdmin, dst sarama.Cl
 // target now (the failover helper). It needs the flow running with
 // consumer-offset sync on.
 func (r *Replicator) SyncGroup(ctx context.Context, group string) ([]GroupResult, error) {
+	cp, err := r.checkpointer()
+	if err != nil {
+		return nil, err
+	}
+	return cp.Sync(ctx, group)
+}
+
+// checkpointer is the running flow's consumer-offset sync.
+func (r *Replicator) checkpointer() (*checkpointer, error) {
 	r.mu.Lock()
 	cp := r.ckpt
 	r.mu.Unlock()
 	if cp == nil {
 		return nil, errors.New("consumer offset sync is not running for this flow: the task must run with sync consumer offsets on")
 	}
-	return cp.Sync(ctx, group)
+	return cp, nil
 }
 
 // New prepares a Replicator; nothing connects until Run.

@@ -79,6 +79,11 @@ var seeds = map[int][]string{
 		 VALUES ('seed-nine-token', 'viewer', 'cd34', 'seed-nine', 1700000062, 'acc9', 1800000000, 1700000063)`,
 		`UPDATE destination_policy SET mode = 'networks', networks = '10.0.0.0/8,192.168.0.0/16', changed_by = 'seed-nine', changed_at = 1700000064`,
 	},
+	10: {
+		`INSERT INTO switchovers (task, state, body, created_at, updated_at) VALUES ('seed-task', 'waiting',
+		 '{"task":"seed-task","mode":"planned","direction":"A->B","groups":["g1"],"state":"waiting","steps":[{"name":"preflight","state":"waiting","message":"stop g1"}],"report":{"groups":[]}}',
+		 1700000070, 1700000071)`,
+	},
 }
 
 // migrationsUpTo is the embedded migrations of version <= v, and the sorted
@@ -291,6 +296,11 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		}
 		if p, err := db.DestinationPolicy(ctx); err != nil || p.Mode != "networks" || strings.Join(p.Networks, " ") != "10.0.0.0/8 192.168.0.0/16" || p.ChangedBy != "seed-nine" {
 			t.Errorf("destination policy: %+v, %v", p, err)
+		}
+	}
+	if from >= 10 {
+		if sw, err := db.OpenSwitchovers(ctx); err != nil || len(sw) != 1 || sw[0].Task != "seed-task" || sw[0].Steps[0].Message != "stop g1" || sw[0].ID == 0 {
+			t.Errorf("open switchovers: %+v, %v", sw, err)
 		}
 	}
 	if from < 9 { // the policy of a database from before it: any address, as before

@@ -44,6 +44,8 @@ type Side interface {
 	// target and commits them there (only forward, only to an empty
 	// group).
 	Translate(ctx context.Context, group string) (GroupReport, error)
+	// Close ends the side's connections.
+	Close() error
 }
 
 // Options tune Advance.

@@ -108,6 +108,8 @@ func (f *fakeSide) Translate(_ context.Context, g string) (GroupReport, error) {
 	return GroupReport{Group: g, Partitions: []PartitionReport{{Topic: "t", Partition: 0, TargetTopic: "t", SourceOffset: 5, TargetOffset: 5, Exact: true}}}, f.err
 }
 
+func (f *fakeSide) Close() error { return nil }
+
 func newSide() *fakeSide {
 	return &fakeSide{
 		positions: []Position{{Topic: "t", Partition: 0, TargetTopic: "t", Next: 100}, {Topic: "t", Partition: 1, TargetTopic: "t", Next: 50}},

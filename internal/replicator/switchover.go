@@ -1,0 +1,218 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/switchover"
+)
+
+// SwitchoverSide is the flow's side of a switchover (internal/switchover):
+// where its copy stands, read from the running flow, and the clusters'
+// answers, through clients of its own (Close ends them).
+func (r *Replicator) SwitchoverSide() *SwitchoverSide {
+	return &SwitchoverSide{r: r}
+}
+
+// SwitchoverSide implements switchover.Side for a running flow.
+type SwitchoverSide struct {
+	r        *Replicator
+	mu       sync.Mutex
+	src, dst sarama.Client
+	srcAdmin sarama.ClusterAdmin
+	dstAdmin sarama.ClusterAdmin
+}
+
+var _ switchover.Side = (*SwitchoverSide)(nil)
+
+// clients connects to both clusters once.
+func (s *SwitchoverSide) clients() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := "kmirror-" + s.r.flow.Task + "-" + s.r.flow.Name() + "-switchover"
+	if s.src == nil {
+		c, a, err := adminClient(s.r.flow.Source.Settings, id)
+		if err != nil {
+			return fmt.Errorf("source %s: %w", s.r.flow.Source.Alias, err)
+		}
+		s.src, s.srcAdmin = c, a
+	}
+	if s.dst == nil {
+		c, a, err := adminClient(s.r.flow.Target.Settings, id)
+		if err != nil {
+			return fmt.Errorf("target %s: %w", s.r.flow.Target.Alias, err)
+		}
+		s.dst, s.dstAdmin = c, a
+	}
+	return nil
+}
+
+// Close ends the side's clients.
+func (s *SwitchoverSide) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	for _, a := range []sarama.ClusterAdmin{s.srcAdmin, s.dstAdmin} {
+		if a != nil {
+			errs = append(errs, a.Close()) // closes its client too
+		}
+	}
+	s.src, s.dst, s.srcAdmin, s.dstAdmin = nil, nil, nil, nil
+	return errors.Join(errs...)
+}
+
+// Positions implements switchover.Side: what is durable on the target,
+// acknowledged, or for an exactly-once flow committed.
+func (s *SwitchoverSide) Positions(context.Context) ([]switchover.Position, error) {
+	var out []switchover.Position
+	for _, ps := range s.r.state.replicated() {
+		ps.mu.Lock()
+		next := ps.next.Load()
+		if ps.exactlyOnce {
+			next = ps.txnCommitted.offset
+		}
+		p := switchover.Position{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target, Next: next}
+		if ps.failed {
+			p.Failed = ps.reason
+		}
+		ps.mu.Unlock()
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out, nil
+}
+
+// SourceEnds implements switchover.Side: last stable offsets, what a
+// read_committed copy can reach.
+func (s *SwitchoverSide) SourceEnds(_ context.Context, ps []switchover.Position) (map[string]int64, error) {
+	if err := s.clients(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(ps))
+	for _, p := range ps {
+		end, err := lastStableOffset(s.src, p.Topic, p.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("end offset of %s-%d on the source: %w", p.Topic, p.Partition, err)
+		}
+		out[p.Key()] = end
+	}
+	return out, nil
+}
+
+// SourceGroups implements switchover.Side.
+func (s *SwitchoverSide) SourceGroups(context.Context) ([]string, error) {
+	cp, err := s.r.checkpointer()
+	if err != nil {
+		return nil, err
+	}
+	return cp.sourceGroups("")
+}
+
+// ActiveMembers implements switchover.Side, by commitGroup's rule: a group
+// in any state but Empty or Dead counts as active.
+func (s *SwitchoverSide) ActiveMembers(_ context.Context, group string) (source, target int, err error) {
+	if err := s.clients(); err != nil {
+		return 0, 0, err
+	}
+	count := func(admin sarama.ClusterAdmin, side string) (int, error) {
+		descs, err := admin.DescribeConsumerGroups([]string{group})
+		if err != nil {
+			return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, err)
+		}
+		n := 0
+		for _, d := range descs {
+			if !errors.Is(d.Err, sarama.ErrNoError) && !errors.Is(d.Err, sarama.ErrGroupIDNotFound) {
+				return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, d.Err)
+			}
+			n += len(d.Members)
+			if len(d.Members) == 0 && d.State != "" && d.State != "Empty" && d.State != "Dead" {
+				n++ // rebalancing towards members
+			}
+		}
+		return n, nil
+	}
+	if source, err = count(s.srcAdmin, "source"); err != nil {
+		return 0, 0, err
+	}
+	target, err = count(s.dstAdmin, "target")
+	return source, target, err
+}
+
+// TargetPartitions implements switchover.Side.
+func (s *SwitchoverSide) TargetPartitions(_ context.Context, topics []string) (map[string]int, error) {
+	if err := s.clients(); err != nil {
+		return nil, err
+	}
+	if err := s.dst.RefreshMetadata(topics...); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		return nil, fmt.Errorf("read the target's topics: %w", err)
+	}
+	out := make(map[string]int, len(topics))
+	for _, t := range topics {
+		parts, err := s.dst.Partitions(t)
+		if err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+			return nil, fmt.Errorf("partitions of %s on the target: %w", t, err)
+		}
+		out[t] = len(parts)
+	}
+	return out, nil
+}
+
+// Translate implements switchover.Side: the checkpointer's sync of the
+// group now (checkpoints written, offsets committed only forward and only
+// to an empty group), then what the target group holds read back, so the
+// report says where its consumers will start.
+func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchover.GroupReport, error) {
+	rep := switchover.GroupReport{Group: group, Partitions: []switchover.PartitionReport{}}
+	if err := s.clients(); err != nil {
+		return rep, err
+	}
+	results, err := s.r.SyncGroup(ctx, group)
+	if err != nil {
+		return rep, err
+	}
+	var tr []PartitionTranslation
+	for _, res := range results {
+		if res.CommitError != "" {
+			return rep, errors.New(res.CommitError)
+		}
+		rep.Notes = append(rep.Notes, res.Skipped...)
+		rep.Notes = append(rep.Notes, res.Notes...)
+		tr = append(tr, res.Partitions...)
+	}
+	request := map[string][]int32{}
+	for _, p := range tr {
+		request[p.TargetTopic] = append(request[p.TargetTopic], p.Partition)
+	}
+	held, err := s.dstAdmin.ListConsumerGroupOffsets(group, request)
+	if err != nil {
+		return rep, fmt.Errorf("read group %s's offsets on the target: %w", group, err)
+	}
+	for _, p := range tr {
+		pr := switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+			SourceOffset: p.SourceOffset, TargetOffset: p.TargetOffset, Exact: p.Exact,
+			MayReadAgain: p.MayReadAgain, MayBeLost: p.Lost}
+		b := held.GetBlock(p.TargetTopic, p.Partition)
+		switch {
+		case b == nil || b.Offset < 0:
+			return rep, fmt.Errorf("group %s holds no offset on %s-%d on the target after the commit", group, p.TargetTopic, p.Partition)
+		case b.Offset > p.TargetOffset:
+			// Only forward: it stands, and its consumers start past the
+			// translation.
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s-%d: the target group was already at %d, past the translation %d: its consumers start there and skip %d records",
+				p.TargetTopic, p.Partition, b.Offset, p.TargetOffset, b.Offset-p.TargetOffset))
+			pr.TargetOffset, pr.Exact = b.Offset, false
+		}
+		rep.Partitions = append(rep.Partitions, pr)
+	}
+	return rep, nil
+}
