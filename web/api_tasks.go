@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/switchover"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -31,6 +32,8 @@ func (h *tasksAPI) routes(g *echo.Group) {
 	g.POST("/tasks/:name/resume", h.apiTaskAction((*service.Service).ResumeTask))
 	g.POST("/tasks/:name/restart", h.apiTaskAction((*service.Service).RestartTask))
 	g.POST("/tasks/:name/failover", h.apiFailover)
+	g.POST("/tasks/:name/switchover", h.apiStartSwitchover)
+	g.GET("/tasks/:name/switchover", h.apiGetSwitchover)
 	g.POST("/tasks/:name/move", h.apiMoveTask)
 	g.POST("/tasks/import-mm2", h.apiImportMM2)
 	g.POST("/connectivity", h.apiConnectivity)
@@ -85,6 +88,29 @@ func (h *tasksAPI) apiFailover(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, res)
+}
+
+// apiStartSwitchover starts a switchover of the task (docs/SWITCHOVER.md)
+// and answers it with its first step worked.
+func (h *tasksAPI) apiStartSwitchover(c echo.Context) error {
+	var in switchover.Request
+	if err := DecodeJSON(c, &in); err != nil {
+		return err
+	}
+	sw, err := h.s.svc.StartSwitchover(c.Request().Context(), c.Param("name"), in)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, sw)
+}
+
+// apiGetSwitchover answers the task's newest switchover.
+func (h *tasksAPI) apiGetSwitchover(c echo.Context) error {
+	sw, err := h.s.svc.Switchover(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sw)
 }
 
 func (h *tasksAPI) apiListTasks(c echo.Context) error {

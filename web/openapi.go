@@ -13,6 +13,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/service"
+	"github.com/kmirror/kmirror/internal/switchover"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -53,6 +54,8 @@ var apiOps = []apiOp{
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/pause", summary: "Stop a task gracefully and keep it stopped", status: 200, response: service.TaskInfo{}, errors: []int{401, 403, 404}},
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/resume", summary: "Start a paused task from its committed progress", status: 200, response: service.TaskInfo{}, errors: []int{401, 403, 404}},
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/restart", summary: "Stop and start a task, clearing partitions that failed for good", status: 200, response: service.TaskInfo{}, errors: []int{401, 403, 404}},
+	{method: http.MethodPost, path: "/api/v1/tasks/:name/switchover", summary: "Start a switchover of the task (docs/SWITCHOVER.md): preflight, producers stopped, drain, every selected group translated and committed on the target; answered with its first step worked, then carried on in the background (one open switchover per task)", request: switchover.Request{}, status: 201, response: switchover.Switchover{}, errors: []int{400, 401, 403, 404}},
+	{method: http.MethodGet, path: "/api/v1/tasks/:name/switchover", summary: "The task's newest switchover: its state, steps and report per group and partition", status: 200, response: switchover.Switchover{}, errors: []int{401, 403, 404}},
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/failover", summary: "Translate one consumer group's offsets and commit them to the target now, so its consumers can move there without missing a record (task must sync consumer offsets; groups active on the target are left alone)", request: failoverRequest{}, status: 200, response: service.FailoverResult{}, errors: []int{400, 401, 403, 404}},
 	{method: http.MethodPost, path: "/api/v1/tasks/:name/move", summary: "Move a task to another engine (\"embedded\" or \"connect:<name>\") without copying again: it stops where it runs, its progress is handed over, it starts on the new engine if it ran; 502 move_failed names the step that failed, the task staying where it was", request: moveRequest{}, status: 200, response: service.TaskInfo{}, errors: []int{400, 401, 403, 404, 422, 502}},
 	{method: http.MethodPost, path: "/api/v1/tasks/import-mm2", summary: "Import one flow of a dedicated MirrorMaker 2 (its mm2.properties text) as a task that continues from MirrorMaker's offsets (stop MirrorMaker first); every setting is mapped or a problem naming it", request: service.ImportRequest{}, status: 201, response: service.ImportResult{}, errors: []int{400, 401, 403, 422, 502}},

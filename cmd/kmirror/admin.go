@@ -42,6 +42,10 @@ const taskUsage = `Usage:
   kmirror task check -f task.json       connectivity check of both clusters, step by step
   kmirror task validate -f task.json    dry run: every problem and the topics that would be replicated
   kmirror task failover NAME --group G  translate group G's offsets and commit them to the target now
+  kmirror task switchover NAME (--group G... | --all-groups) [--direction A->B] [--no-follow]
+                                        move consumers to the copy: preflight, producers stopped, drain,
+                                        groups translated and committed on the target (docs/SWITCHOVER.md)
+  kmirror task switchover NAME --show   the task's newest switchover, its steps and report
   kmirror task move NAME --engine E     run the task on engine E (embedded or connect:<name>), its progress
                                         handed over (docs/CONNECT.md); a failed move leaves it where it was
   kmirror task import-mm2 FILE --task NAME [--flow A->B] [--current I] [--engine E]
@@ -351,6 +355,10 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 	case "import-mm2":
 		a.fs.StringVar(&a.engine, "engine", "", "engine of the new task: embedded or connect:<name> (default: its instance's Smart Connect engine)")
 	}
+	var sw switchoverFlags
+	if sub == "switchover" {
+		sw.register(a)
+	}
 	var importReq struct{ flow, task, current string }
 	if sub == "import-mm2" {
 		a.fs.StringVar(&importReq.flow, "flow", "", "the flow to import, SOURCE->TARGET (may be left out when the file enables one)")
@@ -404,6 +412,12 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 		}
 		body, _ := json.Marshal(map[string]string{"group": a.group})
 		return a.call(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/failover", name), body, failoverTable)
+	case "switchover":
+		name, err := oneName(pos, "task")
+		if err != nil {
+			return err
+		}
+		return sw.run(ctx, a, name)
 	case "move":
 		name, err := oneName(pos, "task")
 		if err != nil {

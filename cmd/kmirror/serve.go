@@ -143,7 +143,7 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	// Tasks on Kafka Connect: closing that engine only ends its polls; the
 	// connectors run on.
 	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
-		Logger: log, Tokens: db, Audit: db, ConnectClusters: db, Policies: db})
+		Logger: log, Tokens: db, Audit: db, ConnectClusters: db, Policies: db, Switchovers: db})
 	if err != nil {
 		return err
 	}
@@ -228,6 +228,8 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return srv.Serve(gctx, ln) })
 	g.Go(func() error { return hist.Run(gctx) })
+	// Open switchovers go on from their stored step.
+	g.Go(func() error { return svc.RunSwitchovers(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		eng.Close()

@@ -25,6 +25,7 @@ import (
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/switchover"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -69,11 +70,17 @@ func newServer(t *testing.T) *server {
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.
 	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
-		Logger: log, ConnectClusters: db})
+		Logger: log, ConnectClusters: db, Switchovers: db,
+		// A quiet period of 3 s is enough to see producers stopped here.
+		SwitchoverOptions: switchover.Options{Quiet: 3 * time.Second}, SwitchoverTick: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(onConnect.Close)
+	swCtx, stopSwitchovers := context.WithCancel(context.Background())
+	swDone := make(chan struct{})
+	go func() { defer close(swDone); _ = svc.RunSwitchovers(swCtx) }()
+	t.Cleanup(func() { stopSwitchovers(); <-swDone })
 	if _, err := account.EnsureAdmin(ctx, db, "admin-password-1"); err != nil {
 		t.Fatal(err)
 	}

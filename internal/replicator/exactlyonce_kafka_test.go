@@ -631,3 +631,58 @@ func dumpBatches(t *testing.T, s cluster.Settings, topic string, p int32) {
 		}
 	}
 }
+
+// The progress topic's only replica on a broker that dies mid-copy: an
+// exactly-once flow cannot put its progress into a transaction, so nothing
+// commits; it says so, naming the progress topic, and once the broker is
+// back it commits again, every record once on the target.
+func TestExactlyOnceProgressLeaderDownSaysSoAndCopiesNothingTwice(t *testing.T) {
+	k := rf3Away(t, "rf3-away-1")
+	s := k.Settings(cluster.Plaintext, "")
+	topic := kafkatest.NewTopic(t, k, 3, nil)
+	tk := exactlyOnce(rf3Task("eos-progress-away", "PA", "PB", topic))
+	tk.Rules.Tasks = 1
+	fs := tk.Flows()[0]
+	target := "PA." + topic
+	ids := k.BrokerIDs()
+	away := ids[len(ids)-1]
+	// As kmirror creates it, but on one broker (min ISR 1: a single
+	// replica takes acks=all writes).
+	configs := map[string]*string{"cleanup.policy": ptr("compact"), "min.insync.replicas": ptr("1")}
+	for k, v := range progressTopicConfig {
+		configs[k] = ptr(v)
+	}
+	if err := mustAdmin(t, k).CreateTopic(fs.ProgressTopic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
+		ReplicaAssignment: map[int32][]int32{0: {away}}, ConfigEntries: configs}, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if a, err := k.Admin(); err == nil {
+			_ = a.DeleteTopic(fs.ProgressTopic)
+		}
+	})
+	_, r, _, steady := copyingSteadily(t, tk, s, s, topic, target)
+	killed := time.Now()
+	back := brokerAway(t, k, away, true)
+	st, _ := waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
+		if st.State == task.StateRunning || !strings.Contains(st.Reason, fs.ProgressTopic) {
+			return fmt.Errorf("want a state naming %s", fs.ProgressTopic)
+		}
+		return nil
+	})
+	t.Logf("%s %s after the kill: %s", st.State, time.Since(killed).Round(time.Millisecond), st.Reason)
+	time.Sleep(time.Until(killed.Add(20 * time.Second)))
+	back()
+	st, waited := waitState(t, r, 2*time.Minute, func(st engine.FlowStatus) error {
+		if st.State != task.StateRunning {
+			return fmt.Errorf("want RUNNING")
+		}
+		return nil
+	})
+	t.Logf("RUNNING %s after broker %d was back (%d restarts)", waited.Round(time.Millisecond), away, st.Restarts)
+	sent := steady()
+	verifyExactlyOnceTo(t, s, topic, s, target, 300+sent)
+	if n := dataOnly(r.Status()).Recopied; n != 0 {
+		t.Errorf("%d records copied twice", n)
+	}
+}

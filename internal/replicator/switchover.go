@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/IBM/sarama"
@@ -190,8 +191,21 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 		tr = append(tr, res.Partitions...)
 	}
 	request := map[string][]int32{}
+	moved := map[string]bool{}
 	for _, p := range tr {
 		request[p.TargetTopic] = append(request[p.TargetTopic], p.Partition)
+		moved[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = true
+	}
+	var none []string
+	for _, ps := range s.r.state.replicated() {
+		if k := fmt.Sprintf("%s-%d", ps.Source, ps.Partition.Partition); !moved[k] {
+			none = append(none, k)
+		}
+	}
+	if len(none) > 0 {
+		sort.Strings(none)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no committed offset on the source for %s: the group's consumers start there on the target as on the source, by their auto.offset.reset",
+			strings.Join(none, ", ")))
 	}
 	held, err := s.dstAdmin.ListConsumerGroupOffsets(group, request)
 	if err != nil {

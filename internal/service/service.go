@@ -28,6 +28,7 @@ import (
 	"github.com/kmirror/kmirror/internal/clustercheck"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/switchover"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -90,6 +91,12 @@ type Deps struct {
 	// Policies keeps the destination policy; optional (without it
 	// operators may give any address, as before the policy).
 	Policies store.Policies
+	// Switchovers keeps tasks' switchovers; optional (without it they are
+	// refused). SwitchoverOptions and SwitchoverTick tune how they run
+	// (tests shorten them; the tick is 1 s by default).
+	Switchovers       store.Switchovers
+	SwitchoverOptions switchover.Options
+	SwitchoverTick    time.Duration
 }
 
 // Service is the use-case layer. It is safe for concurrent use.
@@ -120,6 +127,9 @@ type Service struct {
 
 	deletedMu sync.Mutex
 	onDeleted []func(task string)
+
+	switchoverStore store.Switchovers
+	sw              switchovers
 }
 
 // OnTaskDeleted calls f with a task's name after the task is deleted,
@@ -169,7 +179,11 @@ func New(d Deps) (*Service, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
+	if d.SwitchoverTick <= 0 {
+		d.SwitchoverTick = time.Second
+	}
+	return &Service{switchoverStore: d.Switchovers, sw: switchovers{sides: map[int64]switchover.Side{}, opts: d.SwitchoverOptions, tick: d.SwitchoverTick},
+		clusters: d.Clusters, users: d.Users, secrets: d.Secrets, tasks: d.Tasks, throttle: d.Throttle,
 		addrThr: d.AddressThrottle, hashing: make(chan struct{}, d.MaxConcurrentSignIns), tokens: d.Tokens, auditLog: d.Audit,
 		taskStore: d.TaskStore, runner: d.Runner, kafka: d.Kafka, log: d.Logger, connectClusters: d.ConnectClusters, connectRunner: d.ConnectRunner, now: d.Now, policies: d.Policies}, nil
 }

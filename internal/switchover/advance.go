@@ -112,7 +112,7 @@ func preflight(ctx context.Context, s *Switchover, side Side) (State, string) {
 		return retry("read the flow's partitions", err)
 	}
 	if len(ps) == 0 {
-		return Failed, "the flow copies no partition yet: nothing to switch over"
+		return Running, "the flow has found no partition to copy yet (starting, or no source topic matches)"
 	}
 	sourceParts := map[string]int{}
 	var targets []string
