@@ -187,6 +187,7 @@ func New(d Deps) (*Server, error) {
 		&mm2Pages{s: s},
 		&dashboardPages{s: s},
 		&taskPages{s: s},
+		&switchoverPages{s: s},
 		&accessPages{s: s},
 	} {
 		a.routes(console)

@@ -121,7 +121,7 @@ func TestEveryPageIsAccessible(t *testing.T) {
 	b := newBrowser(t, base)
 	pages := []string{
 		"/instances", "/instances/east", "/instances/east/smart-connect", "/instances/east/smart-connect/new",
-		"/instances/east/smart-connect/" + task + "/delete", "/dashboard", "/dashboard/import", "/dashboard/import-mm2", "/tasks/" + task, "/connect-clusters",
+		"/instances/east/smart-connect/" + task + "/delete", "/dashboard", "/dashboard/import", "/dashboard/import-mm2", "/tasks/" + task, "/tasks/" + task + "/switchover", "/connect-clusters",
 		"/users", "/tokens", "/audit", "/destination-policy", "/account",
 		"/no-such-page",
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
+	"github.com/kmirror/kmirror/internal/switchover"
 	"github.com/kmirror/kmirror/web"
 )
 
@@ -51,11 +52,17 @@ func startConsole(t *testing.T) string {
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.
 	svc, onConnect, err := service.NewWithConnect(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: eng,
-		Logger: log, ConnectClusters: db, Tokens: db, Audit: db, Policies: db})
+		Logger: log, ConnectClusters: db, Tokens: db, Audit: db, Policies: db, Switchovers: db,
+		SwitchoverOptions: switchover.Options{Quiet: 2 * time.Second}, SwitchoverTick: 250 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(onConnect.Close)
+	// Switchovers go on in the background, as serve runs them.
+	swCtx, stopSwitchovers := context.WithCancel(ctx)
+	swDone := make(chan struct{})
+	go func() { defer close(swDone); _ = svc.RunSwitchovers(swCtx) }()
+	t.Cleanup(func() { stopSwitchovers(); <-swDone })
 	if _, err := account.EnsureAdmin(ctx, db, adminPassword); err != nil {
 		t.Fatal(err)
 	}
