@@ -278,3 +278,61 @@ func (h *History) inflationAfter(i int) int64 {
 	}
 	return sum
 }
+
+// Inversion is a target offset mapped back to the source: where a consumer
+// of the target that stopped at that offset goes on at the source.
+type Inversion struct {
+	Upstream int64
+	// Exact: every record below Upstream, and none at or past it, was
+	// copied below the target offset.
+	Exact bool
+	// Behind bounds how far Upstream may be behind the exact position
+	// (records read again); -1 when nothing bounds it.
+	Behind int64
+	// Overshoot is how far into a stretch of the target holding no new
+	// record (records copied again after a restart, transaction markers,
+	// another writer's records) the target offset lay: a copy that is not
+	// exactly-once may have shown the consumer that many records again
+	// there, which it reads again at the source.
+	Overshoot int64
+}
+
+// Invert maps target offset d back to the source: failback, where the
+// consumers of the target go home. live, when known, is the copy's
+// position (every upstream offset below NextUpstream copied, the last to
+// NextDownstream-1): a d at or past it maps to NextUpstream. ok is false
+// when d lies before the history.
+func (h *History) Invert(d int64, live *Live) (Inversion, bool) {
+	if live != nil && d >= live.NextDownstream {
+		return Inversion{Upstream: live.NextUpstream, Exact: true}, true
+	}
+	n := len(h.points)
+	i := sort.Search(n, func(i int) bool { return h.points[i].Downstream > d }) - 1
+	if i < 0 {
+		return Inversion{}, false
+	}
+	s := h.points[i]
+	up := s.Upstream + (d - s.Downstream)
+	var limit int64 = -1 // the next upstream offset not in s's run
+	linked := false
+	switch {
+	case i+1 < n:
+		limit, linked = h.points[i+1].Upstream, h.points[i+1].Prev == s.Upstream
+	case live != nil && live.NextUpstream >= s.Upstream && s.Prev != Unlinked:
+		limit, linked = live.NextUpstream, true
+	}
+	switch {
+	case linked && up > limit:
+		return Inversion{Upstream: limit, Exact: true, Overshoot: up - limit}, true
+	case linked:
+		return Inversion{Upstream: up, Exact: true}, true
+	case d == s.Downstream:
+		return Inversion{Upstream: s.Upstream, Exact: true}, true
+	case limit >= 0:
+		// Unlinked: a hidden gap may lie anywhere in the run; from its
+		// start, at most the run is read again.
+		return Inversion{Upstream: s.Upstream, Behind: min(up, limit) - s.Upstream}, true
+	default:
+		return Inversion{Upstream: s.Upstream, Behind: -1}, true
+	}
+}

@@ -359,3 +359,68 @@ func TestExplain(t *testing.T) {
 		})
 	}
 }
+
+func TestInvert(t *testing.T) {
+	// As TestExplain: 0..9 -> 0..9; 10..11 skipped; 12..19 -> 10..17; a
+	// restart copied 15..19 again from 18 (the first copies of 15..17 at
+	// 13..15, then 18..19 at 16..17: 18..22 hold 15..19 again); the copy
+	// is at upstream 30 -> downstream 33.
+	linked := history(pt(0, 0), pt(12, 10), pt(15, 18))
+	live := &Live{NextUpstream: 30, NextDownstream: 33}
+	unlinked := NewHistory(0)
+	unlinked.AddOlder([]SyncPoint{pt(0, 0), pt(12, 10), pt(15, 18)})
+	cases := []struct {
+		name string
+		h    *History
+		d    int64
+		live *Live
+		want Inversion
+		ok   bool
+	}{
+		{"inside the first run", linked, 7, live, Inversion{Upstream: 7, Exact: true}, true},
+		{"at the gap: the next copied record", linked, 10, live, Inversion{Upstream: 12, Exact: true}, true},
+		{"inside the second run", linked, 12, live, Inversion{Upstream: 14, Exact: true}, true},
+		{"in the first copy of what was copied again", linked, 16, live, Inversion{Upstream: 15, Exact: true, Overshoot: 3}, true},
+		{"after the re-copy", linked, 20, live, Inversion{Upstream: 17, Exact: true}, true},
+		{"caught up", linked, 33, live, Inversion{Upstream: 30, Exact: true}, true},
+		{"past the copy", linked, 40, live, Inversion{Upstream: 30, Exact: true}, true},
+		{"unlinked, at a sync", unlinked, 10, live, Inversion{Upstream: 12, Exact: true}, true},
+		{"unlinked, inside a run: from its start", unlinked, 12, live, Inversion{Upstream: 12, Behind: 2}, true},
+		{"unlinked newest run without a bound", unlinked, 20, nil, Inversion{Upstream: 15, Behind: -1}, true},
+		{"before the history", history(pt(100, 50)), 20, nil, Inversion{}, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ok := c.h.Invert(c.d, c.live)
+			if ok != c.ok || got != c.want {
+				t.Fatalf("Invert(%d) = %+v, %v; want %+v, %v", c.d, got, ok, c.want, c.ok)
+			}
+		})
+	}
+}
+
+// Translating there and back: a group moved to the target and home again
+// lands where it was, for every offset of a linked history.
+func TestInvertUndoesTranslate(t *testing.T) {
+	h := history(pt(0, 0), pt(12, 10), pt(40, 30), pt(41, 33))
+	live := &Live{NextUpstream: 60, NextDownstream: 52}
+	for g := int64(0); g <= 60; g++ {
+		tr, ok := h.Explain(g, live)
+		if !ok || !tr.Exact {
+			t.Fatalf("Explain(%d) = %+v, %v", g, tr, ok)
+		}
+		inv, ok := h.Invert(tr.Downstream, live)
+		// Offsets in a gap were never copied: they come back as the next
+		// copied one.
+		want := g
+		if g > 9 && g < 12 {
+			want = 12
+		}
+		if g > 31 && g < 40 {
+			want = 40
+		}
+		if !ok || inv.Upstream != want || !inv.Exact {
+			t.Errorf("g %d -> %d -> %+v, %v; want back at %d", g, tr.Downstream, inv, ok, want)
+		}
+	}
+}
