@@ -108,9 +108,15 @@ func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
 		}
 		return nil
 	})
-	// Not right after the commit the poll saw: the stream goes on, so the
-	// kill lands inside the next transaction.
-	time.Sleep(600 * time.Millisecond)
+	// Inside a transaction: the target holds records past its last stable
+	// offset (a loaded machine can leave the copy caught up between
+	// commits for a while).
+	waitForLong(t, time.Minute, func() error {
+		if !openTransaction(t, peer, topic) {
+			return errors.New("no open transaction on the target")
+		}
+		return nil
+	})
 	err := first.Process.Signal(syscall.SIGKILL)
 	close(killed)
 	if err != nil {
@@ -134,6 +140,43 @@ func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
 	if aborted == 0 {
 		t.Errorf("no aborted copy on the target: the kill did not land inside a transaction, so this run proves nothing")
 	}
+}
+
+// openTransaction says whether a partition of topic holds records past its
+// last stable offset: a transaction is open there.
+func openTransaction(t *testing.T, s cluster.Settings, topic string) bool {
+	t.Helper()
+	client, admin, err := adminClient(s, "test-open-txn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close() // closes client too
+	parts, err := client.Partitions(topic)
+	if err != nil {
+		return false
+	}
+	for _, p := range parts {
+		leader, err := client.Leader(topic, p)
+		if err != nil {
+			return false
+		}
+		var ends [2]int64
+		for i, level := range []sarama.IsolationLevel{sarama.ReadUncommitted, sarama.ReadCommitted} {
+			req := &sarama.OffsetRequest{Version: 2, IsolationLevel: level}
+			req.AddBlock(topic, p, sarama.OffsetNewest, 1)
+			resp, err := leader.GetAvailableOffsets(req)
+			if err != nil {
+				return false
+			}
+			if b := resp.GetBlock(topic, p); b != nil && errors.Is(b.Err, sarama.ErrNoError) {
+				ends[i] = b.Offset
+			}
+		}
+		if ends[0] > ends[1] {
+			return true
+		}
+	}
+	return false
 }
 
 // A second kmirror started on the same exactly-once task fences the first
