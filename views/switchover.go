@@ -37,8 +37,12 @@ type SwitchoverModel struct {
 	Direction string
 	State     string
 	CreatedBy string
-	Steps     []SwitchoverStepModel
-	Groups    []SwitchoverGroupModel
+	// Failback is the way back's state after this switchover ("",
+	// "prepared", "home"); CanFailback says a way back may be prepared.
+	Failback    string
+	CanFailback bool
+	Steps       []SwitchoverStepModel
+	Groups      []SwitchoverGroupModel
 }
 
 // Ended says whether the switchover is over (the page stops polling).

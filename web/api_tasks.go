@@ -34,6 +34,7 @@ func (h *tasksAPI) routes(g *echo.Group) {
 	g.POST("/tasks/:name/failover", h.apiFailover)
 	g.POST("/tasks/:name/switchover", h.apiStartSwitchover)
 	g.GET("/tasks/:name/switchover", h.apiGetSwitchover)
+	g.POST("/tasks/:name/failback", h.apiPrepareFailback)
 	g.POST("/tasks/:name/move", h.apiMoveTask)
 	g.POST("/tasks/import-mm2", h.apiImportMM2)
 	g.POST("/connectivity", h.apiConnectivity)
@@ -102,6 +103,16 @@ func (h *tasksAPI) apiStartSwitchover(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusCreated, sw)
+}
+
+// apiPrepareFailback prepares the way back after the task's switchover and
+// answers that switchover with its failback.
+func (h *tasksAPI) apiPrepareFailback(c echo.Context) error {
+	sw, err := h.s.svc.PrepareFailback(c.Request().Context(), c.Param("name"))
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, sw)
 }
 
 // apiGetSwitchover answers the task's newest switchover.

@@ -20,6 +20,7 @@ func (h *switchoverPages) routes(g *echo.Group) {
 	g.GET("/tasks/:name/switchover", h.page)
 	g.GET("/tasks/:name/switchover/progress", h.progress)
 	g.POST("/tasks/:name/switchover", h.start)
+	g.POST("/tasks/:name/failback", h.failback)
 }
 
 // view is the page's model: the task's flows and its newest switchover.
@@ -39,6 +40,12 @@ func (h *switchoverPages) view(c echo.Context) (views.SwitchoverView, error) {
 	switch {
 	case err == nil:
 		m := switchoverModel(sw)
+		back, hasBack := shape.FailbackFlow()
+		m.CanFailback = hasBack && sw.State == switchover.Done && sw.Failback == nil && sw.Direction != back.Name()
+		if m.Failback == string(switchover.FailbackPrepared) && hasBack {
+			// The way home is the reverse direction, offered first.
+			v.Flows = append([]string{back.Name()}, v.Flows...)
+		}
 		v.Current = &m
 	case service.AsError(err).Code != service.CodeNotFound:
 		return v, err
@@ -99,9 +106,27 @@ func (h *switchoverPages) start(c echo.Context) error {
 	return Redirect(c, views.TaskPath(name, "switchover"))
 }
 
+// failback prepares the way back; a refusal comes back as a banner.
+func (h *switchoverPages) failback(c echo.Context) error {
+	name := c.Param("name")
+	if _, err := h.s.svc.PrepareFailback(c.Request().Context(), name); err != nil {
+		e := service.AsError(err)
+		if e.Code == service.CodeInternal || e.Code == service.CodeNotFound || e.Code == service.CodeForbidden {
+			return err
+		}
+		h.s.flash(c, views.Flash{Kind: views.FlashError, Message: e.Message})
+		return Redirect(c, views.TaskPath(name, "switchover"))
+	}
+	h.s.flash(c, views.Flash{Kind: views.FlashSuccess, Message: tr(c, "action.done.failback", "Name", name)})
+	return Redirect(c, views.TaskPath(name, "switchover"))
+}
+
 // switchoverModel is a switchover as the page shows it.
 func switchoverModel(sw switchover.Switchover) views.SwitchoverModel {
 	m := views.SwitchoverModel{ID: sw.ID, Mode: string(sw.Mode), Direction: sw.Direction, State: string(sw.State), CreatedBy: sw.CreatedBy}
+	if sw.Failback != nil {
+		m.Failback = string(sw.Failback.State)
+	}
 	for _, s := range sw.Steps {
 		m.Steps = append(m.Steps, views.SwitchoverStepModel{Name: s.Name, State: string(s.State), Message: s.Message})
 	}

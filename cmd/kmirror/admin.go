@@ -46,6 +46,8 @@ const taskUsage = `Usage:
                                         move consumers to the copy: preflight, producers stopped, drain,
                                         groups translated and committed on the target (docs/SWITCHOVER.md)
   kmirror task switchover NAME --show   the task's newest switchover, its steps and report
+  kmirror task failback NAME            prepare the way back after a done switchover; then
+                                        kmirror task switchover NAME --direction B->A ... goes home
   kmirror task move NAME --engine E     run the task on engine E (embedded or connect:<name>), its progress
                                         handed over (docs/CONNECT.md); a failed move leaves it where it was
   kmirror task import-mm2 FILE --task NAME [--flow A->B] [--current I] [--engine E]
@@ -418,6 +420,12 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		return sw.run(ctx, a, name)
+	case "failback":
+		name, err := oneName(pos, "task")
+		if err != nil {
+			return err
+		}
+		return a.call(ctx, http.MethodPost, apiclient.Path("/api/v1/tasks/%s/failback", name), nil, switchoverTable)
 	case "move":
 		name, err := oneName(pos, "task")
 		if err != nil {

@@ -110,7 +110,11 @@ func switchoverTable(w io.Writer, raw json.RawMessage) error {
 	if err := json.Unmarshal(raw, &sw); err != nil {
 		return fmt.Errorf("decode answer: %w", err)
 	}
-	fmt.Fprintf(w, "switchover %d of %s (%s, %s): %s\n\n", sw.ID, sw.Task, sw.Mode, sw.Direction, strings.ToUpper(string(sw.State)))
+	fmt.Fprintf(w, "switchover %d of %s (%s, %s): %s\n", sw.ID, sw.Task, sw.Mode, sw.Direction, strings.ToUpper(string(sw.State)))
+	if sw.Failback != nil {
+		fmt.Fprintf(w, "way back: %s\n", sw.Failback.State)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "STEP\tSTATE\tMESSAGE")
 	for _, s := range sw.Steps {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Name, s.State, s.Message)

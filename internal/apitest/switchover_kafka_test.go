@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/kafkatest"
@@ -201,9 +203,227 @@ func checkReport(t *testing.T, name string, body map[string]any, groups map[stri
 		}
 		for _, p := range ps {
 			p := p.(map[string]any)
+			t.Logf("%s: group %s: %s-%v: source %v -> target %v", name, g["group"], p["topic"], p["partition"], p["source_offset"], p["target_offset"])
 			if p["exact"] != true || p["may_read_again"] != 0.0 || p["may_be_lost"] != 0.0 {
 				t.Errorf("%s: group %s: %v, want exact with nothing to read again or lost", name, g["group"], p)
 			}
 		}
+	}
+}
+
+// awaitSwitchovers polls each task's newest switchover until every one is
+// done, failing the test on a failed one or after limit; it returns the
+// done answers by task.
+func awaitSwitchovers(t *testing.T, s *server, names []string, limit time.Duration) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	deadline := time.Now().Add(limit)
+	for len(out) < len(names) {
+		for _, n := range names {
+			if out[n] != nil {
+				continue
+			}
+			_, body := s.call(http.MethodGet, "/api/v1/tasks/"+n+"/switchover", nil)
+			switch {
+			case body["state"] == "done":
+				out[n] = body
+			case body["state"] == "failed" || time.Now().After(deadline):
+				t.Fatalf("switchover of %s: %v", n, body)
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out
+}
+
+// produceKeyed writes n records keyed "<prefix>-<i>" round robin over
+// topic's partitions, acknowledged by all replicas.
+func produceKeyed(t *testing.T, s cluster.Settings, topic string, partitions int, prefix string, n int) {
+	t.Helper()
+	cfg, err := s.Config("test-keyed-producer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.RequiredAcks = sarama.WaitForAll
+	cfg.Producer.Return.Successes = true
+	cfg.Producer.Partitioner = sarama.NewManualPartitioner
+	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	msgs := make([]*sarama.ProducerMessage, n)
+	for i := range msgs {
+		msgs[i] = &sarama.ProducerMessage{Topic: topic, Partition: int32(i % partitions),
+			Key: sarama.StringEncoder(fmt.Sprintf("%s-%d", prefix, i)), Value: sarama.StringEncoder("v")}
+	}
+	if err := p.SendMessages(msgs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readOnce checks that keys hold every one of want records once.
+func readOnce(t *testing.T, what string, keys []string, want int) {
+	t.Helper()
+	seen := map[string]int{}
+	twice := 0
+	for _, k := range keys {
+		if seen[k]++; seen[k] == 2 {
+			twice++
+		}
+	}
+	if len(seen) != want || twice != 0 {
+		t.Errorf("%s: %d distinct records of %d, %d read twice", what, len(seen), want, twice)
+	}
+}
+
+// nothingMore checks that a fresh group finds exactly want records on the
+// topic: no record more.
+func nothingMore(ctx context.Context, t *testing.T, s cluster.Settings, topic string, want int, what string) {
+	t.Helper()
+	keys, err := e2e.ConsumeGroup(ctx, s, fmt.Sprintf("%s-check-%d", topic, time.Now().UnixNano()), topic, want)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	readOnce(t, what, keys, want)
+	short, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if extra, err := e2e.ConsumeGroup(short, s, fmt.Sprintf("%s-more-%d", topic, time.Now().UnixNano()), topic, want+1); err == nil {
+		t.Errorf("%s: %d records, want %d", what, len(extra), want)
+	}
+}
+
+// The DR drill there and back, for an at-least-once and an exactly-once
+// task at once: a planned switchover A->B; consumers go on reading on B
+// and producers write there; the way back is prepared; a planned
+// switchover B->A moves everyone home. A receives exactly the records
+// written on B (none of its own come back), every group reads every
+// record once over A, B and A again, and the task then copies A->B again
+// from where it was, without copying anything twice.
+func TestSwitchoverAndFailbackDrill(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	s := newServer(t)
+	s.register("east", src)
+	s.register("west", dst)
+
+	type drill struct {
+		name, topic string
+		groups      []string
+		onA         map[string]int // records each group reads on A first
+		onB         map[string]int // then on B
+		read        map[string][]string
+	}
+	const first, onB, back = 1500, 300, 100
+	const txnRecords = 20 // e2e.ProduceTransactions' committed records
+	var drills []*drill
+	var names []string
+	for _, delivery := range []string{"at_least_once", "exactly_once"} {
+		topic := kafkatest.NewTopic(t, east, 3, nil)
+		d := &drill{name: "fb-" + strings.ReplaceAll(delivery, "_", "-") + "-" + strings.ToLower(topic[len(topic)-6:]), topic: topic,
+			groups: []string{topic + "-ahead", topic + "-mid", topic + "-behind"}, read: map[string][]string{}}
+		d.onA = map[string]int{d.groups[0]: 1450, d.groups[1]: 700, d.groups[2]: 20}
+		d.onB = map[string]int{d.groups[0]: 40, d.groups[1]: 200, d.groups[2]: 0}
+		drills, names = append(drills, d), append(names, d.name)
+		// Transactions first (20 committed records, 20 aborted, 4
+		// markers): the copy's offsets on B differ from A's, so a group
+		// translated back by the wrong offsets shows.
+		if _, err := e2e.Produce(ctx, src, topic, 3, 0, 100); err != nil {
+			t.Fatal(err)
+		}
+		if err := e2e.ProduceTransactions(src, topic); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e2e.Produce(ctx, src, topic, 3, first-txnRecords, 100); err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range d.groups {
+			keys, err := e2e.ConsumeGroup(ctx, src, g, topic, d.onA[g])
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.read[g] = keys
+		}
+		if code, body := s.call(http.MethodPost, "/api/v1/tasks", drillTask(d.name, topic, delivery)); code != http.StatusCreated {
+			t.Fatalf("create %s: %d %v", d.name, code, body)
+		}
+		if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/failback", nil); code != http.StatusBadRequest ||
+			!strings.Contains(fmt.Sprint(body), "has had no switchover") {
+			t.Fatalf("failback before a switchover: %d %v", code, body)
+		}
+		if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/switchover", map[string]any{"groups": d.groups}); code != http.StatusCreated {
+			t.Fatalf("switchover of %s: %d %v", d.name, code, body)
+		}
+	}
+	for n, body := range awaitSwitchovers(t, s, names, 3*time.Minute) {
+		checkReport(t, n+" there", body, map[string]int{"a": 0, "b": 0, "c": 0})
+	}
+
+	// On B: consumers go on, producers write.
+	for _, d := range drills {
+		for _, g := range d.groups {
+			if d.onB[g] == 0 {
+				continue
+			}
+			keys, err := e2e.ConsumeGroup(ctx, dst, g, d.topic, d.onB[g])
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.read[g] = append(d.read[g], keys...)
+		}
+		// Keys of their own: e2e.Produce's continue from B's end offsets,
+		// which A's records already used.
+		produceKeyed(t, dst, d.topic, 3, "written-on-B", onB)
+		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/failback", nil)
+		fb, _ := body["failback"].(map[string]any)
+		if code != http.StatusOK || fb["state"] != "prepared" {
+			t.Fatalf("prepare the way back of %s: %d %v", d.name, code, body)
+		}
+		if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/failback", nil); code != http.StatusBadRequest ||
+			!strings.Contains(fmt.Sprint(body), "is prepared already") {
+			t.Fatalf("the way back prepared twice: %d %v", code, body)
+		}
+	}
+	// Home: the switchover in the other direction.
+	for _, d := range drills {
+		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/switchover", map[string]any{"groups": d.groups, "direction": "B->A"})
+		if code != http.StatusCreated {
+			t.Fatalf("the way home of %s: %d %v", d.name, code, body)
+		}
+	}
+	for n, body := range awaitSwitchovers(t, s, names, 3*time.Minute) {
+		checkReport(t, n+" home", body, map[string]int{"a": 0, "b": 0, "c": 0})
+	}
+	for _, d := range drills {
+		// A holds its own records and those written on B, each once.
+		nothingMore(ctx, t, src, d.topic, first+onB, d.name+": A after the way home")
+		for _, g := range d.groups {
+			rest := first + onB - d.onA[g] - d.onB[g]
+			keys, err := e2e.ConsumeGroup(ctx, src, g, d.topic, rest)
+			if err != nil {
+				t.Fatalf("%s: group %s at home: %v", d.name, g, err)
+			}
+			readOnce(t, d.name+": group "+g+" over A, B and A", append(d.read[g], keys...), first+onB)
+		}
+		// Producers home: the task copies A->B again from where it was.
+		produceKeyed(t, src, d.topic, 3, "home-again", back)
+	}
+	for _, d := range drills {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			code, body := s.call(http.MethodGet, "/api/v1/tasks/"+d.name, nil)
+			st, _ := body["status"].(map[string]any)
+			flows, _ := st["flows"].([]any)
+			if code == http.StatusOK && len(flows) == 1 && fmt.Sprint(flows[0].(map[string]any)["lag_records"]) == "0" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s after the way home: %d %v", d.name, code, body)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		nothingMore(ctx, t, dst, d.topic, first+onB+back, d.name+": B after the producers came home")
 	}
 }

@@ -57,6 +57,46 @@ func (r *Replicator) loadHistory(client sarama.Client) error {
 		ps.mu.Unlock()
 	}
 	r.log.Info("offset sync history loaded", "history", r.flow.SyncHistoryTopic, "linked", linked, "topic", r.flow.OffsetSyncsTopic, "partitions", len(older))
+	if r.flow.Failback != nil {
+		return r.loadForwardHistory()
+	}
+	return nil
+}
+
+// loadForwardHistory reads, for a way back, the forward flow's sync
+// history: a group behind the switchover point translates back through it
+// (the forward syncs inverted). The forward flow copied this flow's target
+// topics to its source topics under the same names.
+func (r *Replicator) loadForwardHistory() error {
+	fb := r.flow.Failback
+	client, admin, err := adminClient(fb.ForwardSyncs, "kmirror-"+r.flow.Task+"-"+r.flow.Name()+"-forward-history")
+	if err != nil {
+		return fmt.Errorf("the forward flow's sync history: %w", err)
+	}
+	defer admin.Close() // closes client too
+	n := 0
+	err = readTopic(client, fb.ForwardHistoryTopic, func(m *sarama.ConsumerMessage) {
+		topic, partition, p, err := checkpoint.DecodeHistory(m.Key, m.Value)
+		if err != nil || !r.flow.Policy.Selected(topic) {
+			return
+		}
+		ps := r.state.partition(Partition{Source: topic, Partition: partition, Target: r.flow.Policy.TargetTopic(topic)})
+		pt, ok := fb.point(ps.Partition)
+		if !ok {
+			return
+		}
+		ps.mu.Lock()
+		if ps.back == nil {
+			ps.back, ps.backPoint = checkpoint.NewHistory(0), pt
+		}
+		ps.back.Add(p)
+		ps.mu.Unlock()
+		n++
+	})
+	if err != nil {
+		return fmt.Errorf("read the forward flow's sync history %s: %w", fb.ForwardHistoryTopic, err)
+	}
+	r.log.Info("forward sync history loaded for the way back", "history", fb.ForwardHistoryTopic, "syncs", n)
 	return nil
 }
 
@@ -343,6 +383,9 @@ func (fs *flowState) replicated() []*partState {
 func (c *checkpointer) translate(ps *partState, g int64) (tr checkpoint.Translation, oldest int64, ok bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	if ps.back != nil && g <= ps.backPoint.TargetEnd {
+		return ps.translateBack(g)
+	}
 	var live *checkpoint.Live
 	if ps.exactlyOnce {
 		// What is acknowledged may still be aborted: only the committed
@@ -363,6 +406,24 @@ func (c *checkpointer) translate(ps *partState, g int64) (tr checkpoint.Translat
 		tr.Inflation = 0
 	}
 	return tr, ps.hist.Oldest(), ok
+}
+
+// translateBack is a way back's translation of a group behind the
+// switchover point (under ps.mu): the forward flow's syncs inverted, the
+// point itself mapping to where the forward copy's source ended.
+func (ps *partState) translateBack(g int64) (checkpoint.Translation, int64, bool) {
+	pt := ps.backPoint
+	inv, ok := ps.back.Invert(g, &checkpoint.Live{NextUpstream: pt.SourceEnd, NextDownstream: pt.TargetEnd})
+	if !ok {
+		return checkpoint.Translation{}, -1, false
+	}
+	tr := checkpoint.Translation{Downstream: inv.Upstream, Exact: inv.Exact, Behind: inv.Behind}
+	if !ps.exactlyOnce && inv.Overshoot > 0 {
+		// Records the forward copy wrote twice: the group may read them
+		// again at home.
+		tr.Exact, tr.Inflation = false, inv.Overshoot
+	}
+	return tr, 0, true
 }
 
 // explain reports a partition's translation as cp stands (a newer

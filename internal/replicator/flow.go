@@ -35,6 +35,7 @@
 package replicator
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -90,6 +91,29 @@ type Flow struct {
 	// transaction on the target every TransactionInterval (transaction.go).
 	ExactlyOnce         bool
 	TransactionInterval time.Duration
+	// Failback, when set, makes this the way back of a switched-over push
+	// flow (task.FailbackFlow).
+	Failback *FailbackFrom
+}
+
+// FailbackFrom is what the way back of a switched-over flow knows of the
+// forward flow: partitions without progress start where the forward copy
+// ended at the switchover, and a group behind that point translates back
+// through the forward flow's sync history (the forward syncs inverted).
+type FailbackFrom struct {
+	// Points are the switchover's points, keyed "topic/partition" by this
+	// flow's target topic (the forward flow's source; names are identical).
+	Points map[string]task.SwitchPoint
+	// ForwardSyncs and ForwardHistoryTopic hold the forward flow's sync
+	// history.
+	ForwardSyncs        cluster.Settings
+	ForwardHistoryTopic string
+}
+
+// point is the switchover's point of a partition of this flow.
+func (f *FailbackFrom) point(p Partition) (task.SwitchPoint, bool) {
+	pt, ok := f.Points[fmt.Sprintf("%s/%d", p.Target, p.Partition)]
+	return pt, ok
 }
 
 // Name is "<source alias>-><target alias>", the flow's stable label.
@@ -136,8 +160,15 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("unknown direction %q: use pull, push or bidirectional", t.Rules.Direction)
 	}
+	if t.Failback != nil {
+		back, ok := t.FailbackFlow()
+		if !ok || t.Rules.RenameTopics || len(t.Rules.TopicMappings) > 0 {
+			return nil, errors.New("a failback needs a push task with identity topic names")
+		}
+		specs = append(specs, back)
+	}
 	flows := make([]Flow, 0, len(specs))
-	for _, fs := range specs {
+	for i, fs := range specs {
 		p, err := policy.Compile(fs.SourceAlias, fs.TargetAlias, t.Rules.Topics, t.Rules.TopicsRegex, t.Rules.RenameTopics, mappings)
 		if err != nil {
 			return nil, err
@@ -163,6 +194,11 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			ExactlyOnce:              t.Rules.ExactlyOnce(),
 			TransactionInterval:      t.Rules.TransactionInterval(),
 		})
+		if t.Failback != nil && i == len(specs)-1 {
+			fwd := specs[0]
+			flows[i].Failback = &FailbackFrom{Points: t.Failback.Points,
+				ForwardSyncs: settings[fwd.OffsetSyncs], ForwardHistoryTopic: fwd.SyncHistoryTopic}
+		}
 	}
 	return flows, nil
 }

@@ -68,6 +68,12 @@ type partState struct {
 	exactlyOnce  bool
 	txnCommitted storedProgress
 	txnSyncs     []pendingSync
+
+	// back is, on a way back (Flow.Failback), the forward flow's syncs of
+	// this partition, and backPoint the switchover's point: a group behind
+	// it translates through them inverted (checkpointer.translate).
+	back      *checkpoint.History
+	backPoint task.SwitchPoint
 }
 
 // startExactlyOnce sets the partition up for a run whose last committed

@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/switchover"
 )
 
@@ -68,10 +69,14 @@ func (s *SwitchoverSide) Close() error {
 }
 
 // Positions implements switchover.Side: what is durable on the target,
-// acknowledged, or for an exactly-once flow committed.
+// acknowledged, or for an exactly-once flow committed. Heartbeats topics,
+// which the flow copies too, are no consumer's data: left out.
 func (s *SwitchoverSide) Positions(context.Context) ([]switchover.Position, error) {
 	var out []switchover.Position
 	for _, ps := range s.r.state.replicated() {
+		if policy.IsHeartbeats(ps.Source) {
+			continue // kmirror's and MM2's own, no consumer's data
+		}
 		ps.mu.Lock()
 		next := ps.next.Load()
 		if ps.exactlyOnce {
@@ -104,6 +109,23 @@ func (s *SwitchoverSide) SourceEnds(_ context.Context, ps []switchover.Position)
 		end, err := lastStableOffset(s.src, p.Topic, p.Partition)
 		if err != nil {
 			return nil, fmt.Errorf("end offset of %s-%d on the source: %w", p.Topic, p.Partition, err)
+		}
+		out[p.Key()] = end
+	}
+	return out, nil
+}
+
+// TargetEnds implements switchover.Side: last stable offsets, past an
+// exactly-once copy's markers.
+func (s *SwitchoverSide) TargetEnds(_ context.Context, ps []switchover.Position) (map[string]int64, error) {
+	if err := s.clients(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(ps))
+	for _, p := range ps {
+		end, err := lastStableOffset(s.dst, p.TargetTopic, p.Partition)
+		if err != nil {
+			return nil, fmt.Errorf("end offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
 		}
 		out[p.Key()] = end
 	}
@@ -198,6 +220,9 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 	}
 	var none []string
 	for _, ps := range s.r.state.replicated() {
+		if policy.IsHeartbeats(ps.Source) {
+			continue
+		}
 		if k := fmt.Sprintf("%s-%d", ps.Source, ps.Partition.Partition); !moved[k] {
 			none = append(none, k)
 		}

@@ -693,11 +693,19 @@ func (w *worker) reconcileResume(dst sarama.Client, ps *partState, from, progDow
 	return end
 }
 
-// startOffset resolves where a partition starts: stored progress, else
+// startOffset resolves where a partition starts: stored progress, else,
+// on a way back, where the forward copy ended at the switchover, else
 // w.unstoredFrom.
 func (w *worker) startOffset(src sarama.Client, p Partition, stored int64) (int64, error) {
 	if stored >= 0 {
 		return stored, nil
+	}
+	if fb := w.flow.Failback; fb != nil {
+		if pt, ok := fb.point(p); ok {
+			// The way back copies only what was written after the
+			// switchover.
+			return pt.TargetEnd, nil
+		}
 	}
 	which := sarama.OffsetOldest
 	if w.unstoredFrom == task.StartLatest {

@@ -47,6 +47,11 @@ func (s *Service) StartSwitchover(ctx context.Context, name string, req switchov
 	for _, f := range rec.Spec.Flows() {
 		flows = append(flows, f.Name())
 	}
+	if fb, err := s.preparedFailback(ctx, rec.Spec); err != nil {
+		return switchover.Switchover{}, err
+	} else if back, ok := rec.Spec.FailbackFlow(); ok && fb != nil {
+		flows = append(flows, back.Name()) // the way home
+	}
 	req, problems := req.Check(flows)
 	var ps Problems
 	for _, p := range problems {
@@ -189,7 +194,21 @@ func (s *Service) advanceSwitchover(ctx context.Context, sw *switchover.Switchov
 	if sw.State.Ended() {
 		_ = side.Close()
 		delete(s.sw.sides, sw.ID)
+		if sw.State == switchover.Done && s.isWayHome(ctx, *sw) {
+			s.wentHome(ctx, *sw)
+		}
 	}
+}
+
+// isWayHome says whether sw went home: it switched over the task's way
+// back.
+func (s *Service) isWayHome(ctx context.Context, sw switchover.Switchover) bool {
+	rec, err := s.taskStore.Task(ctx, sw.Task)
+	if err != nil {
+		return false
+	}
+	back, ok := rec.Spec.FailbackFlow()
+	return ok && sw.Direction == back.Name()
 }
 
 // holdSwitchover shows why an open switchover cannot go on: its task does

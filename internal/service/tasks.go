@@ -462,6 +462,10 @@ func (s *Service) openTask(ctx context.Context, rec store.Task) (task.Task, clus
 	if lookupErr != nil {
 		return t, current, peer, lookupErr
 	}
+	if err != nil {
+		return t, current, peer, err
+	}
+	t.Failback, err = s.preparedFailback(ctx, t)
 	return t, current, peer, err
 }
 

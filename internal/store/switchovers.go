@@ -20,6 +20,9 @@ type Switchovers interface {
 	LatestSwitchover(ctx context.Context, task string) (switchover.Switchover, error)
 	// OpenSwitchovers are those that have not ended, oldest first.
 	OpenSwitchovers(ctx context.Context) ([]switchover.Switchover, error)
+	// PreparedFailback is the task's switchover whose way back is
+	// prepared; ErrNotFound when none.
+	PreparedFailback(ctx context.Context, task string) (switchover.Switchover, error)
 }
 
 var _ Switchovers = (*DB)(nil)
@@ -63,6 +66,13 @@ func (d *DB) LatestSwitchover(ctx context.Context, task string) (switchover.Swit
 func (d *DB) OpenSwitchovers(ctx context.Context) ([]switchover.Switchover, error) {
 	return queryAll(ctx, d.db, "list open switchovers", scanSwitchover,
 		`SELECT id, body FROM switchovers WHERE state IN ('running', 'waiting') ORDER BY id`)
+}
+
+// PreparedFailback implements Switchovers.
+func (d *DB) PreparedFailback(ctx context.Context, task string) (switchover.Switchover, error) {
+	return queryOne(ctx, d.db, fmt.Sprintf("prepared failback of task %q", task), scanSwitchover,
+		`SELECT id, body FROM switchovers WHERE task = ? AND json_extract(body, '$.failback.state') = ? ORDER BY id DESC LIMIT 1`,
+		task, string(switchover.FailbackPrepared))
 }
 
 func scanSwitchover(s scanner) (switchover.Switchover, error) {

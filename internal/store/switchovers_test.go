@@ -57,6 +57,16 @@ func TestSwitchoversOnePerTaskSurviveReopenAndGoWithTheTask(t *testing.T) {
 	if err != nil || latest.ID != id2 || latest.CreatedBy != "bob" {
 		t.Fatalf("latest: %v %+v", err, latest)
 	}
+	if _, err := db.PreparedFailback(ctx, "t1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("prepared failback before one was: %v", err)
+	}
+	sw.Failback = &switchover.Failback{State: switchover.FailbackPrepared}
+	if err := db.UpdateSwitchover(ctx, sw); err != nil {
+		t.Fatal(err)
+	}
+	if fb, err := db.PreparedFailback(ctx, "t1"); err != nil || fb.ID != id {
+		t.Fatalf("prepared failback: %v %+v", err, fb)
+	}
 	if err := db.DeleteTask(ctx, "t1"); err != nil {
 		t.Fatal(err)
 	}

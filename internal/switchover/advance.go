@@ -38,6 +38,9 @@ type Side interface {
 	SourceGroups(ctx context.Context) ([]string, error)
 	// ActiveMembers counts a group's members on the source and the target.
 	ActiveMembers(ctx context.Context, group string) (source, target int, err error)
+	// TargetEnds are the target partitions' last stable offsets, by the
+	// source Position.Key.
+	TargetEnds(ctx context.Context, ps []Position) (map[string]int64, error)
 	// TargetPartitions counts each target topic's partitions (0: missing).
 	TargetPartitions(ctx context.Context, topics []string) (map[string]int, error)
 	// Translate translates the group's committed source offsets onto the
@@ -266,6 +269,17 @@ func drain(ctx context.Context, s *Switchover, side Side, now time.Time) (State,
 			left = append(left[:10], fmt.Sprintf("and %d more", len(left)-10))
 		}
 		return Running, fmt.Sprintf("%d records still to copy: %s", total, strings.Join(left, ", "))
+	}
+	// The switchover's point: where each partition stands on both sides,
+	// where a way back starts.
+	tends, err := side.TargetEnds(ctx, ps)
+	if err != nil {
+		return retry("read the target's end offsets", err)
+	}
+	s.Report.Points = s.Report.Points[:0]
+	for _, p := range ps {
+		s.Report.Points = append(s.Report.Points, Point{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+			SourceEnd: s.Ends[p.Key()], TargetEnd: tends[p.Key()]})
 	}
 	return Done, fmt.Sprintf("every partition copied to the source's end (%d partitions)", len(ps))
 }

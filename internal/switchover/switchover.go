@@ -183,17 +183,53 @@ type Switchover struct {
 	CreatedBy string    `json:"created_by,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Failback is the way back, once prepared after this switchover.
+	Failback *Failback `json:"failback,omitempty"`
 	// Ends are the source's end offsets as producers_stopped last saw
 	// them ("topic/partition"), still since EndsSince.
 	Ends      map[string]int64 `json:"ends,omitempty"`
 	EndsSince time.Time        `json:"ends_since,omitzero"`
 }
 
+// Failback is a switchover's way back (docs/SWITCHOVER.md): prepared, the
+// task also copies back what is written on the target from the switchover
+// point on; home once a switchover in the other direction moved everyone
+// back.
+type Failback struct {
+	State      FailbackState `json:"state"`
+	PreparedBy string        `json:"prepared_by,omitempty"`
+	PreparedAt time.Time     `json:"prepared_at"`
+	// Home is the switchover that went home.
+	Home int64 `json:"home,omitempty"`
+}
+
+// FailbackState is where a way back stands.
+type FailbackState string
+
+// Failback states.
+const (
+	FailbackPrepared FailbackState = "prepared"
+	FailbackHome     FailbackState = "home"
+)
+
 // Report is what the switchover did, per group and partition.
 type Report struct {
 	// Lag is each source partition's lag at preflight.
-	Lag    []PartitionLag `json:"lag,omitempty"`
-	Groups []GroupReport  `json:"groups"`
+	Lag []PartitionLag `json:"lag,omitempty"`
+	// Points are where each partition stood on both sides once drained:
+	// the switchover's point, where a way back starts.
+	Points []Point       `json:"points,omitempty"`
+	Groups []GroupReport `json:"groups"`
+}
+
+// Point is a partition's switchover point: the source's end and the
+// target's end, the copy drained.
+type Point struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	TargetTopic string `json:"target_topic"`
+	SourceEnd   int64  `json:"source_end"`
+	TargetEnd   int64  `json:"target_end"`
 }
 
 // PartitionLag is a partition's distance from the source's end.

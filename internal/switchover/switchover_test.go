@@ -100,6 +100,13 @@ func (f *fakeSide) ActiveMembers(_ context.Context, g string) (int, int, error) 
 	m := f.members[g]
 	return m[0], m[1], f.err
 }
+func (f *fakeSide) TargetEnds(_ context.Context, ps []Position) (map[string]int64, error) {
+	out := map[string]int64{}
+	for _, p := range ps {
+		out[p.Key()] = f.ends[p.Key()] + 1000
+	}
+	return out, f.err
+}
 func (f *fakeSide) TargetPartitions(context.Context, []string) (map[string]int, error) {
 	return f.targets, f.err
 }
@@ -174,6 +181,9 @@ func TestAdvancePlanned(t *testing.T) {
 	now = now.Add(time.Second)
 	if step := walk(t, &s, side, &now); step != "" || s.State != Done {
 		t.Fatalf("want done: %s %s %+v", step, s.State, s.Steps)
+	}
+	if len(s.Report.Points) != 2 || s.Report.Points[1] != (Point{Topic: "t", Partition: 1, TargetTopic: "t", SourceEnd: 71, TargetEnd: 1071}) {
+		t.Errorf("switchover points %+v", s.Report.Points)
 	}
 	if strings.Join(side.translated, ",") != "g1,g2" || len(s.Report.Groups) != 2 {
 		t.Errorf("translated %v, report %+v", side.translated, s.Report.Groups)

@@ -104,6 +104,42 @@ func (t Task) Flows() []FlowSpec {
 	return nil
 }
 
+// Failback is a push task's way back after a switchover
+// (docs/SWITCHOVER.md): the reverse of its flow copies to the current
+// cluster what was written on the peer after the switchover, and consumer
+// groups translate back through the forward flow's syncs before that point
+// and the reverse flow's own after it.
+type Failback struct {
+	// Switchover is the switchover it undoes.
+	Switchover int64
+	// Points are the switchover's point per partition, keyed
+	// "topic/partition" by the forward flow's source topic (the reverse
+	// flow's target; names are identical).
+	Points map[string]SwitchPoint
+}
+
+// SwitchPoint is where a partition stood when a switchover drained it.
+type SwitchPoint struct {
+	// SourceEnd is the forward flow's source end: the reverse copy appends
+	// there. TargetEnd is the forward flow's target end: the reverse copy
+	// starts there.
+	SourceEnd int64 `json:"source_end"`
+	TargetEnd int64 `json:"target_end"`
+}
+
+// FailbackFlow is the reverse of a push task's flow: the peer -> current
+// half the task would have were it bidirectional, so its progress, offset
+// syncs and checkpoints are apart from the forward flow's. Only push tasks
+// have one.
+func (t Task) FailbackFlow() (FlowSpec, bool) {
+	if t.Rules.Direction != DirectionPush {
+		return FlowSpec{}, false
+	}
+	both := t
+	both.Rules.Direction = DirectionBidirectional
+	return both.Flows()[1], true
+}
+
 // InternalTopic is one of kmirror's topics on a side of a task.
 type InternalTopic struct {
 	Cluster Side   `json:"cluster"`

@@ -68,3 +68,27 @@ func TestInternalTopicsOnConnect(t *testing.T) {
 		}
 	}
 }
+
+// A push task's way back is the peer -> current half it would have were it
+// bidirectional: its internal topics and group are none of the forward
+// flow's. Other directions have none.
+func TestFailbackFlow(t *testing.T) {
+	tk := Task{Name: "t1", Current: Current{Cluster: "east", Alias: "A"}, Peer: Peer{Alias: "B"}, Rules: Rules{Direction: DirectionPush}}
+	back, ok := tk.FailbackFlow()
+	fwd := tk.Flows()[0]
+	if !ok || back.Name() != "B->A" || back.Source != SidePeer || back.Target != SideCurrent {
+		t.Fatalf("failback flow %+v, %v", back, ok)
+	}
+	for _, pair := range [][2]string{{back.Group, fwd.Group}, {back.ProgressTopic, fwd.ProgressTopic}, {back.OffsetSyncsTopic + string(back.OffsetSyncs), fwd.OffsetSyncsTopic + string(fwd.OffsetSyncs)},
+		{back.SyncHistoryTopic + string(back.OffsetSyncs), fwd.SyncHistoryTopic + string(fwd.OffsetSyncs)}, {back.CheckpointsTopic, fwd.CheckpointsTopic}} {
+		if pair[0] == pair[1] {
+			t.Errorf("the way back shares %s with the forward flow", pair[0])
+		}
+	}
+	for _, d := range []Direction{DirectionPull, DirectionBidirectional} {
+		tk.Rules.Direction = d
+		if _, ok := tk.FailbackFlow(); ok {
+			t.Errorf("a %s task has a failback flow", d)
+		}
+	}
+}

@@ -61,6 +61,10 @@ type Task struct {
 	// Engine runs the task: "" or "embedded" is the in-process engine,
 	// "connect:<name>" a registered Kafka Connect cluster (see engine.go).
 	Engine string `json:"engine,omitempty"`
+	// Failback is the way back after a switchover, while one is prepared
+	// (FailbackFlow): not a rule of the task, never stored with it; the
+	// service attaches it when it starts the task.
+	Failback *Failback `json:"-"`
 }
 
 // Current is the cluster the task belongs to.

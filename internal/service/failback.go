@@ -1,0 +1,129 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/kmirror/kmirror/internal/store"
+	"github.com/kmirror/kmirror/internal/switchover"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// PrepareFailback prepares the way back after a task's switchover
+// (docs/SWITCHOVER.md): the task also runs the reverse of its flow, which
+// copies to the current cluster only what is written on the peer from the
+// switchover point on, and translates groups back (through the forward
+// syncs inverted before that point, its own after it). A planned
+// switchover in the reverse direction then moves everyone home and ends
+// it. What its preconditions do not meet is refused with the reason.
+func (s *Service) PrepareFailback(ctx context.Context, name string) (_ switchover.Switchover, err error) {
+	defer s.audit(ctx, "task.failback", name, &err)
+	if err := s.allow(ctx, RoleOperator); err != nil {
+		return switchover.Switchover{}, err
+	}
+	if s.switchoverStore == nil {
+		return switchover.Switchover{}, &Error{Code: CodeInternal, Message: "switchovers are not available in this kmirror"}
+	}
+	if _, err := s.storedTask(ctx, name); err != nil {
+		return switchover.Switchover{}, err
+	}
+	defer s.taskLocks.lock(name)()
+	rec, err := s.storedTask(ctx, name) // again, under the lock
+	if err != nil {
+		return switchover.Switchover{}, err
+	}
+	refuse := func(format string, args ...any) (switchover.Switchover, error) {
+		return switchover.Switchover{}, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+	}
+	t := rec.Spec
+	back, ok := t.FailbackFlow()
+	switch {
+	case !ok:
+		return refuse("task %s is not a push task: a failback is built for push tasks only (a bidirectional task copies both ways already)", name)
+	case t.Rules.RenameTopics || len(t.Rules.TopicMappings) > 0:
+		return refuse("task %s renames topics: a failback is built for identity topic names only", name)
+	case !t.Rules.AddSourceHeader:
+		return refuse("task %s does not add the source header: without it the task would copy the records that come back to the target again; create a task with add_source_header on", name)
+	case onConnect(t):
+		return refuse("task %s runs on Kafka Connect: a failback of a task on Connect is not built yet", name)
+	case rec.DesiredState != task.DesiredRunning:
+		return refuse("task %s is paused: resume it first", name)
+	}
+	sw, err := s.switchoverStore.LatestSwitchover(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return refuse("task %s has had no switchover: a failback goes back after one", name)
+	}
+	if err != nil {
+		return sw, err
+	}
+	switch {
+	case sw.Direction == back.Name():
+		return refuse("task %s's newest switchover went home already (#%d): start a new switchover first", name, sw.ID)
+	case sw.State != switchover.Done:
+		return refuse("task %s's switchover #%d is %s, not done: a failback goes back after a switchover that is done", name, sw.ID, sw.State)
+	case sw.Failback != nil:
+		return refuse("the way back of task %s's switchover #%d is %s already", name, sw.ID, sw.Failback.State)
+	case len(sw.Report.Points) == 0:
+		return refuse("task %s's switchover #%d recorded no switchover point: start a new switchover", name, sw.ID)
+	}
+	sw.Failback = &switchover.Failback{State: switchover.FailbackPrepared, PreparedBy: actorName(ctx), PreparedAt: s.now()}
+	if err := s.switchoverStore.UpdateSwitchover(ctx, sw); err != nil {
+		return sw, err
+	}
+	// Started again with the way back (openTask attaches it): the forward
+	// flow resumes from its progress.
+	s.stopTask(t)
+	s.startStored(ctx, rec)
+	s.log.Info("failback prepared", "task", name, "switchover", sw.ID, "flow", back.Name(), "by", actorName(ctx))
+	return sw, nil
+}
+
+// preparedFailback is the way back to attach to a task that starts, if one
+// is prepared.
+func (s *Service) preparedFailback(ctx context.Context, t task.Task) (*task.Failback, error) {
+	if s.switchoverStore == nil || onConnect(t) {
+		return nil, nil
+	}
+	sw, err := s.switchoverStore.PreparedFailback(ctx, t.Name)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	fb := &task.Failback{Switchover: sw.ID, Points: map[string]task.SwitchPoint{}}
+	for _, p := range sw.Report.Points {
+		fb.Points[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = task.SwitchPoint{SourceEnd: p.SourceEnd, TargetEnd: p.TargetEnd}
+	}
+	return fb, nil
+}
+
+// wentHome ends the way back once a switchover in the reverse direction is
+// done: the task runs its forward flow alone again.
+func (s *Service) wentHome(ctx context.Context, home switchover.Switchover) {
+	prepared, err := s.switchoverStore.PreparedFailback(ctx, home.Task)
+	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			s.log.Error("cannot end the way back", "task", home.Task, "error", err)
+		}
+		return
+	}
+	prepared.Failback.State, prepared.Failback.Home = switchover.FailbackHome, home.ID
+	if err := s.switchoverStore.UpdateSwitchover(ctx, prepared); err != nil {
+		s.log.Error("cannot end the way back", "task", home.Task, "error", err)
+		return
+	}
+	defer s.taskLocks.lock(home.Task)()
+	rec, err := s.taskStore.Task(ctx, home.Task)
+	if err != nil {
+		s.log.Error("cannot restart the task after its way home", "task", home.Task, "error", err)
+		return
+	}
+	s.stopTask(rec.Spec)
+	if rec.DesiredState == task.DesiredRunning {
+		s.startStored(ctx, rec)
+	}
+	s.log.Info("home: the way back ended", "task", home.Task, "switchover", prepared.ID, "home", home.ID)
+	s.appendAudit(context.WithoutCancel(ctx), "task.failback.home", fmt.Sprintf("%s #%d", home.Task, prepared.ID), "ok")
+}
