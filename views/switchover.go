@@ -25,6 +25,7 @@ type SwitchoverView struct {
 
 // SwitchoverForm is the start form's values.
 type SwitchoverForm struct {
+	Mode      string // planned or emergency
 	Groups    string // one group per line
 	AllGroups bool
 	Direction string

@@ -77,8 +77,8 @@ func (h *switchoverPages) progress(c echo.Context) error {
 // with the reason and the fields' problems.
 func (h *switchoverPages) start(c echo.Context) error {
 	name := c.Param("name")
-	form := views.SwitchoverForm{Groups: c.FormValue("groups"), AllGroups: c.FormValue("all_groups") == "true", Direction: c.FormValue("direction")}
-	req := switchover.Request{Mode: switchover.Planned, Direction: form.Direction, Groups: switchover.Groups{All: form.AllGroups}}
+	form := views.SwitchoverForm{Mode: c.FormValue("mode"), Groups: c.FormValue("groups"), AllGroups: c.FormValue("all_groups") == "true", Direction: c.FormValue("direction")}
+	req := switchover.Request{Mode: switchover.Mode(form.Mode), Direction: form.Direction, Groups: switchover.Groups{All: form.AllGroups}}
 	if !form.AllGroups {
 		for _, line := range strings.Split(form.Groups, "\n") {
 			if g := strings.TrimSpace(line); g != "" {

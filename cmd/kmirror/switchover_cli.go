@@ -37,7 +37,7 @@ func (f *switchoverFlags) register(a *adminCmd) {
 	a.fs.Var(&f.groups, "group", "consumer group to move (repeatable)")
 	a.fs.BoolVar(&f.all, "all-groups", false, "move every consumer group of the source")
 	a.fs.StringVar(&f.direction, "direction", "", "the flow to switch over, SOURCE->TARGET (may be left out when the task has one)")
-	a.fs.BoolVar(&f.emergency, "emergency", false, "the source is gone: translate from what the target holds (not built yet)")
+	a.fs.BoolVar(&f.emergency, "emergency", false, "the source is gone: commit the groups' last checkpoints on the target, with what may be read again and lost")
 	a.fs.BoolVar(&f.show, "show", false, "print the task's newest switchover; start none")
 	a.fs.BoolVar(&f.noFollow, "no-follow", false, "return once started, without following the steps")
 }

@@ -65,7 +65,8 @@ func newServer(t *testing.T) *server {
 	dir, db, box := servicetest.OpenStore(t, "")
 	logs := &lockedBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	eng := embeddedengine.New(replicator.Options{RefreshInterval: 2 * time.Second}, log)
+	// Checkpoints every 2 s: an emergency switchover commits the last ones.
+	eng := embeddedengine.New(replicator.Options{RefreshInterval: 2 * time.Second, CheckpointInterval: 2 * time.Second}, log)
 	t.Cleanup(eng.Close) // after the server: cleanups run last-in first-out
 	// The Connect engine too, as serve wires it: it does nothing until a
 	// task names a Connect cluster.

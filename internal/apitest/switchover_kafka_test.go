@@ -427,3 +427,114 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 		nothingMore(ctx, t, dst, d.topic, first+onB+back, d.name+": B after the producers came home")
 	}
 }
+
+// The emergency: A dies mid-stream (kill -9). The emergency switchover asks
+// nothing of it: the group's last checkpoints are committed on B, and the
+// report's may-be-read-again and may-be-lost are never fewer than what
+// really happens: the group, moved to B, reads again no more records than
+// it said and skips none that B holds; A held no more uncopied records
+// than it said.
+func TestEmergencySwitchoverReportsNoLessThanReality(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	a, west := kafkatest.Lazy(t, "emergency-a"), kafkatest.Shared(t, 1)
+	src, dst := a.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	s := newServer(t)
+	s.register("east", src)
+	s.register("west", dst)
+	topic := kafkatest.NewTopic(t, a, 3, nil)
+	group := topic + "-app"
+	const first = 900
+	if _, err := e2e.Produce(ctx, src, topic, 3, first, 100); err != nil {
+		t.Fatal(err)
+	}
+	name := "em-" + strings.ToLower(topic[len(topic)-6:])
+	if code, body := s.call(http.MethodPost, "/api/v1/tasks", drillTask(name, topic, "at_least_once")); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	readA, err := e2e.ConsumeGroup(ctx, src, group, topic, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2e.WaitFor(ctx, dst, topic, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a checkpoint of the group at 300
+	// The group reads on, and producers write, up to the kill.
+	more, err := e2e.ConsumeGroup(ctx, src, group, topic, 250)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readA = append(readA, more...)
+	produced := first
+	for range 5 {
+		if _, err := e2e.Produce(ctx, src, topic, 3, 60, 100); err != nil {
+			t.Fatal(err)
+		}
+		produced += 60
+	}
+	time.Sleep(time.Second) // the copy sees the source's end
+	for _, id := range a.BrokerIDs() {
+		if err := a.KillBroker(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("A killed: %d records produced there, the group read %d", produced, len(readA))
+
+	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"mode": "emergency", "groups": []string{group}})
+	if code != http.StatusCreated {
+		t.Fatalf("emergency switchover: %d %v", code, body)
+	}
+	done := awaitSwitchovers(t, s, []string{name}, 2*time.Minute)[name]
+	var again, lost, start int64
+	for _, st := range done["steps"].([]any) {
+		st := st.(map[string]any)
+		t.Logf("%s: %s", st["name"], st["message"])
+	}
+	gs := done["report"].(map[string]any)["groups"].([]any)
+	for _, p := range gs[0].(map[string]any)["partitions"].([]any) {
+		p := p.(map[string]any)
+		t.Logf("report: %v", p)
+		if p["may_read_again"].(float64) < 0 || p["may_be_lost"].(float64) < 0 {
+			t.Fatalf("an unbounded report: %v", p)
+		}
+		again += int64(p["may_read_again"].(float64))
+		lost += int64(p["may_be_lost"].(float64))
+		// Without a checkpoint the group starts at the earliest
+		// (e2e.ConsumeGroup's auto.offset.reset).
+		start += max(0, int64(p["target_offset"].(float64)))
+	}
+
+	// Reality: B holds what was copied; the group reads on from where the
+	// switchover put it (identity offsets: B's partitions hold copies from
+	// offset 0).
+	copied, err := e2e.Count(ctx, dst, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readB, err := e2e.ConsumeGroup(ctx, dst, group, topic, int(copied-start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenA := map[string]bool{}
+	for _, k := range readA {
+		seenA[k] = true
+	}
+	readAgain := 0
+	for _, k := range readB {
+		if seenA[k] {
+			readAgain++
+		}
+	}
+	lostReal := int64(produced) - copied
+	t.Logf("reality: %d copied of %d (%d lost), the group read %d again on B; the report said at most %d and %d", copied, produced, lostReal, readAgain, again, lost)
+	if int64(readAgain) > again {
+		t.Errorf("the group read %d records again, the report said at most %d", readAgain, again)
+	}
+	if lostReal > lost {
+		t.Errorf("%d records were not copied, the report said at most %d", lostReal, lost)
+	}
+	if int64(len(seenA))+int64(len(readB))-int64(readAgain) != copied {
+		t.Errorf("the group read %d on A and %d on B (%d again) of %d copied: some skipped", len(seenA), len(readB), readAgain, copied)
+	}
+}

@@ -277,7 +277,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 			if b == nil || b.Offset < 0 || !errors.Is(b.Err, sarama.ErrNoError) {
 				continue
 			}
-			tr, oldest, ok := c.translate(ps, b.Offset)
+			tr, oldest, ok := ps.explainAt(b.Offset)
 			down := tr.Downstream
 			if !ok {
 				res.Skipped = append(res.Skipped, fmt.Sprintf("%s-%d offset %d is older than the offset sync history (oldest %d): not translated",
@@ -374,13 +374,14 @@ func (fs *flowState) replicated() []*partState {
 	return out
 }
 
-// translate uses the flow's live progress when this process copied the
-// partition, so the newest run of syncs translates exactly; before its
-// first copy, the progress it resumed from stands for it (committed only
-// once every distance change before it was in the sync history). oldest
-// is the first offset the history can translate, read under the same lock
-// (the copy path adds syncs meanwhile).
-func (c *checkpointer) translate(ps *partState, g int64) (tr checkpoint.Translation, oldest int64, ok bool) {
+// explainAt translates group offset g of the partition, with how far the
+// answer can be trusted. It uses the flow's live progress when this
+// process copied the partition, so the newest run of syncs translates
+// exactly; before its first copy, the progress it resumed from stands for
+// it (committed only once every distance change before it was in the sync
+// history). oldest is the first offset the history can translate, read
+// under the same lock (the copy path adds syncs meanwhile).
+func (ps *partState) explainAt(g int64) (tr checkpoint.Translation, oldest int64, ok bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.back != nil && g <= ps.backPoint.TargetEnd {

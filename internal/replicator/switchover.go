@@ -10,6 +10,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/switchover"
 )
@@ -34,6 +35,9 @@ var _ switchover.Side = (*SwitchoverSide)(nil)
 
 // clients connects to both clusters once.
 func (s *SwitchoverSide) clients() error {
+	if err := s.targetClients(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := "kmirror-" + s.r.flow.Task + "-" + s.r.flow.Name() + "-switchover"
@@ -44,6 +48,15 @@ func (s *SwitchoverSide) clients() error {
 		}
 		s.src, s.srcAdmin = c, a
 	}
+	return nil
+}
+
+// targetClients connects to the target alone once: an emergency asks
+// nothing of the source.
+func (s *SwitchoverSide) targetClients() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := "kmirror-" + s.r.flow.Task + "-" + s.r.flow.Name() + "-switchover"
 	if s.dst == nil {
 		c, a, err := adminClient(s.r.flow.Target.Settings, id)
 		if err != nil {
@@ -147,33 +160,43 @@ func (s *SwitchoverSide) ActiveMembers(_ context.Context, group string) (source,
 	if err := s.clients(); err != nil {
 		return 0, 0, err
 	}
-	count := func(admin sarama.ClusterAdmin, side string) (int, error) {
-		descs, err := admin.DescribeConsumerGroups([]string{group})
-		if err != nil {
-			return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, err)
-		}
-		n := 0
-		for _, d := range descs {
-			if !errors.Is(d.Err, sarama.ErrNoError) && !errors.Is(d.Err, sarama.ErrGroupIDNotFound) {
-				return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, d.Err)
-			}
-			n += len(d.Members)
-			if len(d.Members) == 0 && d.State != "" && d.State != "Empty" && d.State != "Dead" {
-				n++ // rebalancing towards members
-			}
-		}
-		return n, nil
-	}
-	if source, err = count(s.srcAdmin, "source"); err != nil {
+	if source, err = members(s.srcAdmin, group, "source"); err != nil {
 		return 0, 0, err
 	}
-	target, err = count(s.dstAdmin, "target")
+	target, err = members(s.dstAdmin, group, "target")
 	return source, target, err
+}
+
+// TargetMembers implements switchover.Side.
+func (s *SwitchoverSide) TargetMembers(_ context.Context, group string) (int, error) {
+	if err := s.targetClients(); err != nil {
+		return 0, err
+	}
+	return members(s.dstAdmin, group, "target")
+}
+
+// members counts a group's members on one side.
+func members(admin sarama.ClusterAdmin, group, side string) (int, error) {
+	descs, err := admin.DescribeConsumerGroups([]string{group})
+	if err != nil {
+		return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, err)
+	}
+	n := 0
+	for _, d := range descs {
+		if !errors.Is(d.Err, sarama.ErrNoError) && !errors.Is(d.Err, sarama.ErrGroupIDNotFound) {
+			return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, d.Err)
+		}
+		n += len(d.Members)
+		if len(d.Members) == 0 && d.State != "" && d.State != "Empty" && d.State != "Dead" {
+			n++ // rebalancing towards members
+		}
+	}
+	return n, nil
 }
 
 // TargetPartitions implements switchover.Side.
 func (s *SwitchoverSide) TargetPartitions(_ context.Context, topics []string) (map[string]int, error) {
-	if err := s.clients(); err != nil {
+	if err := s.targetClients(); err != nil {
 		return nil, err
 	}
 	if err := s.dst.RefreshMetadata(topics...); err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
@@ -252,6 +275,86 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 			pr.TargetOffset, pr.Exact = b.Offset, false
 		}
 		rep.Partitions = append(rep.Partitions, pr)
+	}
+	return rep, nil
+}
+
+// EmergencyTranslate implements switchover.Side: the group's last
+// checkpoints on the target, committed (only forward, only to an empty
+// group), nothing asked of the source. Per partition: may be read again,
+// the records copied past the checkpoint (the group may have read them on
+// the source since) plus how far the checkpoint's translation may be
+// behind; may be lost, what the flow last saw on the source past what it
+// copied (-1 when it never saw the source's end).
+func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (switchover.GroupReport, error) {
+	rep := switchover.GroupReport{Group: group, Partitions: []switchover.PartitionReport{}}
+	if err := s.targetClients(); err != nil {
+		return rep, err
+	}
+	last := map[string]mm2.Checkpoint{}
+	err := readTopic(s.dst, s.r.flow.CheckpointsTopic, func(m *sarama.ConsumerMessage) {
+		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil && cp.Group == group {
+			last[fmt.Sprintf("%s/%d", cp.Topic, cp.Partition)] = cp
+		}
+	})
+	if err != nil {
+		return rep, fmt.Errorf("read the checkpoints %s on the target: %w", s.r.flow.CheckpointsTopic, err)
+	}
+	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
+	var none []string
+	for _, ps := range s.r.state.replicated() {
+		if policy.IsHeartbeats(ps.Source) {
+			continue
+		}
+		ps.mu.Lock()
+		next := ps.next.Load()
+		if ps.exactlyOnce {
+			next = ps.txnCommitted.offset
+		}
+		ps.mu.Unlock()
+		lost := int64(-1)
+		if hwm := ps.hwm.Load(); hwm >= 0 && next >= 0 {
+			lost = max(0, hwm-next)
+		}
+		cp, ok := last[fmt.Sprintf("%s/%d", ps.Target, ps.Partition.Partition)]
+		if !ok {
+			// Not committed: the group's consumers start by their
+			// auto.offset.reset; from the earliest they read again at
+			// most all the target holds there.
+			none = append(none, fmt.Sprintf("%s-%d", ps.Source, ps.Partition.Partition))
+			end, err := lastStableOffset(s.dst, ps.Target, ps.Partition.Partition)
+			if err != nil {
+				return rep, fmt.Errorf("end offset of %s-%d on the target: %w", ps.Target, ps.Partition.Partition, err)
+			}
+			rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target,
+				SourceOffset: -1, TargetOffset: -1, MayReadAgain: end, MayBeLost: lost})
+			continue
+		}
+		tr, _, known := ps.explainAt(cp.UpstreamOffset)
+		pr := switchover.PartitionReport{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target,
+			SourceOffset: cp.UpstreamOffset, TargetOffset: cp.DownstreamOffset, MayReadAgain: max(0, next-cp.UpstreamOffset), MayBeLost: lost}
+		switch {
+		case !known || tr.Downstream != cp.DownstreamOffset || tr.Behind < 0 && !tr.Exact:
+			pr.MayReadAgain = -1
+		default:
+			pr.MayReadAgain += tr.Behind + tr.Inflation
+		}
+		pr.Exact = known && tr.Exact && pr.MayReadAgain == 0 && pr.MayBeLost == 0
+		rep.Partitions = append(rep.Partitions, pr)
+		if res.offsets[ps.Target] == nil {
+			res.offsets[ps.Target] = map[int32]int64{}
+		}
+		res.offsets[ps.Target][ps.Partition.Partition] = cp.DownstreamOffset
+	}
+	if len(none) > 0 {
+		sort.Strings(none)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no checkpoint on the target for %s: not committed (target offset -1); the group's consumers start there by their auto.offset.reset: from the earliest they read again what the target holds, from the latest they skip it",
+			strings.Join(none, ", ")))
+	}
+	if len(res.offsets) > 0 {
+		if err := commitGroup(s.dstAdmin, &res); err != nil {
+			return rep, err
+		}
 	}
 	return rep, nil
 }

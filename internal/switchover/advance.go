@@ -47,6 +47,12 @@ type Side interface {
 	// target and commits them there (only forward, only to an empty
 	// group).
 	Translate(ctx context.Context, group string) (GroupReport, error)
+	// TargetMembers counts a group's members on the target alone.
+	TargetMembers(ctx context.Context, group string) (int, error)
+	// EmergencyTranslate commits the group's last checkpoints on the
+	// target, asking nothing of the source, with what may be read again
+	// and what may be lost per partition.
+	EmergencyTranslate(ctx context.Context, group string) (GroupReport, error)
 	// Close ends the side's connections.
 	Close() error
 }
@@ -92,12 +98,18 @@ func Advance(ctx context.Context, s *Switchover, side Side, opts Options, now ti
 func work(ctx context.Context, s *Switchover, side Side, opts Options, step string, now time.Time) (State, string) {
 	switch step {
 	case StepPreflight:
+		if s.Mode == Emergency {
+			return emergencyPreflight(ctx, s, side)
+		}
 		return preflight(ctx, s, side)
 	case StepProducersStopped:
 		return producersStopped(ctx, s, side, opts, now)
 	case StepDrain:
 		return drain(ctx, s, side, now)
 	case StepTranslate:
+		if s.Mode == Emergency {
+			return emergencyTranslate(ctx, s, side)
+		}
 		return translate(ctx, s, side, now)
 	case StepSwitched:
 		return Done, "consumers may start on the target from the committed offsets; producers may write to the target"
@@ -321,6 +333,77 @@ func translate(ctx context.Context, s *Switchover, side Side, now time.Time) (St
 	msg := fmt.Sprintf("%d groups committed on the target: %d of %d partitions translated exactly; at most %d records may be read again", len(reports), exact, parts, again)
 	if unbounded {
 		msg += " (and an unbounded number on partitions whose translation nothing bounds: see the report)"
+	}
+	return Done, msg
+}
+
+// emergencyPreflight checks what the target alone can say: the target
+// topics are there and no selected group has members on the target.
+func emergencyPreflight(ctx context.Context, s *Switchover, side Side) (State, string) {
+	ps, err := side.Positions(ctx)
+	if err != nil {
+		return retry("read the flow's partitions", err)
+	}
+	if len(ps) == 0 {
+		return Failed, "the flow knows no partition: nothing to switch over"
+	}
+	var targets []string
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !seen[p.TargetTopic] {
+			seen[p.TargetTopic] = true
+			targets = append(targets, p.TargetTopic)
+		}
+	}
+	have, err := side.TargetPartitions(ctx, targets)
+	if err != nil {
+		return retry("read the target topics", err)
+	}
+	for _, t := range targets {
+		if have[t] == 0 {
+			return Failed, fmt.Sprintf("target topic %s does not exist: the flow has not copied it yet", t)
+		}
+	}
+	var busy []string
+	for _, g := range s.Selected {
+		n, err := side.TargetMembers(ctx, g)
+		if err != nil {
+			return retry("describe group "+g, err)
+		}
+		if n > 0 {
+			busy = append(busy, fmt.Sprintf("%s has %d members on the target", g, n))
+		}
+	}
+	if len(busy) > 0 {
+		return Waiting, "stop the consumers of every group to move: " + strings.Join(busy, "; ")
+	}
+	return Done, fmt.Sprintf("%d groups without members on the target; %d target topics in place; the source is not asked", len(s.Selected), len(targets))
+}
+
+// emergencyTranslate commits every group's last checkpoints and sums what
+// the report says may be read again and may be lost.
+func emergencyTranslate(ctx context.Context, s *Switchover, side Side) (State, string) {
+	reports := make([]GroupReport, 0, len(s.Selected))
+	var again, lost int64
+	unbounded := false
+	for _, g := range s.Selected {
+		rep, err := side.EmergencyTranslate(ctx, g)
+		if err != nil {
+			return retry("translate group "+g, err)
+		}
+		for _, p := range rep.Partitions {
+			if p.MayReadAgain < 0 || p.MayBeLost < 0 {
+				unbounded = true
+			}
+			again += max(p.MayReadAgain, 0)
+			lost += max(p.MayBeLost, 0)
+		}
+		reports = append(reports, rep)
+	}
+	s.Report.Groups = reports
+	msg := fmt.Sprintf("%d groups committed on the target from their last checkpoints: at most %d records may be read again, at most %d may be lost", len(reports), again, lost)
+	if unbounded {
+		msg += " (and partitions where nothing bounds it: see the report)"
 	}
 	return Done, msg
 }

@@ -24,8 +24,9 @@ const (
 	// Planned: the source is alive; producers stop, the copy drains, every
 	// group is translated exactly.
 	Planned Mode = "planned"
-	// Emergency: the source is gone; translation from what the target
-	// holds. Not built yet: refused.
+	// Emergency: the source is gone; groups translated from the last
+	// checkpoints on the target and what the running flow knows, with
+	// what may be read again and what may be lost, in numbers.
 	Emergency Mode = "emergency"
 )
 
@@ -57,6 +58,9 @@ const (
 
 // PlannedSteps is the planned mode's order.
 var PlannedSteps = []string{StepPreflight, StepProducersStopped, StepDrain, StepTranslate, StepSwitched}
+
+// EmergencySteps is the emergency mode's: nothing is asked of the source.
+var EmergencySteps = []string{StepPreflight, StepTranslate, StepSwitched}
 
 // Step is one step of a switchover.
 type Step struct {
@@ -135,7 +139,9 @@ func (r Request) Check(flows []string) (Request, []Problem) {
 		r.Mode = Planned
 	case Planned:
 	case Emergency:
-		ps = append(ps, Problem{"mode", "emergency switchover is not built yet: use planned while the source is reachable, or kmirror failover per group"})
+		if r.Groups.All {
+			ps = append(ps, Problem{"groups", "name the groups to move: in an emergency the source cannot be asked for its groups"})
+		}
 	default:
 		ps = append(ps, Problem{"mode", fmt.Sprintf("mode must be planned or emergency, not %q", r.Mode)})
 	}
@@ -269,7 +275,11 @@ func New(task string, r Request, by string, now time.Time) Switchover {
 	if !r.Groups.All {
 		s.Selected = slices.Clone(r.Groups.Names)
 	}
-	for _, n := range PlannedSteps {
+	steps := PlannedSteps
+	if r.Mode == Emergency {
+		steps = EmergencySteps
+	}
+	for _, n := range steps {
 		s.Steps = append(s.Steps, Step{Name: n, State: Pending})
 	}
 	return s

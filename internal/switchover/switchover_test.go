@@ -21,7 +21,7 @@ func TestRequestCheck(t *testing.T) {
 	}{
 		{"defaults", Request{Groups: Groups{Names: []string{"g"}}}, one, "", ""},
 		{"all groups", Request{Mode: Planned, Groups: Groups{All: true}}, one, "", ""},
-		{"emergency not built", Request{Mode: Emergency, Groups: Groups{All: true}}, one, "mode", "not built yet"},
+		{"emergency names its groups", Request{Mode: Emergency, Groups: Groups{All: true}}, one, "groups", "cannot be asked"},
 		{"unknown mode", Request{Mode: "fast", Groups: Groups{All: true}}, one, "mode", "planned or emergency"},
 		{"direction needed", Request{Groups: Groups{All: true}}, two, "direction", "A->B, B->A"},
 		{"direction not a flow", Request{Direction: "B->C", Groups: Groups{All: true}}, two, "direction", "not a flow"},
@@ -116,6 +116,13 @@ func (f *fakeSide) Translate(_ context.Context, g string) (GroupReport, error) {
 }
 
 func (f *fakeSide) Close() error { return nil }
+func (f *fakeSide) TargetMembers(_ context.Context, g string) (int, error) {
+	return f.members[g][1], f.err
+}
+func (f *fakeSide) EmergencyTranslate(_ context.Context, g string) (GroupReport, error) {
+	f.translated = append(f.translated, g)
+	return GroupReport{Group: g, Partitions: []PartitionReport{{Topic: "t", Partition: 0, TargetTopic: "t", SourceOffset: 5, TargetOffset: 5, MayReadAgain: 3, MayBeLost: 7}}}, f.err
+}
 
 func newSide() *fakeSide {
 	return &fakeSide{
@@ -228,5 +235,27 @@ func TestAdvanceRefusalsAndRetries(t *testing.T) {
 	Advance(context.Background(), &s, side, Options{}, now)
 	if s.State != Waiting || !strings.Contains(s.Steps[0].Message, "g1 has 1 members on the target") {
 		t.Fatalf("active on the target: %s %+v", s.State, s.Steps[0])
+	}
+}
+
+// An emergency asks nothing of the source: the target's groups idle, their
+// last checkpoints committed, what may be read again and lost summed.
+func TestAdvanceEmergency(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := New("t1", Request{Mode: Emergency, Groups: Groups{Names: []string{"g1", "g2"}}, Direction: "A->B"}, "", now)
+	if len(s.Steps) != 3 || s.Steps[1].Name != StepTranslate {
+		t.Fatalf("emergency steps %+v", s.Steps)
+	}
+	side := newSide()
+	side.members["g1"] = [2]int{5, 0} // members on the source do not matter: it is gone
+	side.members["g2"] = [2]int{0, 1}
+	Advance(context.Background(), &s, side, Options{}, now)
+	if s.State != Waiting || !strings.Contains(s.Steps[0].Message, "g2 has 1 members on the target") || strings.Contains(s.Steps[0].Message, "g1") {
+		t.Fatalf("g2 active on the target: %s %+v", s.State, s.Steps[0])
+	}
+	side.members["g2"] = [2]int{}
+	Advance(context.Background(), &s, side, Options{}, now)
+	if s.State != Done || !strings.Contains(s.Steps[1].Message, "at most 6 records may be read again, at most 14 may be lost") {
+		t.Fatalf("emergency: %s %+v", s.State, s.Steps)
 	}
 }
