@@ -137,3 +137,11 @@ func exactLabel(ctx context.Context, exact bool) string {
 	}
 	return i18n.T(ctx, "switchover.exact.no")
 }
+
+// offsetCell shows an offset, or a dash for none (-1).
+func offsetCell(off int64) string {
+	if off < 0 {
+		return "—"
+	}
+	return strconv.FormatInt(off, 10)
+}

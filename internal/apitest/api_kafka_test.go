@@ -54,6 +54,7 @@ func (l *lockedBuffer) String() string {
 type server struct {
 	t    *testing.T
 	url  string
+	tok  string // the API token; token when empty
 	dir  string
 	eng  *embeddedengine.Engine
 	logs *lockedBuffer
@@ -108,7 +109,11 @@ func (s *server) call(method, path string, body any) (int, map[string]any) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+token)
+	tok := token
+	if s.tok != "" {
+		tok = s.tok
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -180,8 +180,9 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 
 // checkReport checks a done switchover's report: every selected group,
 // every partition it has an offset on exact with nothing to read again or
-// lost, the others named in a note.
-func checkReport(t *testing.T, name string, body map[string]any, groups map[string]int) {
+// lost, the others named in a note. It returns what each group may read
+// again in all.
+func checkReport(t *testing.T, name string, body map[string]any, groups map[string]int) map[string]int64 {
 	t.Helper()
 	for _, st := range body["steps"].([]any) {
 		st := st.(map[string]any)
@@ -195,20 +196,28 @@ func checkReport(t *testing.T, name string, body map[string]any, groups map[stri
 	if len(gs) != len(groups) {
 		t.Fatalf("%s: report of %d groups, want %d: %v", name, len(gs), len(groups), report)
 	}
+	again := map[string]int64{}
 	for _, g := range gs {
 		g := g.(map[string]any)
+		group := g["group"].(string)
 		ps, _ := g["partitions"].([]any)
-		if notes := fmt.Sprint(g["notes"]); len(ps) < 3 && !strings.Contains(notes, "no committed offset on the source") {
-			t.Errorf("%s: group %s reports %d partitions and no note on the others: %v", name, g["group"], len(ps), g)
-		}
 		for _, p := range ps {
 			p := p.(map[string]any)
-			t.Logf("%s: group %s: %s-%v: source %v -> target %v", name, g["group"], p["topic"], p["partition"], p["source_offset"], p["target_offset"])
+			t.Logf("%s: group %s: %s-%v: source %v -> target %v, may read again %v", name, group, p["topic"], p["partition"], p["source_offset"], p["target_offset"], p["may_read_again"])
+			again[group] += int64(p["may_read_again"].(float64))
+			if p["source_offset"] == -1.0 {
+				// No offset on the source: not committed, said in a note.
+				if notes := fmt.Sprint(g["notes"]); !strings.Contains(notes, "no committed offset on the source") {
+					t.Errorf("%s: group %s: %v without a note", name, group, p)
+				}
+				continue
+			}
 			if p["exact"] != true || p["may_read_again"] != 0.0 || p["may_be_lost"] != 0.0 {
-				t.Errorf("%s: group %s: %v, want exact with nothing to read again or lost", name, g["group"], p)
+				t.Errorf("%s: group %s: %v, want exact with nothing to read again or lost", name, group, p)
 			}
 		}
 	}
+	return again
 }
 
 // awaitSwitchovers polls each task's newest switchover until every one is
@@ -265,15 +274,22 @@ func produceKeyed(t *testing.T, s cluster.Settings, topic string, partitions int
 // readOnce checks that keys hold every one of want records once.
 func readOnce(t *testing.T, what string, keys []string, want int) {
 	t.Helper()
+	readAtMostAgain(t, what, keys, want, 0)
+}
+
+// readAtMostAgain checks that keys hold every one of want records, at most
+// again of them twice.
+func readAtMostAgain(t *testing.T, what string, keys []string, want int, again int64) {
+	t.Helper()
 	seen := map[string]int{}
 	twice := 0
 	for _, k := range keys {
-		if seen[k]++; seen[k] == 2 {
+		if seen[k]++; seen[k] >= 2 {
 			twice++
 		}
 	}
-	if len(seen) != want || twice != 0 {
-		t.Errorf("%s: %d distinct records of %d, %d read twice", what, len(seen), want, twice)
+	if len(seen) != want || int64(twice) > again {
+		t.Errorf("%s: %d distinct records of %d, %d read twice (at most %d said)", what, len(seen), want, twice, again)
 	}
 }
 

@@ -261,6 +261,18 @@ func (h *History) Explain(g int64, live *Live) (Translation, bool) {
 	return t, true
 }
 
+// InflationFromStart is what a reader of the target partition from its
+// first offset may meet that is no record new to it: the offsets before
+// the first sync beyond its upstream (earlier copies a restart wrote again),
+// and every distance increase after it.
+func (h *History) InflationFromStart() int64 {
+	if len(h.points) == 0 {
+		return 0
+	}
+	first := h.points[0]
+	return max(0, first.Downstream-first.Upstream) + h.inflationAfter(0)
+}
+
 // inflationAfter sums the distance increases after point i (i = -1: from
 // the floor, or from the first point): each is a stretch of the target
 // holding no record new to a group at point i.

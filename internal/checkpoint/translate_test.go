@@ -424,3 +424,15 @@ func TestInvertUndoesTranslate(t *testing.T) {
 		}
 	}
 }
+
+// From the first offset: the copies before the first sync (a restart wrote
+// 0..9 again from 10) and every increase after it.
+func TestInflationFromStart(t *testing.T) {
+	h := history(pt(0, 10), pt(12, 20), pt(15, 28))
+	if got := h.InflationFromStart(); got != 10+5 {
+		t.Fatalf("InflationFromStart = %d, want 15", got)
+	}
+	if got := NewHistory(0).InflationFromStart(); got != 0 {
+		t.Fatalf("empty history: %d", got)
+	}
+}

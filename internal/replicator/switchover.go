@@ -248,11 +248,21 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 		}
 		if k := fmt.Sprintf("%s-%d", ps.Source, ps.Partition.Partition); !moved[k] {
 			none = append(none, k)
+			// Read from the first offset, the target may show records
+			// copied twice (at least once) that the source did not.
+			ps.mu.Lock()
+			again := ps.hist.InflationFromStart()
+			if ps.exactlyOnce {
+				again = 0
+			}
+			ps.mu.Unlock()
+			rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: ps.Source, Partition: ps.Partition.Partition,
+				TargetTopic: ps.Target, SourceOffset: -1, TargetOffset: -1, MayReadAgain: again})
 		}
 	}
 	if len(none) > 0 {
 		sort.Strings(none)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("no committed offset on the source for %s: the group's consumers start there on the target as on the source, by their auto.offset.reset",
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no committed offset on the source for %s: not committed (target offset -1); the group's consumers start there on the target as on the source, by their auto.offset.reset",
 			strings.Join(none, ", ")))
 	}
 	held, err := s.dstAdmin.ListConsumerGroupOffsets(group, request)

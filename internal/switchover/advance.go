@@ -2,6 +2,7 @@ package switchover
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -76,22 +77,27 @@ func (o Options) quiet() time.Duration {
 // cluster leaves the step running with the reason: the next call tries
 // again.
 func Advance(ctx context.Context, s *Switchover, side Side, opts Options, now time.Time) bool {
-	changed := false
+	// What a step learns besides its state (the source's ends, the groups
+	// listed, the report) must be stored too: compared whole.
+	before, _ := json.Marshal(s)
 	for !s.State.Ended() {
 		i := s.current()
 		name := s.Steps[i].Name
 		st, msg := work(ctx, s, side, opts, name, now)
 		if s.Current() != name {
-			return true // sent back to an earlier step
+			break // sent back to an earlier step
 		}
-		if s.set(i, st, msg, now) {
-			changed = true
-		}
+		s.set(i, st, msg, now)
 		if st != Done {
-			return changed
+			break
 		}
 	}
-	return changed
+	after, _ := json.Marshal(s)
+	if string(before) == string(after) {
+		return false
+	}
+	s.UpdatedAt = now
+	return true
 }
 
 // work evaluates one step.

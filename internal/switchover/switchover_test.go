@@ -259,3 +259,30 @@ func TestAdvanceEmergency(t *testing.T) {
 		t.Fatalf("emergency: %s %+v", s.State, s.Steps)
 	}
 }
+
+// What a step learns without changing its message (the source's ends, read
+// again after a restart) is a change to store: a switchover reloaded from
+// the store would otherwise learn it again on every call and never go on
+// (found by killing kmirror mid-switchover).
+func TestAdvanceReportsWhatAStepLearns(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s := New("t1", Request{Mode: Planned, Groups: Groups{Names: []string{"g1"}}, Direction: "A->B"}, "", now)
+	side := newSide()
+	Advance(context.Background(), &s, side, Options{}, now) // preflight done, producers_stopped watching
+	if s.Current() != StepProducersStopped {
+		t.Fatalf("at %s", s.Current())
+	}
+	// As stored and read back by a kmirror started again, the ends lost.
+	s.Ends = nil
+	if !Advance(context.Background(), &s, side, Options{}, now) || s.Ends == nil {
+		t.Fatalf("the ends read again are not reported as a change: %+v", s)
+	}
+	b, _ := json.Marshal(s)
+	var back Switchover
+	if err := json.Unmarshal(b, &back); err != nil || len(back.Ends) != 2 {
+		t.Fatalf("stored and read back: %v %+v", err, back.Ends)
+	}
+	if !Advance(context.Background(), &back, side, Options{}, now.Add(11*time.Second)) || back.Current() != StepTranslate && back.State != Done {
+		t.Fatalf("a quiet source after the reload: %s %+v", back.State, back.Steps)
+	}
+}
