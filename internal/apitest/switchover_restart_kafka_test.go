@@ -108,40 +108,6 @@ func killed(t *testing.T, cmd *exec.Cmd) {
 	_ = cmd.Wait()
 }
 
-// member joins group on topic and stays a member, reading nothing, until
-// the returned stop.
-func member(t *testing.T, s cluster.Settings, group, topic string) (stop func()) {
-	t.Helper()
-	cfg, err := s.Config("test-member")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Consumer.Offsets.AutoCommit.Enable = false
-	cg, err := sarama.NewConsumerGroup(s.BootstrapServers, group, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			_ = cg.Consume(ctx, []string{topic}, idleHandler{})
-		}
-	}()
-	return func() { cancel(); <-done; _ = cg.Close() }
-}
-
-// idleHandler holds its claims without reading them.
-type idleHandler struct{}
-
-func (idleHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
-func (idleHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
-func (idleHandler) ConsumeClaim(s sarama.ConsumerGroupSession, _ sarama.ConsumerGroupClaim) error {
-	<-s.Context().Done()
-	return nil
-}
-
 // waitStep polls the task's switchover until step is in state.
 func waitStep(t *testing.T, s *server, name, step, state string, limit time.Duration) map[string]any {
 	t.Helper()
@@ -197,7 +163,7 @@ func TestSwitchoverResumesAfterKmirrorIsKilled(t *testing.T) {
 	}
 
 	// Killed while preflight waits for g2's consumer on the source.
-	stopMember := member(t, src, g2, topic)
+	stopMember := holdGroup(t, src, g2, topic)
 	if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": []string{g1, g2}}); code != http.StatusCreated {
 		t.Fatalf("switchover: %d %v", code, body)
 	}
