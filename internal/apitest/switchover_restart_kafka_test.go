@@ -135,6 +135,7 @@ func waitStep(t *testing.T, s *server, name, step, state string, limit time.Dura
 // same data directory goes on from the stored step, and at the end every
 // group reads every record once over both sides.
 func TestSwitchoverResumesAfterKmirrorIsKilled(t *testing.T) {
+	t.Parallel() // its own server, tasks, topics and groups
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)

@@ -178,7 +178,9 @@ func TestMirrorSourceLifecycle(t *testing.T) {
 	if _, err := c.ResetOffsets(ctx, name); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := c.Offsets(ctx, name); err != nil || len(o.Offsets) != 0 {
+	// Connect may still list the partitions, each with an empty offset
+	// (the reset's null records), until its offsets topic moves on.
+	if o, err := c.Offsets(ctx, name); err != nil || slices.ContainsFunc(o.Offsets, func(p connect.Offset) bool { return len(p.Offset) > 0 }) {
 		t.Fatalf("offsets after a reset: %+v, %v", o, err)
 	}
 
