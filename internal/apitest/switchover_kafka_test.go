@@ -354,7 +354,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 	// Each round: what each group (ahead, mid, behind) reads on A, then
 	// on B; what producers write on B, then on A once home.
 	rounds := []struct {
-		onA, onB        [3]int
+		onA, onB       [3]int
 		writeB, writeA int
 	}{
 		{onA: [3]int{1450, 700, 20}, onB: [3]int{40, 200, 0}, writeB: 300, writeA: 100},
