@@ -326,9 +326,9 @@ func nothingMore(ctx context.Context, t *testing.T, s cluster.Settings, topic st
 }
 
 // The DR drill there and back, for an at-least-once and an exactly-once
-// task at once (the at-least-once one twice in a row; a second round of
-// the exactly-once one reads one record twice and misses one, an open
-// defect: docs/SWITCHOVER.md, known limits): a planned switchover A->B; consumers go on
+// task at once (the at-least-once one twice in a row; in a second round
+// the exactly-once one leaves a group one record off, an open defect:
+// docs/SWITCHOVER.md, known limits): a planned switchover A->B; consumers go on
 // reading on B and producers write there; the way back is prepared; a
 // planned switchover B->A moves everyone home; producers write on A again.
 // Each time A receives exactly the records written on B (none of its own
