@@ -148,7 +148,7 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 			}
 			switch {
 			case body["state"] == "done":
-				checkReport(t, d.name, body, d.groups)
+				checkReport(t, d.name, body, d.groups, true)
 				done[d.name] = true
 			case body["state"] == "failed" || time.Now().After(deadline):
 				t.Fatalf("switchover of %s: %v", d.name, body)
@@ -191,10 +191,11 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 }
 
 // checkReport checks a done switchover's report: every selected group,
-// every partition it has an offset on exact with nothing to read again or
-// lost, the others named in a note. It returns what each group may read
-// again in all.
-func checkReport(t *testing.T, name string, body map[string]any, groups map[string]int) map[string]int64 {
+// the partitions a group has no offset on named in a note and, when
+// strict, every other partition exact with nothing to read again or lost
+// (a copy killed on the way holds records twice: not strict). It returns
+// what each group may read again in all.
+func checkReport(t *testing.T, name string, body map[string]any, groups map[string]int, strict bool) map[string]int64 {
 	t.Helper()
 	for _, st := range body["steps"].([]any) {
 		st := st.(map[string]any)
@@ -224,7 +225,7 @@ func checkReport(t *testing.T, name string, body map[string]any, groups map[stri
 				}
 				continue
 			}
-			if p["exact"] != true || p["may_read_again"] != 0.0 || p["may_be_lost"] != 0.0 {
+			if strict && (p["exact"] != true || p["may_read_again"] != 0.0 || p["may_be_lost"] != 0.0) {
 				t.Errorf("%s: group %s: %v, want exact with nothing to read again or lost", name, group, p)
 			}
 		}
@@ -415,7 +416,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 			}
 		}
 		for n, body := range awaitSwitchovers(t, s, names, 3*time.Minute) {
-			checkReport(t, fmt.Sprintf("%s round %d there", n, r+1), body, groups3)
+			checkReport(t, fmt.Sprintf("%s round %d there", n, r+1), body, groups3, true)
 		}
 		// On B: consumers go on, producers write.
 		for _, d := range drills {
@@ -444,7 +445,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 			}
 		}
 		for n, body := range awaitSwitchovers(t, s, names, 3*time.Minute) {
-			checkReport(t, fmt.Sprintf("%s round %d home", n, r+1), body, groups3)
+			checkReport(t, fmt.Sprintf("%s round %d home", n, r+1), body, groups3, true)
 		}
 		for _, d := range drills {
 			// A holds its own records and those written on B, each once.
