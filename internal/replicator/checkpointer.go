@@ -466,6 +466,12 @@ func (c *checkpointer) write(records []*sarama.ProducerMessage) error {
 	return nil
 }
 
+// rebalancing says a group is in a state other than Empty or Dead: members
+// are joining, so its offsets are not to be moved.
+func rebalancing(d *sarama.GroupDescription) bool {
+	return d.State != "" && d.State != "Empty" && d.State != "Dead"
+}
+
 // commitGroup writes a group's translated offsets to the target when the
 // group has no active members there, and only where they move forward: a
 // consumer that already moved to the target is never pulled back. The one
@@ -480,7 +486,7 @@ func commitGroup(admin sarama.ClusterAdmin, res *GroupResult) error {
 		if !errors.Is(d.Err, sarama.ErrNoError) && !errors.Is(d.Err, sarama.ErrGroupIDNotFound) {
 			return fmt.Errorf("describe group on the target: %w", d.Err)
 		}
-		if len(d.Members) > 0 || (d.State != "" && d.State != "Empty" && d.State != "Dead") {
+		if len(d.Members) > 0 || rebalancing(d) {
 			return fmt.Errorf("group is active on the target (%s, %d members): offsets not committed", d.State, len(d.Members))
 		}
 	}

@@ -90,12 +90,8 @@ func (s *SwitchoverSide) Positions(context.Context) ([]switchover.Position, erro
 		if policy.IsHeartbeats(ps.Source) {
 			continue // kmirror's and MM2's own, no consumer's data
 		}
+		p := switchover.Position{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target, Next: ps.durableNext()}
 		ps.mu.Lock()
-		next := ps.next.Load()
-		if ps.exactlyOnce {
-			next = ps.txnCommitted.offset
-		}
-		p := switchover.Position{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target, Next: next}
 		if ps.failed {
 			p.Failed = ps.reason
 		}
@@ -187,11 +183,22 @@ func members(admin sarama.ClusterAdmin, group, side string) (int, error) {
 			return 0, fmt.Errorf("describe group %s on the %s: %w", group, side, d.Err)
 		}
 		n += len(d.Members)
-		if len(d.Members) == 0 && d.State != "" && d.State != "Empty" && d.State != "Dead" {
+		if len(d.Members) == 0 && rebalancing(d) {
 			n++ // rebalancing towards members
 		}
 	}
 	return n, nil
+}
+
+// durableNext is the next source offset whose copy is durable on the
+// target: acknowledged, or for an exactly-once flow committed.
+func (p *partState) durableNext() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.exactlyOnce {
+		return p.txnCommitted.offset
+	}
+	return p.next.Load()
 }
 
 // TargetPartitions implements switchover.Side.
@@ -316,12 +323,7 @@ func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (sw
 		if policy.IsHeartbeats(ps.Source) {
 			continue
 		}
-		ps.mu.Lock()
-		next := ps.next.Load()
-		if ps.exactlyOnce {
-			next = ps.txnCommitted.offset
-		}
-		ps.mu.Unlock()
+		next := ps.durableNext()
 		lost := int64(-1)
 		if hwm := ps.hwm.Load(); hwm >= 0 && next >= 0 {
 			lost = max(0, hwm-next)
