@@ -13,6 +13,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
@@ -57,46 +58,58 @@ func (r *Replicator) loadHistory(client sarama.Client) error {
 		ps.mu.Unlock()
 	}
 	r.log.Info("offset sync history loaded", "history", r.flow.SyncHistoryTopic, "linked", linked, "topic", r.flow.OffsetSyncsTopic, "partitions", len(older))
-	if r.flow.Failback != nil {
-		return r.loadForwardHistory()
+	if fb := r.flow.Failback; fb != nil {
+		err := r.loadReverseHistory(fb.ForwardSyncs, fb.ForwardHistoryTopic, "forward", func(ps *partState, p checkpoint.SyncPoint) {
+			pt, ok := fb.point(ps.Partition)
+			if !ok {
+				return
+			}
+			if ps.back == nil {
+				ps.back, ps.backPoint = checkpoint.NewHistory(0), pt
+			}
+			ps.back.Add(p)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if rf := r.flow.Returns; rf != nil && rf.BackHistoryTopic != "" {
+		return r.loadReverseHistory(rf.BackSyncs, rf.BackHistoryTopic, "way-back", func(ps *partState, p checkpoint.SyncPoint) {
+			if ps.returned != nil {
+				ps.returned.Add(p)
+			}
+		})
 	}
 	return nil
 }
 
-// loadForwardHistory reads, for a way back, the forward flow's sync
-// history: a group behind the switchover point translates back through it
-// (the forward syncs inverted). The forward flow copied this flow's target
-// topics to its source topics under the same names.
-func (r *Replicator) loadForwardHistory() error {
-	fb := r.flow.Failback
-	client, admin, err := adminClient(fb.ForwardSyncs, "kmirror-"+r.flow.Task+"-"+r.flow.Name()+"-forward-history")
+// loadReverseHistory reads the sync history of the flow that copies the
+// other way (the forward flow, for a way back; the ways back, for a push
+// flow that went home): groups inside what it wrote on this flow's source
+// translate through its syncs inverted. It copied this flow's target topics
+// to its source topics under the same names; add is called under ps.mu.
+func (r *Replicator) loadReverseHistory(s cluster.Settings, topic, which string, add func(*partState, checkpoint.SyncPoint)) error {
+	client, admin, err := adminClient(s, "kmirror-"+r.flow.Task+"-"+r.flow.Name()+"-"+which+"-history")
 	if err != nil {
-		return fmt.Errorf("the forward flow's sync history: %w", err)
+		return fmt.Errorf("the %s flow's sync history: %w", which, err)
 	}
 	defer admin.Close() // closes client too
 	n := 0
-	err = readTopic(client, fb.ForwardHistoryTopic, func(m *sarama.ConsumerMessage) {
+	err = readTopic(client, topic, func(m *sarama.ConsumerMessage) {
 		topic, partition, p, err := checkpoint.DecodeHistory(m.Key, m.Value)
 		if err != nil || !r.flow.Policy.Selected(topic) {
 			return
 		}
 		ps := r.state.partition(Partition{Source: topic, Partition: partition, Target: r.flow.Policy.TargetTopic(topic)})
-		pt, ok := fb.point(ps.Partition)
-		if !ok {
-			return
-		}
 		ps.mu.Lock()
-		if ps.back == nil {
-			ps.back, ps.backPoint = checkpoint.NewHistory(0), pt
-		}
-		ps.back.Add(p)
+		add(ps, p)
 		ps.mu.Unlock()
 		n++
 	})
 	if err != nil {
-		return fmt.Errorf("read the forward flow's sync history %s: %w", fb.ForwardHistoryTopic, err)
+		return fmt.Errorf("read the %s flow's sync history %s: %w", which, topic, err)
 	}
-	r.log.Info("forward sync history loaded for the way back", "history", fb.ForwardHistoryTopic, "syncs", n)
+	r.log.Info("the other way's sync history loaded", "flow", which, "history", topic, "syncs", n)
 	return nil
 }
 
@@ -384,6 +397,9 @@ func (fs *flowState) replicated() []*partState {
 func (ps *partState) explainAt(g int64) (tr checkpoint.Translation, oldest int64, ok bool) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	if tr, ok, in := ps.translateReturned(g); in {
+		return tr, 0, ok
+	}
 	if ps.back != nil && g <= ps.backPoint.TargetEnd {
 		return ps.translateBack(g)
 	}
@@ -414,17 +430,54 @@ func (ps *partState) explainAt(g int64) (tr checkpoint.Translation, oldest int64
 // point itself mapping to where the forward copy's source ended.
 func (ps *partState) translateBack(g int64) (checkpoint.Translation, int64, bool) {
 	pt := ps.backPoint
-	inv, ok := ps.back.Invert(g, &checkpoint.Live{NextUpstream: pt.SourceEnd, NextDownstream: pt.TargetEnd})
+	tr, ok := ps.inverted(ps.back, g, checkpoint.Live{NextUpstream: pt.SourceEnd, NextDownstream: pt.TargetEnd})
 	if !ok {
-		return checkpoint.Translation{}, -1, false
+		return tr, -1, false
+	}
+	return tr, 0, true
+}
+
+// translateReturned translates a group that stopped inside a stretch a way
+// back that went home wrote (under ps.mu); in is false when g lies in none.
+// On the push flow those records are copies of the target's: the way
+// back's syncs inverted say where the group goes on there (this flow's own
+// distance says nothing of them: it skipped them). On a way back, g is in
+// the target's records an earlier round copied back: its own syncs of that
+// round, bounded by where that round ended.
+func (ps *partState) translateReturned(g int64) (tr checkpoint.Translation, ok, in bool) {
+	for _, rp := range ps.returns {
+		end := checkpoint.Live{NextUpstream: rp.PeerTo, NextDownstream: rp.To}
+		switch {
+		case ps.returned != nil && rp.Covers(g):
+			tr, ok = ps.inverted(ps.returned, g, end)
+			tr.Downstream = min(tr.Downstream, rp.PeerTo)
+			return tr, ok, true
+		case ps.returned == nil && ps.back != nil && rp.CoversPeer(g):
+			tr, ok = ps.hist.Explain(g, &end)
+			tr.Downstream = min(tr.Downstream, rp.To)
+			return tr, ok, true
+		}
+	}
+	return tr, false, false
+}
+
+// inverted is the translation of g through h, another flow's syncs that
+// copied the other way (g is their downstream), end bounding that copy.
+func (ps *partState) inverted(h *checkpoint.History, g int64, end checkpoint.Live) (checkpoint.Translation, bool) {
+	if h == nil {
+		return checkpoint.Translation{}, false
+	}
+	inv, ok := h.Invert(g, &end)
+	if !ok {
+		return checkpoint.Translation{}, false
 	}
 	tr := checkpoint.Translation{Downstream: inv.Upstream, Exact: inv.Exact, Behind: inv.Behind}
 	if !ps.exactlyOnce && inv.Overshoot > 0 {
-		// Records the forward copy wrote twice: the group may read them
-		// again at home.
+		// Records the other copy wrote twice: the group may read them
+		// again.
 		tr.Exact, tr.Inflation = false, inv.Overshoot
 	}
-	return tr, 0, true
+	return tr, true
 }
 
 // explain reports a partition's translation as cp stands (a newer

@@ -7,6 +7,7 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -68,5 +69,72 @@ func TestCheckpointsAreReadBackAndNeverGoBackwards(t *testing.T) {
 	}
 	if n := targetTotal(t, b, task.CheckpointsTopic("A"), 1); n != 1 {
 		t.Fatalf("%d checkpoint records, want only the earlier one: a checkpoint behind it was written", n)
+	}
+}
+
+// A drill's second switchover: a group on A that stopped inside what the
+// way back wrote there (copies of B's records, an exactly-once commit
+// marker last) goes on at B's record it had not read, through the way
+// back's syncs; the push flow's own distance, unchanged across the stretch
+// it skipped, would put it into B's own records. On the way back, a group
+// in B's records an earlier round copied back translates by that round's
+// own syncs.
+func TestGroupsInsideAWayHomeTranslateThroughItsSyncs(t *testing.T) {
+	// The push flow copied A's 100..199 to B's 0..99 (distance -100) and
+	// committed with a marker at B's 100. Round 1's way back copied B's
+	// 101..105 (written there by producers) to A's 200..204, its commit
+	// marker at 205; B's end was 106 and A's 206 when everyone went home.
+	// The push flow then copied A's 206 on to B's 106 on: distance -100
+	// again (A's marker and B's cancel), so no sync marks the stretch.
+	rp := task.ReturnPoint{From: 200, To: 206, PeerFrom: 101, PeerTo: 106}
+	wayBack := checkpoint.NewHistory(0)
+	wayBack.Add(checkpoint.SyncPoint{Upstream: 101, Downstream: 200, Prev: checkpoint.ChainStart})
+	// Round 2's way back resumed at B's 160 (B's 106..159: the push
+	// flow's copies, skipped) and wrote at A's 300.
+	wayBack.Add(checkpoint.SyncPoint{Upstream: 160, Downstream: 300, Prev: 101})
+
+	push := &partState{exactlyOnce: true, returns: []task.ReturnPoint{rp}, returned: wayBack, hist: checkpoint.NewHistory(0)}
+	push.hist.Add(checkpoint.SyncPoint{Upstream: 100, Downstream: 0, Prev: checkpoint.ChainStart})
+	push.txnCommitted = storedProgress{offset: 300, down: 200} // committed up to A's 299
+	back := &partState{exactlyOnce: true, returns: []task.ReturnPoint{rp}, back: checkpoint.NewHistory(0), hist: wayBack}
+	cases := []struct {
+		name      string
+		ps        *partState
+		g, want   int64
+		inStretch bool
+	}{
+		{"push: the stretch's first record", push, 200, 101, true},
+		{"push: inside the stretch", push, 203, 104, true},
+		// The push flow's distance says 105: B's last own record, read
+		// again.
+		{"push: on the commit marker after the last copy", push, 205, 106, true},
+		{"push: past the stretch, its own syncs", push, 206, 106, false},
+		{"push: before the stretch", push, 150, 50, false},
+		{"way back: B's records round 1 copied", back, 104, 203, true},
+		{"way back: at round 1's end", back, 106, 0, false},
+	}
+	for _, tc := range cases {
+		tr, ok, in := tc.ps.translateReturned(tc.g)
+		if in != tc.inStretch {
+			t.Errorf("%s: in the stretch %v, want %v", tc.name, in, tc.inStretch)
+			continue
+		}
+		if !in {
+			if tc.ps == push {
+				tr, _, ok = tc.ps.explainAt(tc.g)
+				if !ok || tr.Downstream != tc.want {
+					t.Errorf("%s: own syncs translate to %d (%v), want %d", tc.name, tr.Downstream, ok, tc.want)
+				}
+			}
+			continue
+		}
+		if !ok || tr.Downstream != tc.want || !tr.Exact {
+			t.Errorf("%s: %+v (ok %v), want %d exactly", tc.name, tr, ok, tc.want)
+		}
+	}
+	// No syncs of the way back known: not translated, never guessed.
+	lost := &partState{returns: []task.ReturnPoint{rp}, returned: checkpoint.NewHistory(0), hist: push.hist}
+	if _, ok, in := lost.translateReturned(203); !in || ok {
+		t.Errorf("without the way back's syncs: in %v ok %v, want in and not translated", in, ok)
 	}
 }

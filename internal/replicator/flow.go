@@ -94,6 +94,21 @@ type Flow struct {
 	// Failback, when set, makes this the way back of a switched-over push
 	// flow (task.FailbackFlow).
 	Failback *FailbackFrom
+	// Returns, when set, are the ways back that went home (task.Return),
+	// keyed "topic/partition" by this flow's source topic (names are
+	// identical both ways): on a push flow, a group inside what one wrote
+	// translates through its syncs, read from BackSyncs; on a way back,
+	// through this flow's own syncs of that round.
+	Returns *ReturnsFrom
+}
+
+// ReturnsFrom is what a flow knows of its task's ways back that went home.
+type ReturnsFrom struct {
+	Points map[string][]task.ReturnPoint
+	// BackSyncs and BackHistoryTopic hold the way back's sync history, for
+	// the push flow (empty on the way back itself).
+	BackSyncs        cluster.Settings
+	BackHistoryTopic string
 }
 
 // FailbackFrom is what the way back of a switched-over flow knows of the
@@ -198,6 +213,22 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 			fwd := specs[0]
 			flows[i].Failback = &FailbackFrom{Points: t.Failback.Points,
 				ForwardSyncs: settings[fwd.OffsetSyncs], ForwardHistoryTopic: fwd.SyncHistoryTopic}
+		}
+	}
+	if len(t.Returns) > 0 {
+		back, ok := t.FailbackFlow()
+		if !ok || t.Rules.RenameTopics || len(t.Rules.TopicMappings) > 0 {
+			return nil, errors.New("ways home are kept for push tasks with identity topic names only")
+		}
+		points := map[string][]task.ReturnPoint{}
+		for _, r := range t.Returns {
+			for key, p := range r.Points {
+				points[key] = append(points[key], p)
+			}
+		}
+		flows[0].Returns = &ReturnsFrom{Points: points, BackSyncs: settings[back.OffsetSyncs], BackHistoryTopic: back.SyncHistoryTopic}
+		if t.Failback != nil {
+			flows[len(flows)-1].Returns = &ReturnsFrom{Points: points}
 		}
 	}
 	return flows, nil

@@ -81,6 +81,9 @@ func New(flow Flow, opts Options, log *slog.Logger) *Replicator {
 		state: newFlowState(flow.Name()),
 	}
 	r.state.degradedAfter = r.opts.DegradedAfter
+	if flow.Returns != nil {
+		r.state.returns, r.state.returnedBack = flow.Returns.Points, flow.Returns.BackHistoryTopic != ""
+	}
 	return r
 }
 

@@ -74,6 +74,12 @@ type partState struct {
 	// it translates through them inverted (checkpointer.translate).
 	back      *checkpoint.History
 	backPoint task.SwitchPoint
+
+	// returns are the stretches ways back that went home wrote to this
+	// partition (Flow.Returns); on a push flow, returned is those ways
+	// back's syncs (nil on a way back, whose own syncs say it).
+	returns  []task.ReturnPoint
+	returned *checkpoint.History
 }
 
 // startExactlyOnce sets the partition up for a run whose last committed
@@ -225,7 +231,11 @@ type flowState struct {
 	// created), with the reason.
 	unavailable []string
 	parts       map[string]*partState
-	ckpt        *engine.CheckpointStatus
+	// returns are Flow.Returns' points, given to each partition made;
+	// returnedBack: the ways back's syncs are read for them (a push flow).
+	returns      map[string][]task.ReturnPoint
+	returnedBack bool
+	ckpt         *engine.CheckpointStatus
 	// leaderless are kmirror's internal topics whose partition had no
 	// leader at the last planning round (checkInternal), by topic.
 	leaderless map[string]leaderlessInternal
@@ -434,7 +444,10 @@ func (s *flowState) partition(p Partition) *partState {
 		// for a key, and readers (snapshot, the copy loop) take no lock for
 		// them. What may change between planning rounds (MaxBytes, TopicID)
 		// is read from the worker's assignment, or kept under mu (topicID).
-		ps = &partState{Partition: p, hist: checkpoint.NewHistory(0), progDown: -1}
+		ps = &partState{Partition: p, hist: checkpoint.NewHistory(0), progDown: -1, returns: s.returns[key]}
+		if s.returnedBack && len(ps.returns) > 0 {
+			ps.returned = checkpoint.NewHistory(0)
+		}
 		ps.next.Store(-1)
 		ps.lastUp.Store(-1)
 		ps.lastDown.Store(-1)

@@ -99,6 +99,37 @@ func (s *Service) preparedFailback(ctx context.Context, t task.Task) (*task.Fail
 	return fb, nil
 }
 
+// returns are the task's ways back that went home, for the flows to
+// translate groups inside what they wrote (task.Return).
+func (s *Service) returns(ctx context.Context, t task.Task) ([]task.Return, error) {
+	if s.switchoverStore == nil || onConnect(t) {
+		return nil, nil
+	}
+	went, err := s.switchoverStore.WentHome(ctx, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	var out []task.Return
+	for _, sw := range went {
+		r := task.Return{Switchover: sw.ID, Points: map[string]task.ReturnPoint{}}
+		there := map[string]switchover.Point{}
+		for _, p := range sw.Report.Points {
+			there[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p
+		}
+		// The way home's source is the peer: its target topic is ours.
+		for _, h := range sw.Failback.HomePoints {
+			key := fmt.Sprintf("%s/%d", h.TargetTopic, h.Partition)
+			if p, ok := there[key]; ok {
+				r.Points[key] = task.ReturnPoint{From: p.SourceEnd, To: h.TargetEnd, PeerFrom: p.TargetEnd, PeerTo: h.SourceEnd}
+			}
+		}
+		if len(r.Points) > 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // wentHome ends the way back once a switchover in the reverse direction is
 // done: the task runs its forward flow alone again.
 func (s *Service) wentHome(ctx context.Context, home switchover.Switchover) {
@@ -109,7 +140,7 @@ func (s *Service) wentHome(ctx context.Context, home switchover.Switchover) {
 		}
 		return
 	}
-	prepared.Failback.State, prepared.Failback.Home = switchover.FailbackHome, home.ID
+	prepared.Failback.State, prepared.Failback.Home, prepared.Failback.HomePoints = switchover.FailbackHome, home.ID, home.Report.Points
 	if err := s.switchoverStore.UpdateSwitchover(ctx, prepared); err != nil {
 		s.log.Error("cannot end the way back", "task", home.Task, "error", err)
 		return

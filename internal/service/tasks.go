@@ -465,7 +465,10 @@ func (s *Service) openTask(ctx context.Context, rec store.Task) (task.Task, clus
 	if err != nil {
 		return t, current, peer, err
 	}
-	t.Failback, err = s.preparedFailback(ctx, t)
+	if t.Failback, err = s.preparedFailback(ctx, t); err != nil {
+		return t, current, peer, err
+	}
+	t.Returns, err = s.returns(ctx, t)
 	return t, current, peer, err
 }
 

@@ -23,6 +23,9 @@ type Switchovers interface {
 	// PreparedFailback is the task's switchover whose way back is
 	// prepared; ErrNotFound when none.
 	PreparedFailback(ctx context.Context, task string) (switchover.Switchover, error)
+	// WentHome are the task's switchovers whose way back went home,
+	// oldest first.
+	WentHome(ctx context.Context, task string) ([]switchover.Switchover, error)
 }
 
 var _ Switchovers = (*DB)(nil)
@@ -73,6 +76,13 @@ func (d *DB) PreparedFailback(ctx context.Context, task string) (switchover.Swit
 	return queryOne(ctx, d.db, fmt.Sprintf("prepared failback of task %q", task), scanSwitchover,
 		`SELECT id, body FROM switchovers WHERE task = ? AND json_extract(body, '$.failback.state') = ? ORDER BY id DESC LIMIT 1`,
 		task, string(switchover.FailbackPrepared))
+}
+
+// WentHome implements Switchovers.
+func (d *DB) WentHome(ctx context.Context, task string) ([]switchover.Switchover, error) {
+	return queryAll(ctx, d.db, fmt.Sprintf("list the ways home of task %q", task), scanSwitchover,
+		`SELECT id, body FROM switchovers WHERE task = ? AND json_extract(body, '$.failback.state') = ? ORDER BY id`,
+		task, string(switchover.FailbackHome))
 }
 
 func scanSwitchover(s scanner) (switchover.Switchover, error) {

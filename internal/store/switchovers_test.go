@@ -67,6 +67,20 @@ func TestSwitchoversOnePerTaskSurviveReopenAndGoWithTheTask(t *testing.T) {
 	if fb, err := db.PreparedFailback(ctx, "t1"); err != nil || fb.ID != id {
 		t.Fatalf("prepared failback: %v %+v", err, fb)
 	}
+	if went, err := db.WentHome(ctx, "t1"); err != nil || len(went) != 0 {
+		t.Fatalf("went home before the way home: %v %+v", err, went)
+	}
+	sw.Failback.State, sw.Failback.Home = switchover.FailbackHome, id2
+	sw.Failback.HomePoints = []switchover.Point{{Topic: "orders", Partition: 1, TargetTopic: "orders", SourceEnd: 7, TargetEnd: 9}}
+	if err := db.UpdateSwitchover(ctx, sw); err != nil {
+		t.Fatal(err)
+	}
+	if went, err := db.WentHome(ctx, "t1"); err != nil || len(went) != 1 || went[0].ID != id || went[0].Failback.HomePoints[0].TargetEnd != 9 {
+		t.Fatalf("went home: %v %+v", err, went)
+	}
+	if _, err := db.PreparedFailback(ctx, "t1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("prepared failback once home: %v", err)
+	}
 	if err := db.DeleteTask(ctx, "t1"); err != nil {
 		t.Fatal(err)
 	}

@@ -205,8 +205,10 @@ type Failback struct {
 	State      FailbackState `json:"state"`
 	PreparedBy string        `json:"prepared_by,omitempty"`
 	PreparedAt time.Time     `json:"prepared_at"`
-	// Home is the switchover that went home.
-	Home int64 `json:"home,omitempty"`
+	// Home is the switchover that went home, and HomePoints its points:
+	// with the switchover's own, they bound what the way back wrote.
+	Home       int64   `json:"home,omitempty"`
+	HomePoints []Point `json:"home_points,omitempty"`
 }
 
 // FailbackState is where a way back stands.

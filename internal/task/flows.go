@@ -127,6 +127,32 @@ type SwitchPoint struct {
 	TargetEnd int64 `json:"target_end"`
 }
 
+// Return is a way back that went home: per partition, keyed
+// "topic/partition" by the current cluster's topic (names are identical),
+// the stretch of the current cluster's partition the way back wrote.
+// Consumer groups that stopped inside it translate to the peer through the
+// way back's syncs inverted (the records there are copies of the peer's),
+// never by the forward flow's distance, which says nothing of them.
+type Return struct {
+	// Switchover is the switchover whose way back it was.
+	Switchover int64
+	Points     map[string]ReturnPoint
+}
+
+// ReturnPoint is a partition's stretch written by a way back: the current
+// cluster's offsets [From, To) hold the copies of the peer's [PeerFrom,
+// PeerTo) (and the way back's transaction markers).
+type ReturnPoint struct {
+	From, To         int64
+	PeerFrom, PeerTo int64
+}
+
+// Covers says whether current-cluster offset g lies in the stretch.
+func (p ReturnPoint) Covers(g int64) bool { return g >= p.From && g < p.To }
+
+// CoversPeer says whether peer offset g lies in the peer's stretch.
+func (p ReturnPoint) CoversPeer(g int64) bool { return g >= p.PeerFrom && g < p.PeerTo }
+
 // FailbackFlow is the reverse of a push task's flow: the peer -> current
 // half the task would have were it bidirectional, so its progress, offset
 // syncs and checkpoints are apart from the forward flow's. Only push tasks

@@ -65,6 +65,9 @@ type Task struct {
 	// (FailbackFlow): not a rule of the task, never stored with it; the
 	// service attaches it when it starts the task.
 	Failback *Failback `json:"-"`
+	// Returns are the ways back that went home, oldest first (runtime,
+	// like Failback): groups inside what they wrote translate exactly.
+	Returns []Return `json:"-"`
 }
 
 // Current is the cluster the task belongs to.
