@@ -218,6 +218,9 @@ func TestSwitchoverResumesAfterKmirrorIsKilled(t *testing.T) {
 		}
 	}
 	for g, keys := range read {
+		if again[g] < 0 {
+			t.Errorf("group %s: the report bounds nothing it may read again: %v", g, body["report"])
+		}
 		more, err := e2e.ConsumeGroup(ctx, dst, g, topic, toRead[g])
 		if err != nil {
 			t.Fatalf("group %s on the target: %v", g, err)

@@ -357,7 +357,13 @@ func (c *checkpointer) sourceGroups(only string) ([]string, error) {
 	if only != "" {
 		return []string{only}, nil
 	}
-	all, err := c.srcAdmin.ListConsumerGroups()
+	return userGroups(c.srcAdmin)
+}
+
+// userGroups lists the source's consumer groups, kmirror's own (its
+// flows' progress) left out, sorted.
+func userGroups(srcAdmin sarama.ClusterAdmin) ([]string, error) {
+	all, err := srcAdmin.ListConsumerGroups()
 	if err != nil {
 		return nil, fmt.Errorf("list consumer groups on the source: %w", err)
 	}

@@ -19,12 +19,19 @@ import (
 // where its copy stands, read from the running flow, and the clusters'
 // answers, through clients of its own (Close ends them).
 func (r *Replicator) SwitchoverSide() *SwitchoverSide {
-	return &SwitchoverSide{r: r}
+	return &SwitchoverSide{clusterSide: clusterSide{flow: r.flow}, r: r}
 }
 
 // SwitchoverSide implements switchover.Side for a running flow.
 type SwitchoverSide struct {
-	r        *Replicator
+	clusterSide
+	r *Replicator
+}
+
+// clusterSide is what a switchover side asks of a flow's clusters alone,
+// whoever copies: the end offsets, the groups, the target's topics.
+type clusterSide struct {
+	flow     Flow
 	mu       sync.Mutex
 	src, dst sarama.Client
 	srcAdmin sarama.ClusterAdmin
@@ -34,17 +41,17 @@ type SwitchoverSide struct {
 var _ switchover.Side = (*SwitchoverSide)(nil)
 
 // clients connects to both clusters once.
-func (s *SwitchoverSide) clients() error {
+func (s *clusterSide) clients() error {
 	if err := s.targetClients(); err != nil {
 		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := "kmirror-" + s.r.flow.Task + "-" + s.r.flow.Name() + "-switchover"
+	id := "kmirror-" + s.flow.Task + "-" + s.flow.Name() + "-switchover"
 	if s.src == nil {
-		c, a, err := adminClient(s.r.flow.Source.Settings, id)
+		c, a, err := adminClient(s.flow.Source.Settings, id)
 		if err != nil {
-			return fmt.Errorf("source %s: %w", s.r.flow.Source.Alias, err)
+			return fmt.Errorf("source %s: %w", s.flow.Source.Alias, err)
 		}
 		s.src, s.srcAdmin = c, a
 	}
@@ -53,14 +60,14 @@ func (s *SwitchoverSide) clients() error {
 
 // targetClients connects to the target alone once: an emergency asks
 // nothing of the source.
-func (s *SwitchoverSide) targetClients() error {
+func (s *clusterSide) targetClients() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id := "kmirror-" + s.r.flow.Task + "-" + s.r.flow.Name() + "-switchover"
+	id := "kmirror-" + s.flow.Task + "-" + s.flow.Name() + "-switchover"
 	if s.dst == nil {
-		c, a, err := adminClient(s.r.flow.Target.Settings, id)
+		c, a, err := adminClient(s.flow.Target.Settings, id)
 		if err != nil {
-			return fmt.Errorf("target %s: %w", s.r.flow.Target.Alias, err)
+			return fmt.Errorf("target %s: %w", s.flow.Target.Alias, err)
 		}
 		s.dst, s.dstAdmin = c, a
 	}
@@ -68,7 +75,7 @@ func (s *SwitchoverSide) targetClients() error {
 }
 
 // Close ends the side's clients.
-func (s *SwitchoverSide) Close() error {
+func (s *clusterSide) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
@@ -90,7 +97,7 @@ func (s *SwitchoverSide) Positions(context.Context) ([]switchover.Position, erro
 		if policy.IsHeartbeats(ps.Source) {
 			continue // kmirror's and MM2's own, no consumer's data
 		}
-		p := switchover.Position{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target, Next: ps.durableNext()}
+		p := switchover.Position{Topic: ps.Source, Partition: ps.Partition.Partition, TargetTopic: ps.Target, Next: ps.durableNext(), SeenEnd: ps.hwm.Load()}
 		ps.mu.Lock()
 		if ps.failed {
 			p.Failed = ps.reason
@@ -109,7 +116,7 @@ func (s *SwitchoverSide) Positions(context.Context) ([]switchover.Position, erro
 
 // SourceEnds implements switchover.Side: last stable offsets, what a
 // read_committed copy can reach.
-func (s *SwitchoverSide) SourceEnds(_ context.Context, ps []switchover.Position) (map[string]int64, error) {
+func (s *clusterSide) SourceEnds(_ context.Context, ps []switchover.Position) (map[string]int64, error) {
 	if err := s.clients(); err != nil {
 		return nil, err
 	}
@@ -126,7 +133,7 @@ func (s *SwitchoverSide) SourceEnds(_ context.Context, ps []switchover.Position)
 
 // TargetEnds implements switchover.Side: last stable offsets, past an
 // exactly-once copy's markers.
-func (s *SwitchoverSide) TargetEnds(_ context.Context, ps []switchover.Position) (map[string]int64, error) {
+func (s *clusterSide) TargetEnds(_ context.Context, ps []switchover.Position) (map[string]int64, error) {
 	if err := s.clients(); err != nil {
 		return nil, err
 	}
@@ -141,18 +148,17 @@ func (s *SwitchoverSide) TargetEnds(_ context.Context, ps []switchover.Position)
 	return out, nil
 }
 
-// SourceGroups implements switchover.Side.
-func (s *SwitchoverSide) SourceGroups(context.Context) ([]string, error) {
-	cp, err := s.r.checkpointer()
-	if err != nil {
+// SourceGroups implements switchover.Side: kmirror's own left out.
+func (s *clusterSide) SourceGroups(context.Context) ([]string, error) {
+	if err := s.clients(); err != nil {
 		return nil, err
 	}
-	return cp.sourceGroups("")
+	return userGroups(s.srcAdmin)
 }
 
 // ActiveMembers implements switchover.Side, by commitGroup's rule: a group
 // in any state but Empty or Dead counts as active.
-func (s *SwitchoverSide) ActiveMembers(_ context.Context, group string) (source, target int, err error) {
+func (s *clusterSide) ActiveMembers(_ context.Context, group string) (source, target int, err error) {
 	if err := s.clients(); err != nil {
 		return 0, 0, err
 	}
@@ -164,7 +170,7 @@ func (s *SwitchoverSide) ActiveMembers(_ context.Context, group string) (source,
 }
 
 // TargetMembers implements switchover.Side.
-func (s *SwitchoverSide) TargetMembers(_ context.Context, group string) (int, error) {
+func (s *clusterSide) TargetMembers(_ context.Context, group string) (int, error) {
 	if err := s.targetClients(); err != nil {
 		return 0, err
 	}
@@ -202,7 +208,7 @@ func (p *partState) durableNext() int64 {
 }
 
 // TargetPartitions implements switchover.Side.
-func (s *SwitchoverSide) TargetPartitions(_ context.Context, topics []string) (map[string]int, error) {
+func (s *clusterSide) TargetPartitions(_ context.Context, topics []string) (map[string]int, error) {
 	if err := s.targetClients(); err != nil {
 		return nil, err
 	}
@@ -242,10 +248,8 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 		rep.Notes = append(rep.Notes, res.Notes...)
 		tr = append(tr, res.Partitions...)
 	}
-	request := map[string][]int32{}
 	moved := map[string]bool{}
 	for _, p := range tr {
-		request[p.TargetTopic] = append(request[p.TargetTopic], p.Partition)
 		moved[fmt.Sprintf("%s-%d", p.Topic, p.Partition)] = true
 	}
 	var none []string
@@ -272,9 +276,20 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no committed offset on the source for %s: not committed (target offset -1); the group's consumers start there on the target as on the source, by their auto.offset.reset",
 			strings.Join(none, ", ")))
 	}
+	return rep, s.readBack(group, tr, &rep)
+}
+
+// readBack adds to rep each translated partition as the target group holds
+// it after the commit: a group that was already past a translation keeps
+// its offset (only forward), and a note says what its consumers skip.
+func (s *clusterSide) readBack(group string, tr []PartitionTranslation, rep *switchover.GroupReport) error {
+	request := map[string][]int32{}
+	for _, p := range tr {
+		request[p.TargetTopic] = append(request[p.TargetTopic], p.Partition)
+	}
 	held, err := s.dstAdmin.ListConsumerGroupOffsets(group, request)
 	if err != nil {
-		return rep, fmt.Errorf("read group %s's offsets on the target: %w", group, err)
+		return fmt.Errorf("read group %s's offsets on the target: %w", group, err)
 	}
 	for _, p := range tr {
 		pr := switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
@@ -283,7 +298,7 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 		b := held.GetBlock(p.TargetTopic, p.Partition)
 		switch {
 		case b == nil || b.Offset < 0:
-			return rep, fmt.Errorf("group %s holds no offset on %s-%d on the target after the commit", group, p.TargetTopic, p.Partition)
+			return fmt.Errorf("group %s holds no offset on %s-%d on the target after the commit", group, p.TargetTopic, p.Partition)
 		case b.Offset > p.TargetOffset:
 			// Only forward: it stands, and its consumers start past the
 			// translation.
@@ -293,7 +308,7 @@ func (s *SwitchoverSide) Translate(ctx context.Context, group string) (switchove
 		}
 		rep.Partitions = append(rep.Partitions, pr)
 	}
-	return rep, nil
+	return nil
 }
 
 // EmergencyTranslate implements switchover.Side: the group's last
@@ -309,13 +324,13 @@ func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (sw
 		return rep, err
 	}
 	last := map[string]mm2.Checkpoint{}
-	err := readTopic(s.dst, s.r.flow.CheckpointsTopic, func(m *sarama.ConsumerMessage) {
+	err := readTopic(s.dst, s.flow.CheckpointsTopic, func(m *sarama.ConsumerMessage) {
 		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil && cp.Group == group {
 			last[fmt.Sprintf("%s/%d", cp.Topic, cp.Partition)] = cp
 		}
 	})
 	if err != nil {
-		return rep, fmt.Errorf("read the checkpoints %s on the target: %w", s.r.flow.CheckpointsTopic, err)
+		return rep, fmt.Errorf("read the checkpoints %s on the target: %w", s.flow.CheckpointsTopic, err)
 	}
 	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
 	var none []string

@@ -12,8 +12,8 @@ import (
 	"github.com/kmirror/kmirror/internal/task"
 )
 
-// SwitchoverSides gives a running task's flow to a switchover; the
-// embedded engine implements it.
+// SwitchoverSides gives a running task's flow to a switchover; both
+// engines implement it (on Kafka Connect, by MirrorMaker 2's checkpoints).
 type SwitchoverSides interface {
 	SwitchoverSide(task, flow string) (switchover.Side, error)
 }
@@ -68,12 +68,10 @@ func (s *Service) StartSwitchover(ctx context.Context, name string, req switchov
 		return refuse("task " + name + " is not a replication task: nothing to switch over")
 	case !rec.Spec.Rules.SyncConsumerOffsets:
 		return refuse("task " + name + " does not sync consumer offsets: a switchover translates groups through the offset sync history; create a task with sync consumer offsets on")
-	case onConnect(rec.Spec):
-		return refuse("task " + name + " runs on Kafka Connect: a switchover of a task on Connect is not built yet; move it to the embedded engine, or use kmirror failover per group")
 	case rec.DesiredState != task.DesiredRunning:
 		return refuse("task " + name + " is paused: resume it, so the switchover can drain it")
 	}
-	side, err := s.switchoverSide(name, req.Direction)
+	side, err := s.switchoverSide(rec.Spec, req.Direction)
 	if err != nil {
 		return refuse(err.Error())
 	}
@@ -151,7 +149,11 @@ func (s *Service) advanceOpen(ctx context.Context) {
 		}
 		sw := &open[i]
 		if s.sw.sides[sw.ID] == nil {
-			side, err := s.switchoverSide(sw.Task, sw.Direction)
+			var side switchover.Side
+			rec, err := s.taskStore.Task(ctx, sw.Task)
+			if err == nil {
+				side, err = s.switchoverSide(rec.Spec, sw.Direction)
+			}
 			if err != nil {
 				// Paused, or not started yet after a restart: the step
 				// says so until the task runs.
@@ -170,13 +172,17 @@ func onConnect(t task.Task) bool {
 	return ok
 }
 
-// switchoverSide is the flow of a task running on the embedded engine.
-func (s *Service) switchoverSide(name, flow string) (switchover.Side, error) {
-	sides, ok := s.runner.(SwitchoverSides)
+// switchoverSide is the flow of a running task, from the engine it runs on.
+func (s *Service) switchoverSide(t task.Task, flow string) (switchover.Side, error) {
+	runner := s.runner
+	if onConnect(t) {
+		runner = s.connectRunner
+	}
+	sides, ok := runner.(SwitchoverSides)
 	if !ok {
 		return nil, errors.New("this kmirror's engine cannot switch tasks over")
 	}
-	return sides.SwitchoverSide(name, flow)
+	return sides.SwitchoverSide(t.Name, flow)
 }
 
 // advanceSwitchover works sw's current step (under s.sw.mu) and stores

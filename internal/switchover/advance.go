@@ -19,6 +19,9 @@ type Position struct {
 	// (acknowledged; for an exactly-once task, committed); -1 before the
 	// first.
 	Next int64
+	// SeenEnd is the source's end when the copy last saw it, -1 when it
+	// never did: what an emergency may lose is SeenEnd-Next.
+	SeenEnd int64
 	// Failed says why the partition stopped copying ("" while it copies).
 	Failed string
 }

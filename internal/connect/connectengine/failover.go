@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/switchover"
 )
 
 // SyncGroup fails one consumer group over now for every flow of a task
@@ -38,4 +39,26 @@ func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]repli
 		}
 	}
 	return out, nil
+}
+
+// SwitchoverSide is a running task's flow (named "<source alias>-><target
+// alias>") for a switchover: MirrorMaker 2's copy as the progress sampler
+// last saw it, its checkpoints as the translation; the caller closes it.
+func (e *Engine) SwitchoverSide(taskName, flow string) (switchover.Side, error) {
+	e.mu.Lock()
+	dep, ok := e.tasks[taskName]
+	e.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("task %s is not running on Kafka Connect: resume it first", taskName)
+	}
+	flows, err := replicator.FlowsOf(dep.task, dep.current, dep.peer)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range flows {
+		if f.Name() == flow {
+			return replicator.NewMM2Side(f, func() ([]switchover.Position, error) { return dep.progress.positions(flow) }), nil
+		}
+	}
+	return nil, fmt.Errorf("task %s has no flow %s", taskName, flow)
 }

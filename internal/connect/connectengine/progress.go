@@ -2,6 +2,7 @@ package connectengine
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/replicator"
+	"github.com/kmirror/kmirror/internal/switchover"
 )
 
 // progress samples the copy progress of one task's flows: the source
@@ -247,4 +249,26 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 		fp.records += ps.NextOffset - first
 	}
 	p.flows[c.Flow] = fp
+}
+
+// positions are the flow's partitions as last sampled, for a switchover:
+// the next offset whose copy MirrorMaker 2 committed (past a settled tail of
+// transaction markers, which it never copies).
+func (p *progress) positions(flow string) ([]switchover.Position, error) {
+	fp, ok := p.of(flow)
+	if !ok {
+		return nil, fmt.Errorf("the copy of %s has not been sampled yet (its connectors' offsets are read every few seconds)", flow)
+	}
+	out := make([]switchover.Position, 0, len(fp.partitions))
+	for _, ps := range fp.partitions {
+		pos := switchover.Position{Topic: ps.Topic, Partition: ps.Partition, TargetTopic: ps.Target, Next: ps.NextOffset, SeenEnd: ps.EndOffset}
+		if ps.EndOffset >= 0 {
+			pos.Next = max(ps.NextOffset, ps.EndOffset-ps.Lag)
+		}
+		if ps.Failed {
+			pos.Failed = ps.Reason
+		}
+		out = append(out, pos)
+	}
+	return out, nil
 }

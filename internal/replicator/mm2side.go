@@ -1,0 +1,224 @@
+package replicator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/IBM/sarama"
+
+	"github.com/kmirror/kmirror/internal/mm2"
+	"github.com/kmirror/kmirror/internal/policy"
+	"github.com/kmirror/kmirror/internal/switchover"
+)
+
+// MM2Side is the switchover side of a flow MirrorMaker 2 copies (a task on
+// Kafka Connect): its positions come from whoever watches the copy, and
+// groups translate by MM2's own checkpoints (the newest of each partition,
+// which MM2 writes on its interval), committed only forward and only to an
+// empty group, as the embedded engine's failover of MM2 checkpoints does.
+type MM2Side struct {
+	clusterSide
+	positions func() ([]switchover.Position, error)
+}
+
+var _ switchover.Side = (*MM2Side)(nil)
+
+// NewMM2Side is f's side; positions says where the copy of each source
+// partition stands (the next offset durable on the target).
+func NewMM2Side(f Flow, positions func() ([]switchover.Position, error)) *MM2Side {
+	return &MM2Side{clusterSide: clusterSide{flow: f}, positions: positions}
+}
+
+// Positions implements switchover.Side. Heartbeats topics, which MM2
+// copies too, are no consumer's data: left out.
+func (s *MM2Side) Positions(context.Context) ([]switchover.Position, error) {
+	ps, err := s.positions()
+	if err != nil {
+		return nil, err
+	}
+	out := ps[:0:0]
+	for _, p := range ps {
+		if !policy.IsHeartbeats(p.Topic) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// Translate implements switchover.Side: once MM2 has checkpointed the
+// group at the offsets it holds on the source (it is idle: they do not
+// move), those checkpoints are committed on the target. Until then it says
+// what it waits for, and the step tries again.
+//
+// MM2's translation is its last offset sync at or before the group's
+// offset, plus one when the sync is older (docs/DESIGN.md): behind by at
+// most what was copied since that sync. What bounds it is the next sync's
+// downstream offset or the target's end, read here: the report's may-read-
+// again. An at-least-once MM2 copy keeps no record of what a restart wrote
+// twice, so those duplicates are not counted.
+func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.GroupReport, error) {
+	rep := switchover.GroupReport{Group: group, Partitions: []switchover.PartitionReport{}}
+	if err := s.clients(); err != nil {
+		return rep, err
+	}
+	ps, err := s.Positions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	onSource, err := s.srcAdmin.ListConsumerGroupOffsets(group, nil) // nil: every partition it committed
+	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+		return rep, fmt.Errorf("read group %s's offsets on the source: %w", group, err)
+	}
+	latest, err := readCheckpoints(s.dst, s.flow.CheckpointsTopic, group)
+	if err != nil {
+		return rep, err
+	}
+	syncs, err := s.offsetSyncs()
+	if err != nil {
+		return rep, err
+	}
+	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
+	var tr []PartitionTranslation
+	var waiting, none []string
+	for _, p := range ps {
+		var b *sarama.OffsetFetchResponseBlock
+		if onSource != nil {
+			b = onSource.GetBlock(p.Topic, p.Partition)
+		}
+		if b == nil || b.Offset < 0 {
+			// Nothing read on the source: nothing to read again (but
+			// what a restart of MM2 wrote twice, see the note below).
+			none = append(none, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+			rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition,
+				TargetTopic: p.TargetTopic, SourceOffset: -1, TargetOffset: -1})
+			continue
+		}
+		cp, ok := latest[tp{p.TargetTopic, p.Partition}]
+		if !ok || cp.UpstreamOffset != b.Offset {
+			have := "none"
+			if ok {
+				have = fmt.Sprint(cp.UpstreamOffset)
+			}
+			waiting = append(waiting, fmt.Sprintf("%s-%d at %d (checkpointed: %s)", p.Topic, p.Partition, b.Offset, have))
+			continue
+		}
+		bound, err := lastStableOffset(s.dst, p.TargetTopic, p.Partition)
+		if err != nil {
+			return rep, fmt.Errorf("end offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
+		}
+		for _, sy := range syncs[tp{p.Topic, p.Partition}] {
+			if sy.UpstreamOffset > cp.UpstreamOffset {
+				bound = min(bound, sy.DownstreamOffset)
+				break
+			}
+		}
+		again := max(0, bound-cp.DownstreamOffset)
+		tr = append(tr, PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+			SourceOffset: cp.UpstreamOffset, TargetOffset: cp.DownstreamOffset, Exact: again == 0, MayReadAgain: again})
+		if res.offsets[p.TargetTopic] == nil {
+			res.offsets[p.TargetTopic] = map[int32]int64{}
+		}
+		res.offsets[p.TargetTopic][p.Partition] = cp.DownstreamOffset
+	}
+	if len(waiting) > 0 {
+		return rep, fmt.Errorf("waiting for MirrorMaker 2 to checkpoint group %s where it stands on the source (it does every emit.checkpoints.interval.seconds once the records are copied): %s",
+			group, strings.Join(waiting, ", "))
+	}
+	if len(none) > 0 {
+		sort.Strings(none)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no committed offset on the source for %s: not committed (target offset -1); the group's consumers start there on the target as on the source, by their auto.offset.reset",
+			strings.Join(none, ", ")))
+	}
+	if !s.flow.ExactlyOnce {
+		rep.Notes = append(rep.Notes, "copied at least once by MirrorMaker 2: records a restart of it wrote twice are not counted in may-read-again (it keeps no record of them)")
+	}
+	if len(res.offsets) > 0 {
+		if err := commitGroup(s.dstAdmin, &res); err != nil {
+			return rep, err
+		}
+	}
+	return rep, s.readBack(group, tr, &rep)
+}
+
+// offsetSyncs are MM2's offset syncs of the flow, per source partition in
+// the order written (upstream offsets only grow but after a rewind).
+func (s *MM2Side) offsetSyncs() (map[tp][]mm2.OffsetSync, error) {
+	client, admin, err := adminClient(s.flow.OffsetSyncs, "kmirror-"+s.flow.Task+"-"+s.flow.Name()+"-switchover-syncs")
+	if err != nil {
+		return nil, fmt.Errorf("the offset syncs' cluster: %w", err)
+	}
+	defer admin.Close() // closes client too
+	out := map[tp][]mm2.OffsetSync{}
+	err = readTopic(client, s.flow.OffsetSyncsTopic, func(m *sarama.ConsumerMessage) {
+		if sy, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil {
+			k := tp{sy.Topic, sy.Partition}
+			out[k] = append(out[k], sy)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read MirrorMaker 2's offset syncs %s: %w", s.flow.OffsetSyncsTopic, err)
+	}
+	return out, nil
+}
+
+// EmergencyTranslate implements switchover.Side: the group's newest
+// checkpoints on the target, committed, nothing asked of the source. Per
+// partition: may be read again, what was copied past the checkpoint (the
+// group may have read it on the source since) plus how far MM2's
+// translation may be behind, bounded by the target's end (MM2's offset
+// syncs may live on the source, which is gone); may be lost, the source's
+// end past the copy when last seen (-1 when never seen).
+func (s *MM2Side) EmergencyTranslate(ctx context.Context, group string) (switchover.GroupReport, error) {
+	rep := switchover.GroupReport{Group: group, Partitions: []switchover.PartitionReport{}}
+	if err := s.targetClients(); err != nil {
+		return rep, err
+	}
+	ps, err := s.Positions(ctx)
+	if err != nil {
+		return rep, err
+	}
+	latest, err := readCheckpoints(s.dst, s.flow.CheckpointsTopic, group)
+	if err != nil {
+		return rep, err
+	}
+	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
+	var none []string
+	for _, p := range ps {
+		end, err := lastStableOffset(s.dst, p.TargetTopic, p.Partition)
+		if err != nil {
+			return rep, fmt.Errorf("end offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
+		}
+		lost := int64(-1)
+		if p.SeenEnd >= 0 && p.Next >= 0 {
+			lost = max(0, p.SeenEnd-p.Next)
+		}
+		cp, ok := latest[tp{p.TargetTopic, p.Partition}]
+		if !ok {
+			none = append(none, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+			rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+				SourceOffset: -1, TargetOffset: -1, MayReadAgain: end, MayBeLost: lost})
+			continue
+		}
+		again := max(0, end-cp.DownstreamOffset)
+		rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+			SourceOffset: cp.UpstreamOffset, TargetOffset: cp.DownstreamOffset, Exact: again == 0 && lost == 0, MayReadAgain: again, MayBeLost: lost})
+		if res.offsets[p.TargetTopic] == nil {
+			res.offsets[p.TargetTopic] = map[int32]int64{}
+		}
+		res.offsets[p.TargetTopic][p.Partition] = cp.DownstreamOffset
+	}
+	if len(none) > 0 {
+		sort.Strings(none)
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no checkpoint on the target for %s: not committed (target offset -1); the group's consumers start there by their auto.offset.reset: from the earliest they read again what the target holds, from the latest they skip it",
+			strings.Join(none, ", ")))
+	}
+	if len(res.offsets) > 0 {
+		if err := commitGroup(s.dstAdmin, &res); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
