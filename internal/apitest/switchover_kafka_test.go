@@ -332,7 +332,8 @@ func nothingMore(ctx context.Context, t *testing.T, s cluster.Settings, topic st
 }
 
 // The DR drill there and back, twice in a row, for an at-least-once and an
-// exactly-once task at once: a planned switchover A->B; consumers go on
+// exactly-once task with identity names and an at-least-once task that
+// renames topics, at once: a planned switchover A->B; consumers go on
 // reading on B and producers write there; the way back is prepared; a
 // planned switchover B->A moves everyone home; producers write on A again.
 // Each time A receives exactly the records written on B (none of its own
@@ -351,6 +352,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 
 	type drill struct {
 		name, topic string
+		target      string // the topic on B
 		groups      []string
 		read        map[string][]string
 		total       int // records on A
@@ -368,10 +370,22 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 	const txnRecords = 20 // e2e.ProduceTransactions' committed records
 	var drills []*drill
 	var names []string
-	for _, delivery := range []string{"at_least_once", "exactly_once"} {
+	for _, shape := range []struct {
+		delivery string
+		rename   bool
+	}{{"at_least_once", false}, {"exactly_once", false}, {"at_least_once", true}} {
+		delivery := shape.delivery
 		topic := kafkatest.NewTopic(t, east, 3, nil)
-		d := &drill{name: "fb-" + strings.ReplaceAll(delivery, "_", "-") + "-" + strings.ToLower(topic[len(topic)-6:]), topic: topic,
+		d := &drill{name: "fb-" + strings.ReplaceAll(delivery, "_", "-") + "-" + strings.ToLower(topic[len(topic)-6:]), topic: topic, target: topic,
 			groups: []string{topic + "-ahead", topic + "-mid", topic + "-behind"}, read: map[string][]string{}, total: first}
+		spec := drillTask(d.name, topic, delivery)
+		if shape.rename {
+			// The same drill with renamed topics: B's copy is "A.<topic>",
+			// and the way back gives the name back.
+			d.name, d.target = "fb-renamed-"+strings.ToLower(topic[len(topic)-6:]), "A."+topic
+			spec = drillTask(d.name, topic, delivery)
+			spec["rules"].(map[string]any)["rename_topics"] = true
+		}
 		drills, names = append(drills, d), append(names, d.name)
 		// Transactions first (20 committed records, 20 aborted, 4
 		// markers): the copy's offsets on B differ from A's, so a group
@@ -385,7 +399,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 		if _, err := e2e.Produce(ctx, src, topic, 3, first-txnRecords, 100); err != nil {
 			t.Fatal(err)
 		}
-		if code, body := s.call(http.MethodPost, "/api/v1/tasks", drillTask(d.name, topic, delivery)); code != http.StatusCreated {
+		if code, body := s.call(http.MethodPost, "/api/v1/tasks", spec); code != http.StatusCreated {
 			t.Fatalf("create %s: %d %v", d.name, code, body)
 		}
 		if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/failback", nil); code != http.StatusBadRequest ||
@@ -394,11 +408,11 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 		}
 	}
 	// consume has group g of d read n more records on s.
-	consume := func(d *drill, s cluster.Settings, i, n int) {
+	consume := func(d *drill, s cluster.Settings, topic string, i, n int) {
 		if n == 0 {
 			return
 		}
-		keys, err := e2e.ConsumeGroup(ctx, s, d.groups[i], d.topic, n)
+		keys, err := e2e.ConsumeGroup(ctx, s, d.groups[i], topic, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,7 +422,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 	for r, round := range rounds {
 		for _, d := range drills {
 			for i := range d.groups {
-				consume(d, src, i, round.onA[i])
+				consume(d, src, d.topic, i, round.onA[i])
 			}
 			if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/switchover", map[string]any{"groups": d.groups}); code != http.StatusCreated {
 				t.Fatalf("round %d: switchover of %s: %d %v", r+1, d.name, code, body)
@@ -420,11 +434,11 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 		// On B: consumers go on, producers write.
 		for _, d := range drills {
 			for i := range d.groups {
-				consume(d, dst, i, round.onB[i])
+				consume(d, dst, d.target, i, round.onB[i])
 			}
 			// Keys of their own: e2e.Produce's continue from B's end
 			// offsets, which A's records already used.
-			produceKeyed(t, dst, d.topic, 3, fmt.Sprintf("written-on-B-%d", r+1), round.writeB)
+			produceKeyed(t, dst, d.target, 3, fmt.Sprintf("written-on-B-%d", r+1), round.writeB)
 			d.total += round.writeB
 			code, body := s.call(http.MethodPost, "/api/v1/tasks/"+d.name+"/failback", nil)
 			fb, _ := body["failback"].(map[string]any)
@@ -450,7 +464,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 			// A holds its own records and those written on B, each once.
 			nothingMore(ctx, t, src, d.topic, d.total, fmt.Sprintf("%s round %d: A after the way home", d.name, r+1))
 			for i, g := range d.groups {
-				consume(d, src, i, d.total-len(d.read[g]))
+				consume(d, src, d.topic, i, d.total-len(d.read[g]))
 				readOnce(t, fmt.Sprintf("%s round %d: group %s over A, B and A", d.name, r+1, g), d.read[g], d.total)
 			}
 			// Producers home: the task copies A->B again from where it was.
@@ -471,7 +485,7 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 				}
 				time.Sleep(250 * time.Millisecond)
 			}
-			nothingMore(ctx, t, dst, d.topic, d.total, fmt.Sprintf("%s round %d: B after the producers came home", d.name, r+1))
+			nothingMore(ctx, t, dst, d.target, d.total, fmt.Sprintf("%s round %d: B after the producers came home", d.name, r+1))
 		}
 	}
 }

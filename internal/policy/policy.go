@@ -41,6 +41,23 @@ type Policy struct {
 	// Mappings name target topics freely (source -> target); a mapped source
 	// topic is selected even when the list or regex does not name it.
 	Mappings map[string]string
+	// Back: the way back of a switched-over flow (Back), which copies
+	// exactly the topics Mappings names, their names given back.
+	Back bool
+}
+
+// Back is the policy of a switched-over flow's way back: it copies the
+// forward flow's target topics to their sources (names maps a forward
+// source topic to its target topic), also those named after the way
+// back's target ("A.orders" back to A's "orders": the records written
+// there on the target; those that came from A are skipped by their source
+// header, not by name).
+func Back(sourceAlias, targetAlias string, names map[string]string) Policy {
+	back := make(map[string]string, len(names))
+	for src, dst := range names {
+		back[dst] = src
+	}
+	return Policy{SourceAlias: sourceAlias, TargetAlias: targetAlias, Mappings: back, Back: true}
 }
 
 // Compile builds a Policy, compiling the regex (anchored: the whole topic name
@@ -105,6 +122,10 @@ func (p Policy) Selected(topic string) bool {
 		// An empty alias (".heartbeats", "A..heartbeats") names no
 		// cluster: MM2 takes a leading dot for internal.
 		return !strings.HasPrefix(topic, ".") && !strings.Contains(topic, "..") && !p.heartbeatsCycle(topic)
+	}
+	if p.Back {
+		_, ok := p.Mappings[topic]
+		return ok
 	}
 	if p.cameFromTarget(topic) {
 		return false

@@ -221,3 +221,30 @@ func TestCompileTopicRegex(t *testing.T) {
 		}
 	}
 }
+
+// The way back copies exactly the forward flow's target topics to their
+// sources, renamed ones too (which a flow to A never copies otherwise).
+func TestBackGivesNamesBack(t *testing.T) {
+	p := Back("B", "A", map[string]string{"orders": "A.orders", "pay": "pay-copy"})
+	cases := []struct {
+		topic, target string
+		selected      bool
+	}{
+		{"A.orders", "orders", true},
+		{"pay-copy", "pay", true},
+		{"orders", "", false},  // B's own topic of that name is not the copy
+		{"A.other", "", false}, // not switched over
+		{"heartbeats", "B.heartbeats", true},
+		{"A.heartbeats", "", false}, // went through A already
+	}
+	for _, tc := range cases {
+		if got := p.Selected(tc.topic); got != tc.selected {
+			t.Errorf("Selected(%q) = %v, want %v", tc.topic, got, tc.selected)
+		}
+		if tc.selected {
+			if got := p.TargetTopic(tc.topic); got != tc.target {
+				t.Errorf("TargetTopic(%q) = %q, want %q", tc.topic, got, tc.target)
+			}
+		}
+	}
+}

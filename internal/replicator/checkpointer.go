@@ -59,7 +59,7 @@ func (r *Replicator) loadHistory(client sarama.Client) error {
 	}
 	r.log.Info("offset sync history loaded", "history", r.flow.SyncHistoryTopic, "linked", linked, "topic", r.flow.OffsetSyncsTopic, "partitions", len(older))
 	if fb := r.flow.Failback; fb != nil {
-		err := r.loadReverseHistory(fb.ForwardSyncs, fb.ForwardHistoryTopic, "forward", func(ps *partState, p checkpoint.SyncPoint) {
+		err := r.loadReverseHistory(fb.ForwardSyncs, fb.ForwardHistoryTopic, "forward", fb.Names, func(ps *partState, p checkpoint.SyncPoint) {
 			pt, ok := fb.point(ps.Partition)
 			if !ok {
 				return
@@ -74,7 +74,7 @@ func (r *Replicator) loadHistory(client sarama.Client) error {
 		}
 	}
 	if rf := r.flow.Returns; rf != nil && rf.BackHistoryTopic != "" {
-		return r.loadReverseHistory(rf.BackSyncs, rf.BackHistoryTopic, "way-back", func(ps *partState, p checkpoint.SyncPoint) {
+		return r.loadReverseHistory(rf.BackSyncs, rf.BackHistoryTopic, "way-back", rf.Names, func(ps *partState, p checkpoint.SyncPoint) {
 			if ps.returned != nil {
 				ps.returned.Add(p)
 			}
@@ -87,8 +87,9 @@ func (r *Replicator) loadHistory(client sarama.Client) error {
 // other way (the forward flow, for a way back; the ways back, for a push
 // flow that went home): groups inside what it wrote on this flow's source
 // translate through its syncs inverted. It copied this flow's target topics
-// to its source topics under the same names; add is called under ps.mu.
-func (r *Replicator) loadReverseHistory(s cluster.Settings, topic, which string, add func(*partState, checkpoint.SyncPoint)) error {
+// to its source topics; names maps its source topics to this flow's (none:
+// the same names). add is called under ps.mu.
+func (r *Replicator) loadReverseHistory(s cluster.Settings, topic, which string, names map[string]string, add func(*partState, checkpoint.SyncPoint)) error {
 	client, admin, err := adminClient(s, "kmirror-"+r.flow.Task+"-"+r.flow.Name()+"-"+which+"-history")
 	if err != nil {
 		return fmt.Errorf("the %s flow's sync history: %w", which, err)
@@ -97,7 +98,13 @@ func (r *Replicator) loadReverseHistory(s cluster.Settings, topic, which string,
 	n := 0
 	err = readTopic(client, topic, func(m *sarama.ConsumerMessage) {
 		topic, partition, p, err := checkpoint.DecodeHistory(m.Key, m.Value)
-		if err != nil || !r.flow.Policy.Selected(topic) {
+		if err != nil {
+			return
+		}
+		if mine, ok := names[topic]; ok {
+			topic = mine
+		}
+		if !r.flow.Policy.Selected(topic) {
 			return
 		}
 		ps := r.state.partition(Partition{Source: topic, Partition: partition, Target: r.flow.Policy.TargetTopic(topic)})

@@ -37,6 +37,7 @@ package replicator
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -95,8 +96,7 @@ type Flow struct {
 	// flow (task.FailbackFlow).
 	Failback *FailbackFrom
 	// Returns, when set, are the ways back that went home (task.Return),
-	// keyed "topic/partition" by this flow's source topic (names are
-	// identical both ways): on a push flow, a group inside what one wrote
+	// keyed "topic/partition" by this flow's source topic: on a push flow, a group inside what one wrote
 	// translates through its syncs, read from BackSyncs; on a way back,
 	// through this flow's own syncs of that round.
 	Returns *ReturnsFrom
@@ -105,6 +105,9 @@ type Flow struct {
 // ReturnsFrom is what a flow knows of its task's ways back that went home.
 type ReturnsFrom struct {
 	Points map[string][]task.ReturnPoint
+	// Names maps the way back's source topics to this flow's (the push
+	// flow's; empty on the way back itself).
+	Names map[string]string
 	// BackSyncs and BackHistoryTopic hold the way back's sync history, for
 	// the push flow (empty on the way back itself).
 	BackSyncs        cluster.Settings
@@ -117,8 +120,11 @@ type ReturnsFrom struct {
 // through the forward flow's sync history (the forward syncs inverted).
 type FailbackFrom struct {
 	// Points are the switchover's points, keyed "topic/partition" by this
-	// flow's target topic (the forward flow's source; names are identical).
+	// flow's target topic (the forward flow's source).
 	Points map[string]task.SwitchPoint
+	// Names maps the forward flow's source topics to its target topics
+	// (this flow's sources).
+	Names map[string]string
 	// ForwardSyncs and ForwardHistoryTopic hold the forward flow's sync
 	// history.
 	ForwardSyncs        cluster.Settings
@@ -177,8 +183,8 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 	}
 	if t.Failback != nil {
 		back, ok := t.FailbackFlow()
-		if !ok || t.Rules.RenameTopics || len(t.Rules.TopicMappings) > 0 {
-			return nil, errors.New("a failback needs a push task with identity topic names")
+		if !ok {
+			return nil, errors.New("a failback needs a push task")
 		}
 		specs = append(specs, back)
 	}
@@ -187,6 +193,10 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 		p, err := policy.Compile(fs.SourceAlias, fs.TargetAlias, t.Rules.Topics, t.Rules.TopicsRegex, t.Rules.RenameTopics, mappings)
 		if err != nil {
 			return nil, err
+		}
+		if t.Failback != nil && i == len(specs)-1 {
+			// The way back gives the forward flow's names back.
+			p = policy.Back(fs.SourceAlias, fs.TargetAlias, t.Failback.Topics)
 		}
 		flows = append(flows, Flow{
 			Task:                     t.Name,
@@ -211,24 +221,34 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 		})
 		if t.Failback != nil && i == len(specs)-1 {
 			fwd := specs[0]
-			flows[i].Failback = &FailbackFrom{Points: t.Failback.Points,
+			flows[i].Failback = &FailbackFrom{Points: t.Failback.Points, Names: t.Failback.Topics,
 				ForwardSyncs: settings[fwd.OffsetSyncs], ForwardHistoryTopic: fwd.SyncHistoryTopic}
 		}
 	}
 	if len(t.Returns) > 0 {
 		back, ok := t.FailbackFlow()
-		if !ok || t.Rules.RenameTopics || len(t.Rules.TopicMappings) > 0 {
-			return nil, errors.New("ways home are kept for push tasks with identity topic names only")
+		if !ok {
+			return nil, errors.New("ways home are kept for push tasks only")
 		}
-		points := map[string][]task.ReturnPoint{}
+		// Keyed by each flow's source topic: A's names on the push flow,
+		// the peer's on a way back.
+		points, peerPoints := map[string][]task.ReturnPoint{}, map[string][]task.ReturnPoint{}
+		backNames := map[string]string{} // the way back's source topic -> the push flow's
 		for _, r := range t.Returns {
 			for key, p := range r.Points {
 				points[key] = append(points[key], p)
+				topic, part, _ := strings.Cut(key, "/")
+				peer := r.Topics[topic]
+				if peer == "" {
+					peer = topic
+				}
+				backNames[peer] = topic
+				peerPoints[peer+"/"+part] = append(peerPoints[peer+"/"+part], p)
 			}
 		}
-		flows[0].Returns = &ReturnsFrom{Points: points, BackSyncs: settings[back.OffsetSyncs], BackHistoryTopic: back.SyncHistoryTopic}
+		flows[0].Returns = &ReturnsFrom{Points: points, Names: backNames, BackSyncs: settings[back.OffsetSyncs], BackHistoryTopic: back.SyncHistoryTopic}
 		if t.Failback != nil {
-			flows[len(flows)-1].Returns = &ReturnsFrom{Points: points}
+			flows[len(flows)-1].Returns = &ReturnsFrom{Points: peerPoints}
 		}
 	}
 	return flows, nil

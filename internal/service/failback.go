@@ -41,8 +41,6 @@ func (s *Service) PrepareFailback(ctx context.Context, name string) (_ switchove
 	switch {
 	case !ok:
 		return refuse("task %s is not a push task: a failback is built for push tasks only (a bidirectional task copies both ways already)", name)
-	case t.Rules.RenameTopics || len(t.Rules.TopicMappings) > 0:
-		return refuse("task %s renames topics: a failback is built for identity topic names only", name)
 	case !t.Rules.AddSourceHeader:
 		return refuse("task %s does not add the source header: without it the task would copy the records that come back to the target again; create a task with add_source_header on", name)
 	case onConnect(t):
@@ -92,9 +90,10 @@ func (s *Service) preparedFailback(ctx context.Context, t task.Task) (*task.Fail
 	if err != nil {
 		return nil, err
 	}
-	fb := &task.Failback{Switchover: sw.ID, Points: map[string]task.SwitchPoint{}}
+	fb := &task.Failback{Switchover: sw.ID, Points: map[string]task.SwitchPoint{}, Topics: map[string]string{}}
 	for _, p := range sw.Report.Points {
 		fb.Points[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = task.SwitchPoint{SourceEnd: p.SourceEnd, TargetEnd: p.TargetEnd}
+		fb.Topics[p.Topic] = p.TargetTopic
 	}
 	return fb, nil
 }
@@ -111,10 +110,11 @@ func (s *Service) returns(ctx context.Context, t task.Task) ([]task.Return, erro
 	}
 	var out []task.Return
 	for _, sw := range went {
-		r := task.Return{Switchover: sw.ID, Points: map[string]task.ReturnPoint{}}
+		r := task.Return{Switchover: sw.ID, Points: map[string]task.ReturnPoint{}, Topics: map[string]string{}}
 		there := map[string]switchover.Point{}
 		for _, p := range sw.Report.Points {
 			there[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p
+			r.Topics[p.Topic] = p.TargetTopic
 		}
 		// The way home's source is the peer: its target topic is ours.
 		for _, h := range sw.Failback.HomePoints {

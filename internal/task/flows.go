@@ -114,8 +114,11 @@ type Failback struct {
 	Switchover int64
 	// Points are the switchover's point per partition, keyed
 	// "topic/partition" by the forward flow's source topic (the reverse
-	// flow's target; names are identical).
+	// flow's target).
 	Points map[string]SwitchPoint
+	// Topics maps each forward source topic to its target topic: the way
+	// back gives the names back (task.FailbackFlow's policy).
+	Topics map[string]string
 }
 
 // SwitchPoint is where a partition stood when a switchover drained it.
@@ -128,7 +131,7 @@ type SwitchPoint struct {
 }
 
 // Return is a way back that went home: per partition, keyed
-// "topic/partition" by the current cluster's topic (names are identical),
+// "topic/partition" by the current cluster's topic,
 // the stretch of the current cluster's partition the way back wrote.
 // Consumer groups that stopped inside it translate to the peer through the
 // way back's syncs inverted (the records there are copies of the peer's),
@@ -137,6 +140,9 @@ type Return struct {
 	// Switchover is the switchover whose way back it was.
 	Switchover int64
 	Points     map[string]ReturnPoint
+	// Topics maps each current-cluster topic to the peer's (the forward
+	// flow's names).
+	Topics map[string]string
 }
 
 // ReturnPoint is a partition's stretch written by a way back: the current
