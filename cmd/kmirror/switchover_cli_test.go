@@ -11,8 +11,8 @@ import (
 )
 
 // task switchover and failback over the demo: what the task does not meet
-// is refused with the reason (the demo task renames topics and does not
-// sync consumer offsets), in the exit status too; --show says there is
+// is refused with the reason (the demo task does not sync consumer offsets
+// and has had no switchover), in the exit status too; --show says there is
 // none yet. The happy path runs on real Kafka (internal/apitest).
 func TestSwitchoverCommandRefusals(t *testing.T) {
 	base, _ := serveDemo(t)
@@ -24,7 +24,7 @@ func TestSwitchoverCommandRefusals(t *testing.T) {
 		{[]string{"task", "switchover", "demo-orders", "--group", "g1", "--all-groups"}, "not both"},
 		{[]string{"task", "switchover", "demo-orders", "--show"}, "has had no switchover"},
 		{[]string{"task", "switchover", "demo-orders"}, "groups is required"},
-		{[]string{"task", "failback", "demo-orders"}, "renames topics"},
+		{[]string{"task", "failback", "demo-orders"}, "has had no switchover"},
 		{[]string{"task", "switchover", "nope", "--group", "g1"}, "nope"},
 	} {
 		out, err := cli(t, base, tc.args...)
