@@ -19,14 +19,15 @@ import (
 
 // drillTask is a push task from "east" to the registered "west" with
 // identity names, the source header and consumer-offset sync: the shape a
-// team switches over.
+// team switches over. Topics it creates take the broker's default
+// replication factor (3 on a 3-broker cluster, with min.insync.replicas 2).
 func drillTask(name, topic, delivery string) map[string]any {
 	return map[string]any{
 		"name": name, "type": "kafka-replication",
 		"current": map[string]any{"cluster": "east", "alias": "A"},
 		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
 		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "add_source_header": true,
-			"sync_consumer_offsets": true, "replication_factor": 1, "start_offset": "earliest", "delivery": delivery},
+			"sync_consumer_offsets": true, "start_offset": "earliest", "delivery": delivery},
 	}
 }
 
@@ -344,7 +345,9 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 	t.Parallel() // its own server, tasks, topics and groups
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
+	// B, where everyone moves, has 3 brokers: its topics RF 3 with
+	// min.insync.replicas 2, as a cluster that takes production traffic.
+	east, west := kafkatest.Shared(t, 0), kafkatest.Lazy(t, "drill-b", kafkatest.Brokers(3), kafkatest.MinInsyncReplicas(2))
 	src, dst := east.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
 	s := newServer(t)
 	s.register("east", src)
@@ -431,6 +434,11 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 		for n, body := range awaitSwitchovers(t, s, names, 3*time.Minute) {
 			checkReport(t, fmt.Sprintf("%s round %d there", n, r+1), body, groups3, true)
 		}
+		if r == 0 {
+			for _, d := range drills {
+				replicasOnB(t, west, d.target, 3)
+			}
+		}
 		// On B: consumers go on, producers write.
 		for _, d := range drills {
 			for i := range d.groups {
@@ -486,6 +494,24 @@ func TestSwitchoverAndFailbackDrill(t *testing.T) {
 				time.Sleep(250 * time.Millisecond)
 			}
 			nothingMore(ctx, t, dst, d.target, d.total, fmt.Sprintf("%s round %d: B after the producers came home", d.name, r+1))
+		}
+	}
+}
+
+// replicasOnB checks that every partition of topic on c has want replicas.
+func replicasOnB(t *testing.T, c *kafkatest.Cluster, topic string, want int) {
+	t.Helper()
+	admin, err := c.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := admin.DescribeTopics([]string{topic})
+	if err != nil || len(md) != 1 {
+		t.Fatalf("describe %s: %v %v", topic, err, md)
+	}
+	for _, p := range md[0].Partitions {
+		if len(p.Replicas) != want {
+			t.Errorf("%s-%d has %d replicas on B, want %d", topic, p.ID, len(p.Replicas), want)
 		}
 	}
 }
