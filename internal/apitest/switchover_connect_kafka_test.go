@@ -113,3 +113,152 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 		t.Logf("group %s read %d on the source, %d on the target (the report said at most %d again)", g, groups[g], len(keys), again[g])
 	}
 }
+
+// The emergency on Kafka Connect: A dies mid-stream (kill -9) under a task
+// MirrorMaker 2 copies. The switchover asks nothing of A: the group's
+// newest MM2 checkpoints are committed on B, and the report's
+// may-be-read-again and may-be-lost are never fewer than what really
+// happens.
+func TestEmergencySwitchoverOnConnect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	a, west := kafkatest.Lazy(t, "emergency-connect-a"), kafkatest.Shared(t, 0)
+	src, dst := a.Settings(cluster.Plaintext, ""), west.Settings(cluster.Plaintext, "")
+	cc := kafkatest.LazyConnect(t, "api", west)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
+		}
+	})
+	s := newServer(t)
+	s.register("east", src)
+	s.register("west", dst)
+	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
+		"name": "wc", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
+		t.Fatalf("register the Connect cluster: %d %v", code, body)
+	}
+	topic := kafkatest.NewTopic(t, a, 3, nil)
+	target, group := "A."+topic, topic+"-app"
+	const first = 900
+	if _, err := e2e.Produce(ctx, src, topic, 3, first, 100); err != nil {
+		t.Fatal(err)
+	}
+	name := "em-connect-" + strings.ToLower(topic[len(topic)-6:])
+	if code, body := s.call(http.MethodPost, "/api/v1/tasks", map[string]any{
+		"name": name, "type": "kafka-replication", "engine": "connect:wc",
+		"current": map[string]any{"cluster": "east", "alias": "A"},
+		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
+		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
+			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
+	}); code != http.StatusCreated {
+		t.Fatalf("create: %d %v", code, body)
+	}
+	readA, err := e2e.ConsumeGroup(ctx, src, group, topic, 300)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e2e.WaitFor(ctx, dst, target, first, nil); err != nil {
+		t.Fatal(err)
+	}
+	// MM2 checkpoints the group (and commits it on B, sync.group.offsets)
+	// on its 10 s interval: wait until B's group holds an offset.
+	admin, err := west.Admin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(500 * time.Millisecond) {
+		held, err := admin.ListConsumerGroupOffsets(group, map[string][]int32{target: {0, 1, 2}})
+		if err == nil && held.GetBlock(target, 0) != nil && held.GetBlock(target, 0).Offset > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("MirrorMaker 2 never checkpointed group %s: %v", group, err)
+		}
+	}
+	// The group reads on, and producers write, up to the kill.
+	more, err := e2e.ConsumeGroup(ctx, src, group, topic, 250)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readA = append(readA, more...)
+	produced := first
+	for range 5 {
+		if _, err := e2e.Produce(ctx, src, topic, 3, 60, 100); err != nil {
+			t.Fatal(err)
+		}
+		produced += 60
+	}
+	time.Sleep(6 * time.Second) // the progress sampler (every 5 s) sees the source's end
+	for _, id := range a.BrokerIDs() {
+		if err := a.KillBroker(id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("A killed: %d records produced there, the group read %d", produced, len(readA))
+
+	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"mode": "emergency", "groups": []string{group}})
+	if code != http.StatusCreated {
+		t.Fatalf("emergency switchover: %d %v", code, body)
+	}
+	done := awaitSwitchovers(t, s, []string{name}, 2*time.Minute)[name]
+	for _, st := range done["steps"].([]any) {
+		st := st.(map[string]any)
+		t.Logf("%s: %s", st["name"], st["message"])
+	}
+	var again, lost, toRead int64
+	cfg, err := dst.Config("switchover-connect-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := sarama.NewClient(dst.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for _, p := range done["report"].(map[string]any)["groups"].([]any)[0].(map[string]any)["partitions"].([]any) {
+		p := p.(map[string]any)
+		t.Logf("report: %v", p)
+		if p["may_read_again"].(float64) < 0 || p["may_be_lost"].(float64) < 0 {
+			t.Fatalf("an unbounded report: %v", p)
+		}
+		again += int64(p["may_read_again"].(float64))
+		lost += int64(p["may_be_lost"].(float64))
+		end, err := client.GetOffset(target, int32(p["partition"].(float64)), sarama.OffsetNewest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		toRead += end - max(0, int64(p["target_offset"].(float64)))
+	}
+
+	// Reality: B holds what was copied; the group reads on from where the
+	// switchover put it.
+	copied, err := e2e.Count(ctx, dst, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readB, err := e2e.ConsumeGroup(ctx, dst, group, target, int(toRead))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seenA := map[string]bool{}
+	for _, k := range readA {
+		seenA[k] = true
+	}
+	readAgain := 0
+	for _, k := range readB {
+		if seenA[k] {
+			readAgain++
+		}
+	}
+	lostReal := int64(produced) - copied
+	t.Logf("reality: %d copied of %d (%d lost), the group read %d again on B; the report said at most %d and %d", copied, produced, lostReal, readAgain, again, lost)
+	if int64(readAgain) > again {
+		t.Errorf("the group read %d records again, the report said at most %d", readAgain, again)
+	}
+	if lostReal > lost {
+		t.Errorf("%d records were not copied, the report said at most %d", lostReal, lost)
+	}
+	if int64(len(seenA))+int64(len(readB))-int64(readAgain) != copied {
+		t.Errorf("the group read %d on A and %d on B (%d again) of %d copied: some skipped", len(seenA), len(readB), readAgain, copied)
+	}
+}

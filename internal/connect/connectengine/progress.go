@@ -34,6 +34,10 @@ type progress struct {
 	// a look past it found: one that did not move may have only
 	// transaction markers left.
 	tails map[partitionKey]tail
+	// ends are each partition's end offset when last read: while the
+	// source cannot be reached, the lag (and what an emergency switchover
+	// may lose) is as last seen.
+	ends map[partitionKey]int64
 }
 
 // tail is a partition's next and end offsets at a sample, and the
@@ -63,7 +67,7 @@ type flowProgress struct {
 
 func newProgress(cfg connect.Config, conns []connectplan.Connector, every time.Duration, log *slog.Logger) *progress {
 	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
-		tails: map[partitionKey]tail{}}
+		tails: map[partitionKey]tail{}, ends: map[partitionKey]int64{}}
 	var copies []connectplan.Connector
 	for _, c := range conns {
 		if c.Copy != nil {
@@ -169,7 +173,15 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 	checks := 0
 	add := func(ps engine.PartitionStatus) {
 		key := partitionKey{ps.Topic, ps.Partition}
-		if end, err := src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest); err == nil {
+		end, err := src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest)
+		p.mu.Lock()
+		if err == nil {
+			p.ends[key] = end
+		} else if seen, ok := p.ends[key]; ok {
+			end, err = seen, nil
+		}
+		p.mu.Unlock()
+		if err == nil {
 			ps.EndOffset, ps.Lag = end, max(end-ps.NextOffset, 0)
 		}
 		// MM2's offset is its last copied record's: a transactional
