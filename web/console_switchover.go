@@ -8,7 +8,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/switchover"
-	"github.com/kmirror/kmirror/internal/task"
 	"github.com/kmirror/kmirror/views"
 )
 
@@ -30,22 +29,16 @@ func (h *switchoverPages) view(c echo.Context) (views.SwitchoverView, error) {
 	if err != nil {
 		return views.SwitchoverView{}, err
 	}
-	v := views.SwitchoverView{Task: info.Name}
-	// The flows' names depend on the aliases and the direction only.
-	shape := task.Task{Current: info.Current, Peer: task.Peer{Alias: info.Peer.Alias}, Rules: info.Rules}
-	for _, f := range shape.Flows() {
-		v.Flows = append(v.Flows, f.Name())
+	choices, err := h.s.svc.SwitchoverChoices(ctx, info.Name)
+	if err != nil {
+		return views.SwitchoverView{}, err
 	}
+	v := views.SwitchoverView{Task: info.Name, Flows: choices.Directions}
 	sw, err := h.s.svc.Switchover(ctx, info.Name)
 	switch {
 	case err == nil:
 		m := switchoverModel(sw)
-		back, hasBack := shape.FailbackFlow()
-		m.CanFailback = hasBack && sw.State == switchover.Done && sw.Failback == nil && sw.Direction != back.Name()
-		if m.Failback == string(switchover.FailbackPrepared) && hasBack {
-			// The way home is the reverse direction, offered first.
-			v.Flows = append([]string{back.Name()}, v.Flows...)
-		}
+		m.CanFailback = choices.CanFailback
 		v.Current = &m
 	case service.AsError(err).Code != service.CodeNotFound:
 		return v, err

@@ -228,7 +228,8 @@ func TestMsgSwitchover(t *testing.T) {
 	for in, want := range map[string]string{
 		"3 groups without members on either side; 1 target topics in place; lag 12 records over 3 partitions":       "3個消費組在兩側都沒有成員；1個目標Topic就緒；3個分區共落後12條",
 		"stop the consumers of every group to move: g1 has 2 members on the source; g2 has 1 members on the target": "請停止每個要遷移的消費組的消費者：g1在源端有2個成員；g2在目標端有1個成員",
-		"15 records still to copy: t-1 (15)":                             "還有15條待複製：t-1 (15)",
+		"15 records still to copy: t-1 (15)": "還有15條待複製：t-1 (15)",
+		"2 groups committed on the target: 5 of 6 partitions translated exactly; at most 7 records may be read again (and an unbounded number on partitions whose translation nothing bounds: see the report)": "2個消費組已提交到目標端：5/6個分區精確轉換；最多7條消息可能被重複讀取（另有無從界定轉換的分區，其數量不限：見報告）",
 		"task t1 is paused: resume it, so the switchover can drain it":   "任務t1已暫停：請恢復它，以便切換可以將其排空",
 		"groups is required: a list of consumer group names, or \"all\"": "消費組為必填項：消費組名稱列表，或\"all\"",
 	} {

@@ -43,16 +43,11 @@ func (s *Service) StartSwitchover(ctx context.Context, name string, req switchov
 	if err != nil {
 		return switchover.Switchover{}, err
 	}
-	var flows []string
-	for _, f := range rec.Spec.Flows() {
-		flows = append(flows, f.Name())
-	}
-	if fb, err := s.preparedFailback(ctx, rec.Spec); err != nil {
+	choices, err := s.switchoverChoices(ctx, rec.Spec)
+	if err != nil {
 		return switchover.Switchover{}, err
-	} else if back, ok := rec.Spec.FailbackFlow(); ok && fb != nil {
-		flows = append(flows, back.Name()) // the way home
 	}
-	req, problems := req.Check(flows)
+	req, problems := req.Check(choices.Directions)
 	var ps Problems
 	for _, p := range problems {
 		ps = append(ps, Problem{Field: p.Field, Message: p.Message})
@@ -92,6 +87,53 @@ func (s *Service) StartSwitchover(ctx context.Context, name string, req switchov
 	s.sw.sides[id] = side
 	s.advanceSwitchover(ctx, &sw)
 	return sw, nil
+}
+
+// SwitchoverChoices is what a task's next switchover or way back may be.
+type SwitchoverChoices struct {
+	// Directions are the flows a switchover may move: the way home first
+	// while a way back is prepared, then the task's own.
+	Directions []string
+	// CanFailback: the newest switchover is done, went away from home and
+	// has no way back yet (PrepareFailback says what else it needs).
+	CanFailback bool
+}
+
+// SwitchoverChoices says what task name's next switchover may be.
+func (s *Service) SwitchoverChoices(ctx context.Context, name string) (SwitchoverChoices, error) {
+	if err := s.allow(ctx, RoleViewer); err != nil {
+		return SwitchoverChoices{}, err
+	}
+	rec, err := s.storedTask(ctx, name)
+	if err != nil {
+		return SwitchoverChoices{}, err
+	}
+	return s.switchoverChoices(ctx, rec.Spec)
+}
+
+func (s *Service) switchoverChoices(ctx context.Context, t task.Task) (SwitchoverChoices, error) {
+	var c SwitchoverChoices
+	for _, f := range t.Flows() {
+		c.Directions = append(c.Directions, f.Name())
+	}
+	back, hasBack := t.FailbackFlow()
+	if !hasBack || s.switchoverStore == nil {
+		return c, nil
+	}
+	if fb, err := s.preparedFailback(ctx, t); err != nil {
+		return c, err
+	} else if fb != nil {
+		c.Directions = append([]string{back.Name()}, c.Directions...) // the way home
+	}
+	sw, err := s.switchoverStore.LatestSwitchover(ctx, t.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return c, nil
+	case err != nil:
+		return c, err
+	}
+	c.CanFailback = sw.State == switchover.Done && sw.Failback == nil && sw.Direction != back.Name()
+	return c, nil
 }
 
 // Switchover is a task's newest switchover.
