@@ -273,40 +273,82 @@ func readTopic(client sarama.Client, topic string, fn func(*sarama.ConsumerMessa
 const markerWait = 200 * time.Millisecond
 
 // lastStableOffset is where a read_committed reader's records of a
-// partition end now: before the first open transaction, else its end. As
-// sarama's GetOffset, it asks once more after refreshing the metadata (a
-// leader that just moved).
+// partition end now: before the first open transaction, else its end.
 func lastStableOffset(client sarama.Client, topic string, part int32) (int64, error) {
-	off, err := lastStableOffsetOnce(client, topic, part)
+	offs, err := lastStableOffsets(client, []tp{{topic, part}})
 	if err != nil {
-		if rerr := client.RefreshMetadata(topic); rerr != nil {
-			return -1, err
-		}
-		return lastStableOffsetOnce(client, topic, part)
+		return -1, err
 	}
-	return off, nil
+	return offs[tp{topic, part}], nil
 }
 
-func lastStableOffsetOnce(client sarama.Client, topic string, part int32) (int64, error) {
-	leader, err := client.Leader(topic, part)
-	if err != nil {
-		return -1, err
+// lastStableOffsets is lastStableOffset of many partitions in one request
+// per leader (a switchover asks every partition's once a second). As
+// sarama's GetOffset, it asks once more for those that failed after
+// refreshing their metadata (a leader that just moved).
+func lastStableOffsets(client sarama.Client, parts []tp) (map[tp]int64, error) {
+	out := make(map[tp]int64, len(parts))
+	failed, err := lastStableOffsetsOnce(client, parts, out)
+	if len(failed) == 0 {
+		return out, nil
 	}
-	req := sarama.NewOffsetRequest(client.Config().Version)
-	req.IsolationLevel = sarama.ReadCommitted
-	req.AddBlock(topic, part, sarama.OffsetNewest, 1)
-	resp, err := leader.GetAvailableOffsets(req)
-	if err != nil {
-		return -1, err
+	var topics []string
+	seen := map[string]bool{}
+	for _, p := range failed {
+		if !seen[p.topic] {
+			seen[p.topic] = true
+			topics = append(topics, p.topic)
+		}
 	}
-	blk := resp.GetBlock(topic, part)
-	switch {
-	case blk == nil:
-		return -1, sarama.ErrIncompleteResponse
-	case !errors.Is(blk.Err, sarama.ErrNoError):
-		return -1, blk.Err
-	case len(blk.Offsets) != 1:
-		return -1, sarama.ErrIncompleteResponse
+	if rerr := client.RefreshMetadata(topics...); rerr != nil {
+		return nil, err
 	}
-	return blk.Offsets[0], nil
+	if failed, err = lastStableOffsetsOnce(client, failed, out); len(failed) > 0 {
+		return nil, err
+	}
+	return out, nil
+}
+
+// lastStableOffsetsOnce asks each partition's leader once, adding what it
+// learns to out; failed are the partitions it did not learn, err why.
+func lastStableOffsetsOnce(client sarama.Client, parts []tp, out map[tp]int64) (failed []tp, err error) {
+	reqs := map[*sarama.Broker]*sarama.OffsetRequest{}
+	asked := map[*sarama.Broker][]tp{}
+	var errs []error
+	fail := func(p tp, err error) {
+		failed = append(failed, p)
+		errs = append(errs, fmt.Errorf("%s-%d: %w", p.topic, p.partition, err))
+	}
+	for _, p := range parts {
+		leader, err := client.Leader(p.topic, p.partition)
+		if err != nil {
+			fail(p, err)
+			continue
+		}
+		if reqs[leader] == nil {
+			reqs[leader] = sarama.NewOffsetRequest(client.Config().Version)
+			reqs[leader].IsolationLevel = sarama.ReadCommitted
+		}
+		reqs[leader].AddBlock(p.topic, p.partition, sarama.OffsetNewest, 1)
+		asked[leader] = append(asked[leader], p)
+	}
+	for b, req := range reqs {
+		resp, err := b.GetAvailableOffsets(req)
+		for _, p := range asked[b] {
+			if err != nil {
+				fail(p, err)
+				continue
+			}
+			blk := resp.GetBlock(p.topic, p.partition)
+			switch {
+			case blk == nil || len(blk.Offsets) != 1 && errors.Is(blk.Err, sarama.ErrNoError):
+				fail(p, sarama.ErrIncompleteResponse)
+			case !errors.Is(blk.Err, sarama.ErrNoError):
+				fail(p, blk.Err)
+			default:
+				out[p] = blk.Offsets[0]
+			}
+		}
+	}
+	return failed, errors.Join(errs...)
 }

@@ -120,15 +120,7 @@ func (s *clusterSide) SourceEnds(_ context.Context, ps []switchover.Position) (m
 	if err := s.clients(); err != nil {
 		return nil, err
 	}
-	out := make(map[string]int64, len(ps))
-	for _, p := range ps {
-		end, err := lastStableOffset(s.src, p.Topic, p.Partition)
-		if err != nil {
-			return nil, fmt.Errorf("end offset of %s-%d on the source: %w", p.Topic, p.Partition, err)
-		}
-		out[p.Key()] = end
-	}
-	return out, nil
+	return ends(s.src, ps, func(p switchover.Position) string { return p.Topic }, "source")
 }
 
 // TargetEnds implements switchover.Side: last stable offsets, past an
@@ -137,13 +129,23 @@ func (s *clusterSide) TargetEnds(_ context.Context, ps []switchover.Position) (m
 	if err := s.clients(); err != nil {
 		return nil, err
 	}
+	return ends(s.dst, ps, func(p switchover.Position) string { return p.TargetTopic }, "target")
+}
+
+// ends are the last stable offsets of one side's partitions of ps (topic
+// names them there), by Position.Key: one request per leader.
+func ends(client sarama.Client, ps []switchover.Position, topic func(switchover.Position) string, side string) (map[string]int64, error) {
+	parts := make([]tp, len(ps))
+	for i, p := range ps {
+		parts[i] = tp{topic(p), p.Partition}
+	}
+	offs, err := lastStableOffsets(client, parts)
+	if err != nil {
+		return nil, fmt.Errorf("end offsets on the %s: %w", side, err)
+	}
 	out := make(map[string]int64, len(ps))
-	for _, p := range ps {
-		end, err := lastStableOffset(s.dst, p.TargetTopic, p.Partition)
-		if err != nil {
-			return nil, fmt.Errorf("end offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
-		}
-		out[p.Key()] = end
+	for i, p := range ps {
+		out[p.Key()] = offs[parts[i]]
 	}
 	return out, nil
 }
