@@ -80,6 +80,10 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 	if err != nil {
 		return rep, err
 	}
+	tends, err := ends(s.dst, ps, onTarget, "target")
+	if err != nil {
+		return rep, err
+	}
 	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
 	var tr []PartitionTranslation
 	var waiting, none []string
@@ -105,10 +109,7 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 			waiting = append(waiting, fmt.Sprintf("%s-%d at %d (checkpointed: %s)", p.Topic, p.Partition, b.Offset, have))
 			continue
 		}
-		bound, err := lastStableOffset(s.dst, p.TargetTopic, p.Partition)
-		if err != nil {
-			return rep, fmt.Errorf("end offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
-		}
+		bound := tends[p.Key()]
 		for _, sy := range syncs[tp{p.Topic, p.Partition}] {
 			if sy.UpstreamOffset > cp.UpstreamOffset {
 				bound = min(bound, sy.DownstreamOffset)
@@ -184,13 +185,14 @@ func (s *MM2Side) EmergencyTranslate(ctx context.Context, group string) (switcho
 	if err != nil {
 		return rep, err
 	}
+	tends, err := ends(s.dst, ps, onTarget, "target")
+	if err != nil {
+		return rep, err
+	}
 	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
 	var none []string
 	for _, p := range ps {
-		end, err := lastStableOffset(s.dst, p.TargetTopic, p.Partition)
-		if err != nil {
-			return rep, fmt.Errorf("end offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
-		}
+		end := tends[p.Key()]
 		lost := int64(-1)
 		if p.SeenEnd >= 0 && p.Next >= 0 {
 			lost = max(0, p.SeenEnd-p.Next)

@@ -120,7 +120,7 @@ func (s *clusterSide) SourceEnds(_ context.Context, ps []switchover.Position) (m
 	if err := s.clients(); err != nil {
 		return nil, err
 	}
-	return ends(s.src, ps, func(p switchover.Position) string { return p.Topic }, "source")
+	return ends(s.src, ps, onSource, "source")
 }
 
 // TargetEnds implements switchover.Side: last stable offsets, past an
@@ -129,8 +129,12 @@ func (s *clusterSide) TargetEnds(_ context.Context, ps []switchover.Position) (m
 	if err := s.clients(); err != nil {
 		return nil, err
 	}
-	return ends(s.dst, ps, func(p switchover.Position) string { return p.TargetTopic }, "target")
+	return ends(s.dst, ps, onTarget, "target")
 }
+
+// onSource and onTarget name a position's partition on each side.
+func onSource(p switchover.Position) string { return p.Topic }
+func onTarget(p switchover.Position) string { return p.TargetTopic }
 
 // ends are the last stable offsets of one side's partitions of ps (topic
 // names them there), by Position.Key: one request per leader.
