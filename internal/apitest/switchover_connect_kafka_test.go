@@ -23,6 +23,7 @@ import (
 // target. Consumers that start there read every record they had not read
 // on the source, none skipped, and read again no more than the report said.
 func TestPlannedSwitchoverOnConnect(t *testing.T) {
+	t.Parallel() // its own task and topic; no parallel test stops Connect's workers
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)
@@ -120,6 +121,7 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 // may-be-read-again and may-be-lost are never fewer than what really
 // happens.
 func TestEmergencySwitchoverOnConnect(t *testing.T) {
+	t.Parallel() // its own source cluster, task and topic
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	a, west := kafkatest.Lazy(t, "emergency-connect-a"), kafkatest.Shared(t, 0)

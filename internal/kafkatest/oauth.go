@@ -50,6 +50,10 @@ type IdentityProvider struct {
 	clients map[string]OAuthClient
 	issued  atomic.Int64
 	refused atomic.Int64
+	// issuedTo counts the tokens given out per client id, so a test can
+	// count its own client's while others run.
+	issuedMu sync.Mutex
+	issuedTo map[string]int64
 }
 
 var (
@@ -112,6 +116,13 @@ func (p *IdentityProvider) Issuer() string { return p.url }
 // Issued counts the tokens given out.
 func (p *IdentityProvider) Issued() int64 { return p.issued.Load() }
 
+// IssuedTo counts the tokens given out to one client id.
+func (p *IdentityProvider) IssuedTo(id string) int64 {
+	p.issuedMu.Lock()
+	defer p.issuedMu.Unlock()
+	return p.issuedTo[id]
+}
+
 // Refused counts the grants refused.
 func (p *IdentityProvider) Refused() int64 { return p.refused.Load() }
 
@@ -149,6 +160,12 @@ func (p *IdentityProvider) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.issued.Add(1)
+	p.issuedMu.Lock()
+	if p.issuedTo == nil {
+		p.issuedTo = map[string]int64{}
+	}
+	p.issuedTo[id]++
+	p.issuedMu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(c.Lifetime.Seconds())})
 }
