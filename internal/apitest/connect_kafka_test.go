@@ -159,14 +159,21 @@ func progressOf(st map[string]any, topic string) (next, lag, partitions int) {
 // registered; the workers' logs are shown when the test fails.
 func connectServer(t *testing.T) (s *server, west, east *kafkatest.Cluster, cc *kafkatest.ConnectCluster) {
 	t.Helper()
-	west, east = kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
-	cc = kafkatest.LazyConnect(t, "api", west)
+	return connectServerWith(t, kafkatest.Shared(t, 1))
+}
+
+// connectServerWith is connectServer with east the given cluster (one a
+// test may kill).
+func connectServerWith(t *testing.T, east *kafkatest.Cluster) (*server, *kafkatest.Cluster, *kafkatest.Cluster, *kafkatest.ConnectCluster) {
+	t.Helper()
+	west := kafkatest.Shared(t, 0)
+	cc := kafkatest.LazyConnect(t, "api", west)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
 		}
 	})
-	s = newServer(t)
+	s := newServer(t)
 	s.register("east", east.Settings(cluster.Plaintext, ""))
 	s.register("west", west.Settings(cluster.Plaintext, ""))
 	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{

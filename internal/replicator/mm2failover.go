@@ -115,7 +115,7 @@ func readCheckpoints(client sarama.Client, topic, group string) (map[tp]mm2.Chec
 		}
 	})
 	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
-		return nil, fmt.Errorf("no checkpoints topic %s on the target yet: MirrorMaker 2's checkpoint connector creates it when it starts; try again in a moment", topic)
+		return nil, fmt.Errorf("no checkpoints topic %s on the target yet: the flow's consumer-offset sync (MirrorMaker 2's checkpoint connector on Kafka Connect) creates it when it starts; try again in a moment", topic)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read checkpoints %s on the target: %w", topic, err)

@@ -212,15 +212,5 @@ func (s *MM2Side) EmergencyTranslate(ctx context.Context, group string) (switcho
 		}
 		res.offsets[p.TargetTopic][p.Partition] = cp.DownstreamOffset
 	}
-	if len(none) > 0 {
-		sort.Strings(none)
-		rep.Notes = append(rep.Notes, fmt.Sprintf("no checkpoint on the target for %s: not committed (target offset -1); the group's consumers start there by their auto.offset.reset: from the earliest they read again what the target holds, from the latest they skip it",
-			strings.Join(none, ", ")))
-	}
-	if len(res.offsets) > 0 {
-		if err := commitGroup(s.dstAdmin, &res); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	return rep, s.commitCheckpoints(&res, none, &rep)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/IBM/sarama"
 
-	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/switchover"
 )
@@ -329,14 +328,9 @@ func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (sw
 	if err := s.targetClients(); err != nil {
 		return rep, err
 	}
-	last := map[string]mm2.Checkpoint{}
-	err := readTopic(s.dst, s.flow.CheckpointsTopic, func(m *sarama.ConsumerMessage) {
-		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil && cp.Group == group {
-			last[fmt.Sprintf("%s/%d", cp.Topic, cp.Partition)] = cp
-		}
-	})
+	last, err := readCheckpoints(s.dst, s.flow.CheckpointsTopic, group)
 	if err != nil {
-		return rep, fmt.Errorf("read the checkpoints %s on the target: %w", s.flow.CheckpointsTopic, err)
+		return rep, err
 	}
 	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
 	var none []string
@@ -349,7 +343,7 @@ func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (sw
 		if hwm := ps.hwm.Load(); hwm >= 0 && next >= 0 {
 			lost = max(0, hwm-next)
 		}
-		cp, ok := last[fmt.Sprintf("%s/%d", ps.Target, ps.Partition.Partition)]
+		cp, ok := last[tp{ps.Target, ps.Partition.Partition}]
 		if !ok {
 			// Not committed: the group's consumers start by their
 			// auto.offset.reset; from the earliest they read again at
@@ -379,15 +373,20 @@ func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (sw
 		}
 		res.offsets[ps.Target][ps.Partition.Partition] = cp.DownstreamOffset
 	}
+	return rep, s.commitCheckpoints(&res, none, &rep)
+}
+
+// commitCheckpoints ends an emergency translation: the partitions without
+// a checkpoint (none) said in a note, the others committed (only forward,
+// only to an empty group).
+func (s *clusterSide) commitCheckpoints(res *GroupResult, none []string, rep *switchover.GroupReport) error {
 	if len(none) > 0 {
 		sort.Strings(none)
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no checkpoint on the target for %s: not committed (target offset -1); the group's consumers start there by their auto.offset.reset: from the earliest they read again what the target holds, from the latest they skip it",
 			strings.Join(none, ", ")))
 	}
-	if len(res.offsets) > 0 {
-		if err := commitGroup(s.dstAdmin, &res); err != nil {
-			return rep, err
-		}
+	if len(res.offsets) == 0 {
+		return nil
 	}
-	return rep, nil
+	return commitGroup(s.dstAdmin, res)
 }
