@@ -74,11 +74,16 @@ func (r *Replicator) loadHistory(client sarama.Client) error {
 		}
 	}
 	if rf := r.flow.Returns; rf != nil && rf.BackHistoryTopic != "" {
-		return r.loadReverseHistory(rf.BackSyncs, rf.BackHistoryTopic, "way-back", rf.Names, func(ps *partState, p checkpoint.SyncPoint) {
+		err := r.loadReverseHistory(rf.BackSyncs, rf.BackHistoryTopic, "way-back", rf.Names, func(ps *partState, p checkpoint.SyncPoint) {
 			if ps.returned != nil {
 				ps.returned.Add(p)
 			}
 		})
+		if err != nil {
+			// The copy goes on: groups inside what a way back wrote are
+			// reported not translated until a restart reads it.
+			r.log.Warn("the ways back's sync history was not read; groups inside what they wrote are not translated", "error", err)
+		}
 	}
 	return nil
 }
@@ -411,7 +416,10 @@ func (ps *partState) explainAt(g int64) (tr checkpoint.Translation, oldest int64
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if tr, ok, in := ps.translateReturned(g); in {
-		return tr, 0, ok
+		if !ok {
+			return tr, -1, false // the way back's syncs are not known
+		}
+		return tr, 0, true
 	}
 	if ps.back != nil && g <= ps.backPoint.TargetEnd {
 		return ps.translateBack(g)

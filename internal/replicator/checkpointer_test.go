@@ -108,7 +108,9 @@ func TestGroupsInsideAWayHomeTranslateThroughItsSyncs(t *testing.T) {
 		// The push flow's distance says 105: B's last own record, read
 		// again.
 		{"push: on the commit marker after the last copy", push, 205, 106, true},
-		{"push: past the stretch, its own syncs", push, 206, 106, false},
+		// Gone home there: PeerTo, whatever the push flow copied since.
+		{"push: at the stretch's end", push, 206, 106, true},
+		{"push: past the stretch, its own syncs", push, 207, 107, false},
 		{"push: before the stretch", push, 150, 50, false},
 		{"way back: B's records round 1 copied", back, 104, 203, true},
 		{"way back: at round 1's end", back, 106, 0, false},
@@ -131,6 +133,13 @@ func TestGroupsInsideAWayHomeTranslateThroughItsSyncs(t *testing.T) {
 		if !ok || tr.Downstream != tc.want || !tr.Exact {
 			t.Errorf("%s: %+v (ok %v), want %d exactly", tc.name, tr, ok, tc.want)
 		}
+	}
+	// Nothing copied since home: the push flow's own translation of A's
+	// 206 would be B's 101 (its progress); the way back's says 106.
+	idle := &partState{exactlyOnce: true, returns: []task.ReturnPoint{rp}, returned: wayBack, hist: push.hist}
+	idle.txnCommitted = storedProgress{offset: 206, down: 101}
+	if tr, _, ok := idle.explainAt(206); !ok || tr.Downstream != 106 || !tr.Exact {
+		t.Errorf("at the stretch's end, nothing copied since: %+v (ok %v), want 106 exactly", tr, ok)
 	}
 	// No syncs of the way back known: not translated, never guessed.
 	lost := &partState{returns: []task.ReturnPoint{rp}, returned: checkpoint.NewHistory(0), hist: push.hist}

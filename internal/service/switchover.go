@@ -117,8 +117,8 @@ func (s *Service) switchoverChoices(ctx context.Context, t task.Task) (Switchove
 		c.Directions = append(c.Directions, f.Name())
 	}
 	back, hasBack := t.FailbackFlow()
-	if !hasBack || s.switchoverStore == nil {
-		return c, nil
+	if !hasBack || s.switchoverStore == nil || onConnect(t) {
+		return c, nil // no way back (PrepareFailback says why)
 	}
 	if fb, err := s.preparedFailback(ctx, t); err != nil {
 		return c, err

@@ -19,8 +19,9 @@ type Position struct {
 	// (acknowledged; for an exactly-once task, committed); -1 before the
 	// first.
 	Next int64
-	// SeenEnd is the source's end when the copy last saw it, -1 when it
-	// never did: what an emergency may lose is SeenEnd-Next.
+	// SeenEnd is the source's end when the copy last saw it (-1: never;
+	// the embedded engine's fetches always have): what an emergency may
+	// lose is SeenEnd-Next. Only the MirrorMaker 2 side reads it.
 	SeenEnd int64
 	// Failed says why the partition stopped copying ("" while it copies).
 	Failed string
@@ -59,6 +60,34 @@ type Side interface {
 	EmergencyTranslate(ctx context.Context, group string) (GroupReport, error)
 	// Close ends the side's connections.
 	Close() error
+}
+
+// GroupFilter is what a side whose translation leaves some groups out
+// also says (MirrorMaker 2 checkpoints no group its groups.exclude names):
+// such a group cannot be moved, and preflight fails naming it rather than
+// waiting for a translation that never comes.
+type GroupFilter interface {
+	// Untranslatable says why group cannot be translated, "" when it can.
+	Untranslatable(group string) string
+}
+
+// untranslatable is the failure naming the selected groups side cannot
+// translate, "" when there are none.
+func untranslatable(s *Switchover, side Side) string {
+	f, ok := side.(GroupFilter)
+	if !ok {
+		return ""
+	}
+	var out []string
+	for _, g := range s.Selected {
+		if why := f.Untranslatable(g); why != "" {
+			out = append(out, g+": "+why)
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "these groups cannot be moved by this task (start a switchover without them): " + strings.Join(out, "; ")
 }
 
 // Options tune Advance.
@@ -180,6 +209,9 @@ func preflight(ctx context.Context, s *Switchover, side Side) (State, string) {
 			return Failed, "the source has no consumer group to move"
 		}
 		s.Selected = gs
+	}
+	if why := untranslatable(s, side); why != "" {
+		return Failed, why
 	}
 	if st, msg := idle(ctx, s, side); st != Done {
 		return st, msg
@@ -372,6 +404,9 @@ func emergencyPreflight(ctx context.Context, s *Switchover, side Side) (State, s
 		if have[t] == 0 {
 			return Failed, fmt.Sprintf("target topic %s does not exist: the flow has not copied it yet", t)
 		}
+	}
+	if why := untranslatable(s, side); why != "" {
+		return Failed, why
 	}
 	var busy []string
 	for _, g := range s.Selected {

@@ -238,6 +238,30 @@ func TestAdvanceRefusalsAndRetries(t *testing.T) {
 	}
 }
 
+// filteringSide translates no group named "connect-...", as MirrorMaker 2
+// checkpoints none its groups.exclude names.
+type filteringSide struct{ *fakeSide }
+
+func (filteringSide) Untranslatable(g string) string {
+	if strings.HasPrefix(g, "connect-") {
+		return "excluded"
+	}
+	return ""
+}
+
+// A group the side cannot translate fails preflight by name, planned and
+// emergency, instead of waiting for ever at translate.
+func TestAdvanceRefusesGroupsTheSideCannotTranslate(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, mode := range []Mode{Planned, Emergency} {
+		s := New("t1", Request{Mode: mode, Groups: Groups{Names: []string{"g1", "connect-sink"}}, Direction: "A->B"}, "", now)
+		Advance(context.Background(), &s, filteringSide{newSide()}, Options{}, now)
+		if s.State != Failed || s.Current() != StepPreflight || !strings.Contains(s.Steps[0].Message, "connect-sink: excluded") || strings.Contains(s.Steps[0].Message, "g1") {
+			t.Errorf("%s: %s at %s: %q", mode, s.State, s.Current(), s.Steps[0].Message)
+		}
+	}
+}
+
 // An emergency asks nothing of the source: the target's groups idle, their
 // last checkpoints committed, what may be read again and lost summed.
 func TestAdvanceEmergency(t *testing.T) {

@@ -153,8 +153,10 @@ type ReturnPoint struct {
 	PeerFrom, PeerTo int64
 }
 
-// Covers says whether current-cluster offset g lies in the stretch.
-func (p ReturnPoint) Covers(g int64) bool { return g >= p.From && g < p.To }
+// Covers says whether current-cluster offset g lies in the stretch or at
+// its end: a group the way home left there goes on at PeerTo, which the
+// push flow's own translation cannot say before it copies a newer record.
+func (p ReturnPoint) Covers(g int64) bool { return g >= p.From && g <= p.To }
 
 // CoversPeer says whether peer offset g lies in the peer's stretch.
 func (p ReturnPoint) CoversPeer(g int64) bool { return g >= p.PeerFrom && g < p.PeerTo }

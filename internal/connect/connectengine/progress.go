@@ -2,6 +2,7 @@ package connectengine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -163,17 +164,24 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 			src, err = sarama.NewClient(c.Copy.Source.BootstrapServers, scfg)
 		}
 		if err != nil {
+			// Connect's offsets still say where the copy stands (an
+			// emergency switchover needs no more); the ends are as last
+			// seen, or unknown.
 			p.log.Debug("source not reached for lag", "connector", c.Name, "error", err)
-			return
+			src = nil
+		} else {
+			clients[c.Name] = src
 		}
-		clients[c.Name] = src
 	}
 	var fp flowProgress
 	seen := map[partitionKey]bool{}
 	checks := 0
 	add := func(ps engine.PartitionStatus) {
 		key := partitionKey{ps.Topic, ps.Partition}
-		end, err := src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest)
+		end, err := int64(-1), errors.New("the source is not reached")
+		if src != nil {
+			end, err = src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest)
+		}
 		p.mu.Lock()
 		if err == nil {
 			p.ends[key] = end
@@ -188,7 +196,7 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 		// partition's commit marker (and an aborted transaction) after it
 		// is never copied, and would show as lag for ever. As the embedded
 		// engine does, what is left is looked at once progress stops.
-		if ps.Lag > 0 && ps.LastCopied >= 0 {
+		if ps.Lag > 0 && ps.LastCopied >= 0 && src != nil {
 			look := func() (int64, bool) {
 				if checks >= tailChecks {
 					return notLooked, false
@@ -220,7 +228,7 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 			NextOffset: pos.Offset + 1, EndOffset: -1, LastCopied: pos.Offset})
 	}
 	// Partitions MM2 copied nothing of yet: all they hold is behind.
-	if c.Copy.Selects != nil && src.RefreshMetadata() == nil {
+	if c.Copy.Selects != nil && src != nil && src.RefreshMetadata() == nil {
 		topics, _ := src.Topics()
 		for _, topic := range topics {
 			if !c.Copy.Selects(topic) {

@@ -15,6 +15,7 @@ package connectplan
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,6 +56,28 @@ const topicsExclude = `.*internal,__.*,mm2-.*,kmirror-.*,.*\.replica`
 // groupsExclude leaves kmirror's progress groups and tools' groups alone,
 // as the in-process engine's consumer-offset sync does.
 const groupsExclude = `console-consumer-.*,connect-.*,__.*,kmirror\..*`
+
+// excludedGroups are groupsExclude's patterns, as MM2 matches them (the
+// whole group name).
+var excludedGroups = func() []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, p := range strings.Split(groupsExclude, ",") {
+		out = append(out, regexp.MustCompile(policy.AnchoredTopicRegex(p)))
+	}
+	return out
+}()
+
+// Unchecked says why MM2's checkpoint connector, as kmirror deploys it,
+// checkpoints no offset of group ("" when it does): its groups.exclude
+// names it.
+func Unchecked(group string) string {
+	for _, re := range excludedGroups {
+		if re.MatchString(group) {
+			return fmt.Sprintf("MirrorMaker 2's checkpoint connector leaves it out (groups.exclude %s)", groupsExclude)
+		}
+	}
+	return ""
+}
 
 // Name is the connector of one role for a flow of a task:
 // kmirror.<task>.<source alias>-<target alias>.<role>.

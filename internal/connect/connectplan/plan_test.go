@@ -418,3 +418,16 @@ func TestBuildExactlyOnce(t *testing.T) {
 		})
 	}
 }
+
+// The groups MM2's checkpoint connector leaves out, as kmirror deploys it:
+// whole names, as MM2 matches them.
+func TestUnchecked(t *testing.T) {
+	for group, out := range map[string]bool{
+		"orders-app": false, "connect-sink": true, "console-consumer-1": true, "__internal": true,
+		"kmirror.t1.A-B": true, "xconnect-a": false, "kmirrorX": false,
+	} {
+		if got := Unchecked(group) != ""; got != out {
+			t.Errorf("Unchecked(%q) left out %v, want %v", group, got, out)
+		}
+	}
+}
