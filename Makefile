@@ -38,20 +38,26 @@ lint:
 # drive processes and a browser (their code is raced where it lives; the
 # race-built children and Chromium cost a minute).
 RACE_PKGS = ./internal/replicator/ $(shell $(GO) list ./... | grep -v -E '/(internal/replicator|internal/consoletest|internal/apitest|bench|deploy)$$|/cmd/')
-# The slowest packages first (go test runs them in the order given, two at
-# a time on two cores): started last, the replicator's 11 minutes ran alone.
+# The slowest packages first (go test runs them in the order given,
+# TEST_PACKAGES at a time): started last, the replicator's 11 minutes ran
+# alone.
 SLOW_PKGS = ./internal/replicator/ ./internal/apitest/ ./internal/kafkatest/ ./bench/ ./internal/connect/connectengine/ ./internal/consoletest/ ./internal/connect/ ./cmd/kmirror/
 # Parallel tests of one package at a time: the replicator's tests that take
 # brokers away or wait for a broker's clock run side by side, each on
 # clusters it may use (go test's default is the number of cores, 2).
 TEST_PARALLEL = 12
+# Packages at once: three on two cores. The two slowest (replicator,
+# apitest: ~530 s each, mostly waiting on brokers' clocks and Connect) run
+# from the start, and the third slot takes every other package meanwhile
+# (two slots left those ~560 s for after them).
+TEST_PACKAGES = 3
 # gotestsum (a go tool of the module) prints every test with its time as it
 # ends, and the failures again at the end; the slowest tests are listed
 # last from the JSON it keeps in bin/.
 GOTESTSUM = $(GO) tool gotestsum --format testname
 test:
 	mkdir -p bin
-	$(GOTESTSUM) --jsonfile bin/test.json -- -count=1 -timeout 25m -parallel $(TEST_PARALLEL) $(SLOW_PKGS) ./...
+	$(GOTESTSUM) --jsonfile bin/test.json -- -count=1 -timeout 25m -p $(TEST_PACKAGES) -parallel $(TEST_PARALLEL) $(SLOW_PKGS) ./...
 	$(GOTESTSUM) --jsonfile bin/test-race.json -- -race -short -count=1 -timeout 15m $(RACE_PKGS)
 	@echo "The slowest tests (over 20 s):"
 	@$(GO) tool gotestsum tool slowest --jsonfile bin/test.json --threshold 20s
