@@ -37,13 +37,7 @@ func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 	}
 
 	name := "oc-" + strings.ToLower(topic[len(topic)-8:])
-	spec := map[string]any{
-		"name": name, "type": "kafka-replication", "engine": "connect:wc",
-		"current": map[string]any{"cluster": "east", "alias": "A"},
-		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
-		"rules": map[string]any{"direction": "push", "topics": []string{topic, txnTopic}, "tasks": 2, "rename_topics": true,
-			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
-	}
+	spec := connectTask(name, topic, txnTopic)
 	// Options MirrorMaker 2 cannot honour are refused by field, nothing
 	// stored.
 	bad := map[string]any{}
@@ -152,6 +146,18 @@ func progressOf(st map[string]any, topic string) (next, lag, partitions int) {
 		}
 	}
 	return next, lag, partitions
+}
+
+// connectTask is a push task from east (alias A) to west (B) on Connect
+// cluster "wc": renamed topics, consumer-offset sync, from the earliest.
+func connectTask(name string, topics ...string) map[string]any {
+	return map[string]any{
+		"name": name, "type": "kafka-replication", "engine": "connect:wc",
+		"current": map[string]any{"cluster": "east", "alias": "A"},
+		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
+		"rules": map[string]any{"direction": "push", "topics": topics, "tasks": 2, "rename_topics": true,
+			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
+	}
 }
 
 // connectServer is the API with east (the source side) and west

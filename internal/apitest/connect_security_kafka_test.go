@@ -48,13 +48,7 @@ func TestTaskOnConnectOverClientCertificateAndOAuth(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "ocs-" + strings.ToLower(topic[len(topic)-8:])
-	spec := map[string]any{
-		"name": name, "type": "kafka-replication", "engine": "connect:wc",
-		"current": map[string]any{"cluster": "east", "alias": "A"},
-		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
-		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
-			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
-	}
+	spec := connectTask(name, topic)
 	if code, body := s.call(http.MethodPost, "/api/v1/tasks", spec); code != http.StatusCreated {
 		t.Fatalf("create: %d %v", code, body)
 	}

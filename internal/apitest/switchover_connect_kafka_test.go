@@ -42,13 +42,7 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 		read[g] = keys
 	}
 	name := "sw-connect-" + strings.ToLower(topic[len(topic)-6:])
-	spec := map[string]any{
-		"name": name, "type": "kafka-replication", "engine": "connect:wc",
-		"current": map[string]any{"cluster": "east", "alias": "A"},
-		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
-		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
-			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
-	}
+	spec := connectTask(name, topic)
 	if code, body := s.call(http.MethodPost, "/api/v1/tasks", spec); code != http.StatusCreated {
 		t.Fatalf("create: %d %v", code, body)
 	}
@@ -121,13 +115,7 @@ func TestEmergencySwitchoverOnConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "em-connect-" + strings.ToLower(topic[len(topic)-6:])
-	if code, body := s.call(http.MethodPost, "/api/v1/tasks", map[string]any{
-		"name": name, "type": "kafka-replication", "engine": "connect:wc",
-		"current": map[string]any{"cluster": "east", "alias": "A"},
-		"peer":    map[string]any{"alias": "B", "config_type": "cluster", "cluster": "west"},
-		"rules": map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
-			"sync_consumer_offsets": true, "start_offset": "earliest", "compression": "none"},
-	}); code != http.StatusCreated {
+	if code, body := s.call(http.MethodPost, "/api/v1/tasks", connectTask(name, topic)); code != http.StatusCreated {
 		t.Fatalf("create: %d %v", code, body)
 	}
 	readA, err := e2e.ConsumeGroup(ctx, src, group, topic, 300)
