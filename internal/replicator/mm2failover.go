@@ -108,10 +108,20 @@ type tp struct {
 // the group backwards but after a rewind on the source, which the last
 // one then reflects).
 func readCheckpoints(client sarama.Client, topic, group string) (map[tp]mm2.Checkpoint, error) {
-	latest := map[tp]mm2.Checkpoint{}
+	all, err := readGroupCheckpoints(client, topic, func(g string) bool { return g == group })
+	return all[group], err
+}
+
+// readGroupCheckpoints is readCheckpoints of every group want takes, by
+// group, in one read of the topic.
+func readGroupCheckpoints(client sarama.Client, topic string, want func(group string) bool) (map[string]map[tp]mm2.Checkpoint, error) {
+	latest := map[string]map[tp]mm2.Checkpoint{}
 	err := readTopic(client, topic, func(m *sarama.ConsumerMessage) {
-		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil && cp.Group == group {
-			latest[tp{cp.Topic, cp.Partition}] = cp
+		if cp, err := mm2.DecodeCheckpoint(m.Key, m.Value); err == nil && want(cp.Group) {
+			if latest[cp.Group] == nil {
+				latest[cp.Group] = map[tp]mm2.Checkpoint{}
+			}
+			latest[cp.Group][tp{cp.Topic, cp.Partition}] = cp
 		}
 	})
 	if errors.Is(err, sarama.ErrUnknownTopicOrPartition) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/IBM/sarama"
 
@@ -23,6 +24,45 @@ type MM2Side struct {
 	clusterSide
 	positions func() ([]switchover.Position, error)
 	unchecked func(group string) string
+	// read is the checkpoints and offset syncs as last read: a step
+	// translates every group in one pass, and each would read both
+	// topics whole again.
+	read mm2Read
+}
+
+type mm2Read struct {
+	at          time.Time
+	checkpoints map[string]map[tp]mm2.Checkpoint
+	syncs       map[tp][]mm2.OffsetSync
+}
+
+// mm2ReadFor is how long one read of the checkpoints and offset syncs
+// serves the groups of a step.
+const mm2ReadFor = 2 * time.Second
+
+// checkpointsAndSyncs are the newest checkpoints of every group and MM2's
+// offset syncs (syncs only when withSyncs: an emergency cannot count on
+// reaching them), read at most every mm2ReadFor.
+func (s *MM2Side) checkpointsAndSyncs(group string, withSyncs bool) (map[tp]mm2.Checkpoint, map[tp][]mm2.OffsetSync, error) {
+	s.mu.Lock()
+	r := s.read
+	s.mu.Unlock()
+	if time.Since(r.at) >= mm2ReadFor || withSyncs && r.syncs == nil {
+		cps, err := readGroupCheckpoints(s.dst, s.flow.CheckpointsTopic, func(string) bool { return true })
+		if err != nil {
+			return nil, nil, err
+		}
+		r = mm2Read{at: time.Now(), checkpoints: cps}
+		if withSyncs {
+			if r.syncs, err = s.offsetSyncs(); err != nil {
+				return nil, nil, err
+			}
+		}
+		s.mu.Lock()
+		s.read = r
+		s.mu.Unlock()
+	}
+	return r.checkpoints[group], r.syncs, nil
 }
 
 var (
@@ -95,11 +135,7 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
 		return rep, fmt.Errorf("read group %s's offsets on the source: %w", group, err)
 	}
-	latest, err := readCheckpoints(s.dst, s.flow.CheckpointsTopic, group)
-	if err != nil {
-		return rep, err
-	}
-	syncs, err := s.offsetSyncs()
+	latest, syncs, err := s.checkpointsAndSyncs(group, true)
 	if err != nil {
 		return rep, err
 	}
@@ -204,7 +240,7 @@ func (s *MM2Side) EmergencyTranslate(ctx context.Context, group string) (switcho
 	if err != nil {
 		return rep, err
 	}
-	latest, err := readCheckpoints(s.dst, s.flow.CheckpointsTopic, group)
+	latest, _, err := s.checkpointsAndSyncs(group, false)
 	if err != nil {
 		return rep, err
 	}
