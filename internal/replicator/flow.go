@@ -96,9 +96,10 @@ type Flow struct {
 	// flow (task.FailbackFlow).
 	Failback *FailbackFrom
 	// Returns, when set, are the ways back that went home (task.Return),
-	// keyed "topic/partition" by this flow's source topic: on a push flow, a group inside what one wrote
-	// translates through its syncs, read from BackSyncs; on a way back,
-	// through this flow's own syncs of that round.
+	// keyed "topic/partition" by this flow's source topic: on a push flow,
+	// a group inside what one wrote translates through its syncs, read
+	// from BackSyncs; on a way back, through this flow's own syncs of that
+	// round.
 	Returns *ReturnsFrom
 }
 
