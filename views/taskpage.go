@@ -32,6 +32,9 @@ type TaskView struct {
 	// MoveTo are the engines the caller may move the task to (none for a
 	// role that cannot act on tasks).
 	MoveTo []string
+	// Switchover is the task's newest switchover, shown beside the link to
+	// its page (the task says it was switched over); nil when none.
+	Switchover *SwitchoverModel
 }
 
 // MoveTargets are the engines a task on current may move to: the

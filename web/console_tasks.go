@@ -41,6 +41,12 @@ func (h *taskPages) taskView(c echo.Context) (views.TaskView, error) {
 		return views.TaskView{}, err
 	}
 	v := taskPageModel(info, h.s.series(info.Name))
+	// The newest switchover beside its link; none (or a kmirror without
+	// switchovers) shows nothing there.
+	if sw, err := h.s.svc.Switchover(ctx, info.Name); err == nil {
+		m := switchoverModel(sw)
+		v.Switchover = &m
+	}
 	if views.Can(ctx, views.Operate) {
 		ccs, err := h.s.svc.ListConnectClusters(ctx)
 		if err != nil {

@@ -104,8 +104,9 @@ func TestViewModelsCopyEveryField(t *testing.T) {
 		// The peer's secrets are never rendered.
 		{name: "task", view: taskModel(filled[service.TaskInfo]()), zero: []string{".Peer.Peer.Password", ".Peer.Peer.ClientKeyPEM", ".Peer.Peer.ClientKeyPassword"}},
 		{name: "task page", view: taskPageModel(filled[service.TaskInfo](), filled[history.TaskSeries]()),
-			// MoveTo and CertWarnings: by the handler, for the caller and the task's clusters.
-			zero: []string{".Task.Peer.Peer.Password", ".Task.Peer.Peer.ClientKeyPEM", ".Task.Peer.Peer.ClientKeyPassword", ".CertWarnings", ".MoveTo"}},
+			// MoveTo, CertWarnings and Switchover: by the handler, for the
+			// caller, the task's clusters and its newest switchover.
+			zero: []string{".Task.Peer.Peer.Password", ".Task.Peer.Peer.ClientKeyPEM", ".Task.Peer.Peer.ClientKeyPassword", ".CertWarnings", ".MoveTo", ".Switchover"}},
 		{name: "problems", view: problemsView(filled[service.Problems]())},
 		{name: "preview", view: previewView(filled[[]service.FlowPreview]())},
 		{name: "connectivity", view: connectivityView(filled[service.ConnectivityResult]())},

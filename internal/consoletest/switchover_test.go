@@ -94,6 +94,11 @@ func TestSwitchoverWalk(t *testing.T) {
 		t.Errorf("%d accessibility violations on the done switchover", n)
 	}
 	b.noNewErrors("switchover")
+	// The task says it was switched over, beside the link.
+	b.run("back to the task page", chromedp.Navigate(base+"/tasks/"+name), chromedp.WaitVisible(chromedp.CSS(`[data-testid="task-switchover-state"]`)))
+	if got := b.text(`[data-testid="task-switchover-state"]`); !strings.Contains(got, "(A->B)") || !strings.Contains(got, "done") {
+		t.Errorf("the task page says %q of its switchover", got)
+	}
 
 	after, err := e2e.ConsumeGroup(ctx, dst, group, topic, total-read)
 	if err != nil {
