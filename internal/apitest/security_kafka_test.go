@@ -256,13 +256,13 @@ func TestTaskFailsNamingARefusedCertificateOrToken(t *testing.T) {
 // One-minute OAuth tokens under a copy of two and a half minutes: tokens
 // are fetched again before they end and connections re-authenticate
 // (the brokers end a session with its token), so every record is copied
-// once, in order, with no restart of the flow. In parallel with the
-// package's other parallel tests: it counts its own client's tokens.
+// once, in order, with no restart of the flow. It counts its own client's
+// tokens, so it could run in parallel; it does not, see
+// TestPlannedSwitchoverOnConnect.
 func TestShortLivedTokensUnderALongCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 150 s copy: the full run's")
 	}
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)

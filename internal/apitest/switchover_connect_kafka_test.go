@@ -20,8 +20,13 @@ import (
 // MM2 to checkpoint each group where it stands, then commits that on the
 // target. Consumers that start there read every record they had not read
 // on the source, none skipped, and read again no more than the report said.
+//
+// Not in parallel (nor the emergency below, nor the token test): with them
+// in the package's parallel phase (CI 827 s instead of 926 s) that phase
+// overlapped the replicator's bounded-wait and exactly-once tests on two
+// cores, and three CI runs in four failed one of those on timing (ci23-26,
+// 2026-12-05).
 func TestPlannedSwitchoverOnConnect(t *testing.T) {
-	t.Parallel() // its own task and topic; no parallel test stops Connect's workers
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)
@@ -102,7 +107,6 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 // may-be-read-again and may-be-lost are never fewer than what really
 // happens.
 func TestEmergencySwitchoverOnConnect(t *testing.T) {
-	t.Parallel() // its own source cluster, task and topic
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	a := kafkatest.Lazy(t, "emergency-connect-a")
