@@ -141,6 +141,37 @@ func (t *transaction) init(ctx context.Context) error {
 	return nil
 }
 
+// progressSettled waits until the progress topic holds no transaction
+// that was open when it was called: the fence (init) ended this worker's
+// predecessor's, but the flow's other workers share the partition, and a
+// predecessor of theirs killed inside its commit (its progress written, not
+// yet committed) holds read_committed readers before it, this worker's
+// newer committed progress included, until that worker's own fence or the
+// transaction timeout ends it (seen: 415 records copied again after a
+// kill -9 at a commit). Bounded by the transaction timeout.
+func (t *transaction) progressSettled(ctx context.Context) error {
+	tp := topicPart{t.progressTopic, 0}
+	lso, end, err := openRange(t.client, tp)
+	if err != nil || lso >= end {
+		return nil // nothing open, or not there yet (checked before its first write)
+	}
+	deadline := time.Now().Add(t.timeout + 10*time.Second)
+	for lso < end {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("progress topic %s holds a transaction open at offset %d past the transaction timeout (%s): its progress cannot be read; the flow starts again", t.progressTopic, lso, t.timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if lso, err = lastStableOffset(t.client, tp.topic, tp.part); err != nil {
+			return fmt.Errorf("last stable offset of %s: %w", t.progressTopic, err)
+		}
+	}
+	return nil
+}
+
 // endOver runs an empty transaction over tps and ends it (commit or
 // abort): its markers close what the producer id left open there (see
 // worker.closeLeftovers). Partitions that do not exist are left out.

@@ -168,6 +168,9 @@ func (w *worker) run(ctx context.Context) error {
 		if err := w.txn.init(ctx); err != nil {
 			return err
 		}
+		if err := w.txn.progressSettled(ctx); err != nil {
+			return err
+		}
 		w.ident.id, w.ident.epoch = w.txn.pid, w.txn.epoch
 	} else if warning, err := w.ident.first(ctx, dst); err != nil {
 		return err
