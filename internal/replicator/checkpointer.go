@@ -242,6 +242,14 @@ type GroupResult struct {
 	offsets    map[string]map[int32]int64
 }
 
+// commitAt sets the offset to commit for target partition topic-partition.
+func (r *GroupResult) commitAt(topic string, partition int32, offset int64) {
+	if r.offsets[topic] == nil {
+		r.offsets[topic] = map[int32]int64{}
+	}
+	r.offsets[topic][partition] = offset
+}
+
 // PartitionTranslation is one partition of a group's translation.
 type PartitionTranslation struct {
 	Topic        string `json:"topic"`
@@ -324,10 +332,7 @@ func (c *checkpointer) Sync(ctx context.Context, only string) ([]GroupResult, er
 			}
 			res.Checkpoints = append(res.Checkpoints, cp)
 			res.Partitions = append(res.Partitions, explain(ps, b.Offset, tr, cp))
-			if res.offsets[ps.Target] == nil {
-				res.offsets[ps.Target] = map[int32]int64{}
-			}
-			res.offsets[ps.Target][ps.Partition.Partition] = cp.DownstreamOffset
+			res.commitAt(ps.Target, ps.Partition.Partition, cp.DownstreamOffset)
 		}
 		if len(res.Checkpoints) > 0 {
 			results = append(results, res)

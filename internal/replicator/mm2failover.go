@@ -82,10 +82,7 @@ func FailoverFromCheckpoints(ctx context.Context, f Flow, group string) (GroupRe
 	for _, k := range keys {
 		cp := latest[k]
 		res.Checkpoints = append(res.Checkpoints, cp)
-		if res.offsets[cp.Topic] == nil {
-			res.offsets[cp.Topic] = map[int32]int64{}
-		}
-		res.offsets[cp.Topic][cp.Partition] = cp.DownstreamOffset
+		res.commitAt(cp.Topic, cp.Partition, cp.DownstreamOffset)
 	}
 	sort.Strings(res.Skipped)
 	sort.Strings(res.Notes)

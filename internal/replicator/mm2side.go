@@ -178,10 +178,7 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 		again := max(0, bound-cp.DownstreamOffset)
 		tr = append(tr, PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
 			SourceOffset: cp.UpstreamOffset, TargetOffset: cp.DownstreamOffset, Exact: again == 0, MayReadAgain: again})
-		if res.offsets[p.TargetTopic] == nil {
-			res.offsets[p.TargetTopic] = map[int32]int64{}
-		}
-		res.offsets[p.TargetTopic][p.Partition] = cp.DownstreamOffset
+		res.commitAt(p.TargetTopic, p.Partition, cp.DownstreamOffset)
 	}
 	if len(waiting) > 0 {
 		return rep, fmt.Errorf("waiting for MirrorMaker 2 to checkpoint group %s where it stands on the source (it does every emit.checkpoints.interval.seconds once the records are copied): %s",
@@ -266,10 +263,7 @@ func (s *MM2Side) EmergencyTranslate(ctx context.Context, group string) (switcho
 		again := max(0, end-cp.DownstreamOffset)
 		rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
 			SourceOffset: cp.UpstreamOffset, TargetOffset: cp.DownstreamOffset, Exact: again == 0 && lost == 0, MayReadAgain: again, MayBeLost: lost})
-		if res.offsets[p.TargetTopic] == nil {
-			res.offsets[p.TargetTopic] = map[int32]int64{}
-		}
-		res.offsets[p.TargetTopic][p.Partition] = cp.DownstreamOffset
+		res.commitAt(p.TargetTopic, p.Partition, cp.DownstreamOffset)
 	}
 	return rep, s.commitCheckpoints(&res, none, &rep)
 }

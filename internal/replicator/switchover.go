@@ -368,10 +368,7 @@ func (s *SwitchoverSide) EmergencyTranslate(_ context.Context, group string) (sw
 		}
 		pr.Exact = known && tr.Exact && pr.MayReadAgain == 0 && pr.MayBeLost == 0
 		rep.Partitions = append(rep.Partitions, pr)
-		if res.offsets[ps.Target] == nil {
-			res.offsets[ps.Target] = map[int32]int64{}
-		}
-		res.offsets[ps.Target][ps.Partition.Partition] = cp.DownstreamOffset
+		res.commitAt(ps.Target, ps.Partition.Partition, cp.DownstreamOffset)
 	}
 	return rep, s.commitCheckpoints(&res, none, &rep)
 }
