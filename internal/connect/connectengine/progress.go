@@ -66,6 +66,13 @@ type flowProgress struct {
 	lag        int64
 }
 
+// sampleBudget bounds reading one connector's offsets in a sample.
+const sampleBudget = 10 * time.Second
+
+// sampleRequestTimeout bounds one such request to one URL (see run). A
+// variable for tests.
+var sampleRequestTimeout = 3 * time.Second
+
 func newProgress(cfg connect.Config, conns []connectplan.Connector, every time.Duration, log *slog.Logger) *progress {
 	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
 		tails: map[partitionKey]tail{}, ends: map[partitionKey]int64{}}
@@ -125,7 +132,13 @@ func (p *progress) run(cfg connect.Config, copies []connectplan.Connector, every
 		}
 	}()
 	// One REST client for the sampler's life: a client a sample would
-	// leave its idle connections to the garbage collector.
+	// leave its idle connections to the garbage collector. It keeps the
+	// URL that answered last, and each request to one URL is bounded well
+	// inside a sample's budget, so a hung worker costs one try and the
+	// next URL answers in the same sample.
+	if cfg.Timeout <= 0 || cfg.Timeout > sampleRequestTimeout {
+		cfg.Timeout = sampleRequestTimeout
+	}
 	rest, err := connect.New(cfg)
 	if err != nil {
 		p.log.Warn("Connect progress not sampled", "error", err)
@@ -150,7 +163,7 @@ func (p *progress) run(cfg connect.Config, copies []connectplan.Connector, every
 // offsets. A failure leaves the last sample shown: the state says why the
 // copy is in trouble, this only measures it.
 func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients map[string]sarama.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), sampleBudget)
 	defer cancel()
 	offs, err := rest.Offsets(ctx, c.Name)
 	if err != nil {
