@@ -73,11 +73,14 @@ func MM2Path(connectCluster string) string { return ConnectClusterPath(connectCl
 type ImportMM2Form struct {
 	Properties string
 	// SecretsRemoved says secrets were taken out of the text shown again.
-	SecretsRemoved  bool
-	Flow            string
-	Name            string
-	Current         string
-	Engine          string
+	SecretsRemoved bool
+	Flow           string
+	Name           string
+	Current        string
+	Engine         string
+	// StartOver copies everything again when MirrorMaker's progress is not
+	// found (refused without it).
+	StartOver       bool
 	Instances       []string
 	ConnectClusters []string
 	Errors          FieldErrors

@@ -68,6 +68,7 @@ type importMM2FormInput struct {
 	Name       string `form:"name,trim"`
 	Current    string `form:"current"`
 	Engine     string `form:"engine"`
+	StartOver  bool   `form:"start_over"`
 }
 
 // adoptMM2 adopts one MM2 flow; a refusal shows the page again with the
@@ -133,7 +134,7 @@ func (h *mm2Pages) importMM2(c echo.Context) error {
 		if e.Code == service.CodeInternal || e.Code == service.CodeForbidden {
 			return err
 		}
-		f := views.ImportMM2Form{Flow: in.Flow, Name: in.Name, Current: in.Current, Engine: in.Engine,
+		f := views.ImportMM2Form{Flow: in.Flow, Name: in.Name, Current: in.Current, Engine: in.Engine, StartOver: in.StartOver,
 			Errors: fieldErrors(e.Problems)}
 		f.Properties, f.SecretsRemoved = service.RedactedProperties(in.Properties)
 		if len(e.Problems) == 0 {

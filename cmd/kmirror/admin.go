@@ -50,9 +50,10 @@ const taskUsage = `Usage:
                                         kmirror task switchover NAME --direction B->A ... goes home
   kmirror task move NAME --engine E     run the task on engine E (embedded or connect:<name>), its progress
                                         handed over (docs/CONNECT.md); a failed move leaves it where it was
-  kmirror task import-mm2 FILE --task NAME [--flow A->B] [--current I] [--engine E]
+  kmirror task import-mm2 FILE --task NAME [--flow A->B] [--current I] [--engine E] [--start-over]
                                         run a flow of a stopped dedicated MirrorMaker 2 (its mm2.properties)
-                                        as a task continuing from MirrorMaker's offsets
+                                        as a task continuing from MirrorMaker's offsets (--start-over: copy
+                                        everything again where no progress of MirrorMaker's is found)
 
 Flags of every command: --server URL (default http://127.0.0.1:8080), -o table|json.
 The API token comes from KMIRROR_TOKEN.
@@ -361,8 +362,12 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 	if sub == "switchover" {
 		sw.register(a)
 	}
-	var importReq struct{ flow, task, current string }
+	var importReq struct {
+		flow, task, current string
+		startOver           bool
+	}
 	if sub == "import-mm2" {
+		a.fs.BoolVar(&importReq.startOver, "start-over", false, "copy every topic from its first record when MirrorMaker's offsets topic is missing or holds no progress of the flow (refused without it)")
 		a.fs.StringVar(&importReq.flow, "flow", "", "the flow to import, SOURCE->TARGET (may be left out when the file enables one)")
 		a.fs.StringVar(&importReq.task, "task", "", "name of the new task")
 		a.fs.StringVar(&importReq.current, "current", "", "instance the task belongs to (default: the target's)")
@@ -447,8 +452,8 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 		if err != nil {
 			return fmt.Errorf("read %s: %w", file, err)
 		}
-		body, _ := json.Marshal(map[string]string{"properties": string(text), "flow": importReq.flow,
-			"name": importReq.task, "current": importReq.current, "engine": a.engine})
+		body, _ := json.Marshal(map[string]any{"properties": string(text), "flow": importReq.flow,
+			"name": importReq.task, "current": importReq.current, "engine": a.engine, "start_over": importReq.startOver})
 		return a.call(ctx, http.MethodPost, "/api/v1/tasks/import-mm2", body, importTable)
 	case "show", "delete", "pause", "resume", "restart":
 		name, err := oneName(pos, "task")

@@ -16,6 +16,9 @@ import (
 // A dedicated MirrorMaker 2 (mm2.properties) copies a topic and is
 // stopped; importing its flow through the API makes a kmirror task that
 // continues from MirrorMaker's offsets: every record once on the target.
+// Its offsets topic is named by a top-level offset.storage.topic, which
+// MirrorMaker applies over the target's; an offsets topic that is not there
+// is refused unless the import asks to start over.
 func TestImportMM2PropertiesContinuesWithoutRecopying(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -28,6 +31,8 @@ func TestImportMM2PropertiesContinuesWithoutRecopying(t *testing.T) {
 	if _, err := e2e.Produce(ctx, src, topic, 2, 300, 100); err != nil {
 		t.Fatal(err)
 	}
+	suffix := strings.ToLower(topic[len(topic)-8:])
+	offsetsTopic := "imported-offsets-" + suffix
 	props := fmt.Sprintf(`clusters = A, B
 A.bootstrap.servers = %s
 B.bootstrap.servers = %s
@@ -44,7 +49,8 @@ offset.storage.replication.factor = 1
 status.storage.replication.factor = 1
 config.storage.replication.factor = 1
 refresh.topics.interval.seconds = 5
-`, strings.Join(src.BootstrapServers, ","), strings.Join(dst.BootstrapServers, ","), strings.ReplaceAll(topic, ".", `\\.`))
+offset.storage.topic = %s
+`, strings.Join(src.BootstrapServers, ","), strings.Join(dst.BootstrapServers, ","), strings.ReplaceAll(topic, ".", `\\.`), offsetsTopic)
 	mm := kafkatest.StartMirrorMaker(t, props)
 	if _, err := e2e.WaitFor(ctx, dst, "A."+topic, 300, nil); err != nil {
 		t.Fatalf("MirrorMaker's copy: %v\n%s", err, mm.LogTail(40))
@@ -52,11 +58,22 @@ refresh.topics.interval.seconds = 5
 	time.Sleep(3 * time.Second) // its offsets flushed (every 10 s by default; SIGTERM flushes too)
 	mm.Stop()
 
-	name := "imp-" + strings.ToLower(topic[len(topic)-8:])
+	name := "imp-" + suffix
+	// An offsets topic that is not there would copy everything again:
+	// refused by field, nothing stored, unless the import starts over.
+	elsewhere := strings.ReplaceAll(props, offsetsTopic, "no-such-offsets-"+suffix)
 	code, body := s.call(http.MethodPost, "/api/v1/tasks/import-mm2", map[string]any{
+		"properties": elsewhere, "name": name + "-0", "current": "west", "engine": "embedded"})
+	if msg := problems(body)["start_over"]; code != http.StatusUnprocessableEntity || !strings.Contains(msg, "no-such-offsets-"+suffix) {
+		t.Fatalf("import from a missing offsets topic: %d %v", code, body)
+	}
+	if code, _ := s.call(http.MethodGet, "/api/v1/tasks/"+name+"-0", nil); code != http.StatusNotFound {
+		t.Fatalf("a refused import stored a task: %d", code)
+	}
+	code, body = s.call(http.MethodPost, "/api/v1/tasks/import-mm2", map[string]any{
 		"properties": props, "name": name, "current": "west", "engine": "embedded"})
-	if code != http.StatusCreated {
-		t.Fatalf("import: %d %v", code, body)
+	if code != http.StatusCreated || body["offsets_topic"] != offsetsTopic {
+		t.Fatalf("import: %d %v (want the offsets read from %s)", code, body, offsetsTopic)
 	}
 	// The topic's 2, and any heartbeats topic MirrorMaker copied as well.
 	if n, _ := body["partitions"].(float64); n < 2 {
@@ -86,5 +103,16 @@ refresh.topics.interval.seconds = 5
 	}
 	if code, _ := s.call(http.MethodGet, "/api/v1/tasks/"+name+"-2", nil); code != http.StatusNotFound {
 		t.Fatalf("a refused import stored a task: %d", code)
+	}
+	// Asked to start over, the import from nowhere makes the task (which
+	// copies from the first record: deleted at once, the copy checked
+	// above).
+	code, body = s.call(http.MethodPost, "/api/v1/tasks/import-mm2", map[string]any{
+		"properties": elsewhere, "name": name + "-3", "current": "west", "engine": "embedded", "start_over": true})
+	if code != http.StatusCreated || body["partitions"] != float64(0) {
+		t.Fatalf("import starting over: %d %v", code, body)
+	}
+	if code, body := s.call(http.MethodDelete, "/api/v1/tasks/"+name+"-3", nil); code/100 != 2 {
+		t.Fatalf("delete: %d %v", code, body)
 	}
 }

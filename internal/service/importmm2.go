@@ -26,6 +26,10 @@ type ImportRequest struct {
 	Name    string `json:"name"`
 	Current string `json:"current"`
 	Engine  string `json:"engine,omitempty"`
+	// StartOver copies every topic from its first record when MirrorMaker's
+	// offsets topic is missing or holds no progress of the flow; without it
+	// that is refused, as it would copy everything MirrorMaker copied again.
+	StartOver bool `json:"start_over,omitempty"`
 }
 
 // ImportResult is the task created and the MirrorMaker progress it
@@ -96,12 +100,27 @@ func (s *Service) ImportMM2Properties(ctx context.Context, req ImportRequest) (_
 			target = current
 		}
 		offs, err := connect.ReadOffsetsTopic(ctx, target, flow.OffsetsTopic, dedicatedConnector)
-		if err != nil && !errors.Is(err, sarama.ErrUnknownTopicOrPartition) {
+		missing := errors.Is(err, sarama.ErrUnknownTopicOrPartition)
+		if err != nil && !missing {
 			return nil, failed("read MirrorMaker's offsets from "+flow.OffsetsTopic, err)
 		}
 		progress, err := mm2Progress(flow.MM2Flow, connect.Offsets{Offsets: offs})
 		if err != nil {
 			return nil, failed("read MirrorMaker's offsets from "+flow.OffsetsTopic, err)
+		}
+		if positions(progress) == 0 && !req.StartOver {
+			// No progress read is no progress made only if MirrorMaker never
+			// ran: more often the file names another offsets topic than the
+			// one MirrorMaker wrote, and continuing would copy it all again.
+			var p Problems
+			if missing {
+				p.Add("start_over", "MirrorMaker's offsets topic %s does not exist on %s: check that the file is the one MirrorMaker ran with (offset.storage.topic, top-level or %s.offset.storage.topic, names the topic) and that it ran against %s; to copy every topic again from its first record, ask to start over",
+					flow.OffsetsTopic, target.Name, flow.TargetAlias, target.Name)
+			} else {
+				p.Add("start_over", "MirrorMaker's offsets topic %s on %s holds no progress of flow %s->%s: check that the file is the one MirrorMaker ran with (offset.storage.topic, top-level or %s.offset.storage.topic, names the topic) and that it ran against %s; to copy every topic again from its first record, ask to start over",
+					flow.OffsetsTopic, target.Name, flow.SourceAlias, flow.TargetAlias, flow.TargetAlias, target.Name)
+			}
+			return nil, invalidTask(p)
 		}
 		to, err := s.handover(t)
 		if err != nil {

@@ -127,9 +127,14 @@ func ParseMM2Properties(text string) ([]PropertiesFlow, error) {
 			if !strings.EqualFold(strings.TrimSpace(cfg["emit.heartbeats.enabled"]), "false") {
 				with(connect.MirrorHeartbeatConnector)
 			}
-			offsets := raw[dst+".offset.storage.topic"]
+			// As MirrorMakerConfig.workerConfig decides: a top-level
+			// offset.storage.topic over the target's, else its default.
+			offsets := raw["offset.storage.topic"]
 			if offsets == "" {
-				offsets = "mm2-offsets." + src + ".internal" // MirrorMakerConfig.workerConfig
+				offsets = raw[dst+".offset.storage.topic"]
+			}
+			if offsets == "" {
+				offsets = "mm2-offsets." + src + ".internal"
 			}
 			mf := GroupMM2(configs)
 			flows = append(flows, PropertiesFlow{MM2Flow: mf[0], Configs: configs, OffsetsTopic: offsets})

@@ -111,3 +111,27 @@ func TestAdoptMM2Properties(t *testing.T) {
 		t.Fatalf("task %+v", tk)
 	}
 }
+
+// MirrorMaker keeps a flow's progress in its target's worker offsets topic:
+// a top-level offset.storage.topic over the target's own, else
+// mm2-offsets.<source>.internal (MirrorMakerConfig.workerConfig).
+func TestParseMM2PropertiesOffsetsTopic(t *testing.T) {
+	base := "clusters = east, west\neast.bootstrap.servers = e:9092\nwest.bootstrap.servers = w:9092\neast->west.enabled = true\n"
+	for _, c := range []struct{ name, extra, want string }{
+		{"default", "", "mm2-offsets.east.internal"},
+		{"target's", "west.offset.storage.topic = west-offsets\n", "west-offsets"},
+		{"source's is not the flow's", "east.offset.storage.topic = east-offsets\n", "mm2-offsets.east.internal"},
+		{"top-level", "offset.storage.topic = shared-offsets\n", "shared-offsets"},
+		{"top-level over the target's", "offset.storage.topic = shared-offsets\nwest.offset.storage.topic = west-offsets\n", "shared-offsets"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			flows, err := ParseMM2Properties(base + c.extra)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := flows[0].OffsetsTopic; got != c.want {
+				t.Fatalf("offsets topic %q, want %q", got, c.want)
+			}
+		})
+	}
+}
