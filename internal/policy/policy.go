@@ -3,16 +3,20 @@
 // close a replication cycle. It is pure: no I/O, table-tested.
 //
 // Invariants:
-//   - internal topics (ending in "internal", starting with "__") and kmirror's
-//     and MM2's own topics are never selected;
+//   - internal topics (ending in "internal", starting with "__" or ".") and
+//     kmirror's and MM2's own topics are never selected;
 //   - heartbeats topics ("heartbeats", "<alias>.heartbeats", ...) are always
 //     selected, whatever the list, regex or mappings say, and always renamed
 //     "<source alias>.<topic>", as MM2 does under both its replication
 //     policies: MirrorClient finds upstream clusters and hops by them;
 //   - a topic named "<target alias>.x" is never copied to the cluster with that
-//     alias: it came from there; a heartbeats topic whose chain of aliases
-//     names the target (MM2's isCycle) or the source anywhere is not either;
-//   - two selected source topics never map to the same target topic.
+//     alias: it came from there (renamed: the alias anywhere in its chain,
+//     "C.B.x"); a heartbeats topic whose chain of aliases names the target
+//     (MM2's isCycle) or the source anywhere is not either;
+//   - two selected source topics never map to the same target topic;
+//   - the offsets of kmirror's own and tools' consumer groups are never
+//     synced (GroupsExclude); both engines ask this package, the Connect
+//     engine through the MM2 settings it writes from it.
 package policy
 
 import (
@@ -99,12 +103,51 @@ func IsInternal(topic string) bool {
 	return ownInternal(topic) || IsHeartbeats(topic)
 }
 
+// internalTopics are Kafka's, MM2's and kmirror's topics, never replicated:
+// names ending in "internal" (Connect's and MM2's), starting with "__"
+// (Kafka's) or "." (which MM2 takes for internal whatever it is told), and
+// MM2's and kmirror's own. They are written as regexes both Go and Java read
+// alike, so a task on Kafka Connect excludes exactly these (TopicsExclude).
+var internalTopics = []string{`.*internal`, `__.*`, `\..*`, `mm2-.*`, `kmirror-.*`}
+
+var internalTopicRe = regexp.MustCompile(AnchoredTopicRegex(strings.Join(internalTopics, "|")))
+
 // ownInternal: Kafka's, MM2's and kmirror's topics that are never replicated.
-func ownInternal(topic string) bool {
-	return strings.HasSuffix(topic, "internal") ||
-		strings.HasPrefix(topic, "__") ||
-		strings.HasPrefix(topic, "mm2-") ||
-		strings.HasPrefix(topic, "kmirror-")
+func ownInternal(topic string) bool { return internalTopicRe.MatchString(topic) }
+
+// TopicsExclude are the patterns of topics a flow to targetAlias never
+// copies by its topic filter, as MirrorMaker 2's topics.exclude reads them
+// (each matched against the whole name): the internal topics and those that
+// came from the target (a cycle, which MM2's identity policy would not
+// see). Heartbeats topics pass MM2's filter whatever it says and are judged
+// by its cycle check, as Selected judges them.
+func TopicsExclude(targetAlias string) []string {
+	out := append([]string(nil), internalTopics...)
+	if targetAlias != "" {
+		out = append(out, regexp.QuoteMeta(targetAlias)+`\..*`)
+	}
+	return out
+}
+
+// GroupsExclude are the consumer groups whose offsets no flow syncs,
+// whatever the engine: kmirror's own progress groups and tools' (console
+// consumers, Kafka Connect's sink connectors, Kafka's own), as MirrorMaker
+// 2's groups.exclude reads them (each matched against the whole name).
+var GroupsExclude = []string{`console-consumer-.*`, `connect-.*`, `__.*`, regexp.QuoteMeta(OwnGroupPrefix) + `.*`}
+
+// OwnGroupPrefix starts the names of kmirror's own groups (its flows'
+// progress, its transactional ids): task.GroupPrefix.
+const OwnGroupPrefix = "kmirror."
+
+var excludedGroupRe = regexp.MustCompile(AnchoredTopicRegex(strings.Join(GroupsExclude, "|")))
+
+// UnsyncedGroup says why a consumer group's offsets are never synced, ""
+// when they are.
+func UnsyncedGroup(group string) string {
+	if excludedGroupRe.MatchString(group) {
+		return fmt.Sprintf("kmirror syncs no offsets of its own and tools' groups (%s)", strings.Join(GroupsExclude, ", "))
+	}
+	return ""
 }
 
 // IsHeartbeats reports whether topic is a heartbeats topic or a replica of
@@ -145,9 +188,26 @@ func (p Policy) Selected(topic string) bool {
 }
 
 // cameFromTarget: "B.orders" on A was replicated from B; copying it back to B
-// would close a cycle.
+// would close a cycle. Renamed names carry their whole chain of aliases
+// ("C.B.orders": from B through C), which MM2's isCycle walks under its
+// default policy; under identity names only the first part says anything.
 func (p Policy) cameFromTarget(topic string) bool {
-	return p.TargetAlias != "" && strings.HasPrefix(topic, p.TargetAlias+".")
+	if p.TargetAlias == "" {
+		return false
+	}
+	if !p.Rename {
+		return strings.HasPrefix(topic, p.TargetAlias+".")
+	}
+	for {
+		alias, rest, ok := strings.Cut(topic, ".")
+		if !ok {
+			return false
+		}
+		if alias == p.TargetAlias {
+			return true
+		}
+		topic = rest
+	}
 }
 
 // heartbeatsCycle walks a heartbeats topic's aliases ("C.B.heartbeats":

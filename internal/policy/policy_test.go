@@ -2,6 +2,8 @@ package policy
 
 import (
 	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -27,6 +29,8 @@ func TestIsInternal(t *testing.T) {
 		"A.heartbeats":                true,
 		"kmirror-progress":            true,
 		"internal.orders":             false,
+		".hidden":                     true,
+		"x.replica":                   false,
 	} {
 		if got := IsInternal(topic); got != want {
 			t.Errorf("IsInternal(%q) = %v, want %v", topic, got, want)
@@ -65,6 +69,49 @@ func TestSelectAndName(t *testing.T) {
 				t.Errorf("conflicts = %v, want %d", conflicts, c.conflicts)
 			}
 		})
+	}
+}
+
+// Renamed names carry their chain of aliases: "C.B.orders" came from B
+// (through C) and is not copied back to B, as MM2's isCycle walks it.
+// Identity names say nothing past their first part.
+func TestCycleThroughTheChainOfAliases(t *testing.T) {
+	for _, c := range []struct {
+		rename bool
+		topic  string
+		want   bool
+	}{
+		{true, "C.B.orders", false}, {true, "C.orders", true}, {true, "B.orders", false}, {true, "orders.B", true},
+		{false, "C.B.orders", true}, {false, "B.orders", false}, {false, "orders.B", true},
+	} {
+		if got := mustCompile(t, nil, ".*", c.rename, nil).Selected(c.topic); got != c.want {
+			t.Errorf("rename %v: Selected(%q) = %v, want %v", c.rename, c.topic, got, c.want)
+		}
+	}
+}
+
+// The topics a flow never copies, as MM2's topics.exclude lists them,
+// exclude exactly what Selected never copies by name.
+func TestTopicsExcludeIsTheInternalTopicsAndTheTarget(t *testing.T) {
+	p := mustCompile(t, nil, ".*", false, nil)
+	re := regexp.MustCompile(AnchoredTopicRegex(strings.Join(TopicsExclude("B"), "|")))
+	for _, topic := range []string{"orders", "x.replica", "B.orders", "Borders", "__consumer_offsets", ".hidden", "a-internal",
+		"mm2-offsets.A.internal", "kmirror-history", "kmirror.x", "A.orders", "b.orders"} {
+		if excluded, selected := re.MatchString(topic), p.Selected(topic); excluded == selected {
+			t.Errorf("%q: excluded %v, selected %v", topic, excluded, selected)
+		}
+	}
+}
+
+// Own and tools' groups are never synced, matched on the whole name.
+func TestUnsyncedGroup(t *testing.T) {
+	for group, unsynced := range map[string]bool{
+		"orders-app": false, "connect-sink": true, "console-consumer-1": true, "__internal": true,
+		"kmirror.t1.A-B": true, "xconnect-a": false, "kmirrorX": false, "my-console-consumer-2": false,
+	} {
+		if got := UnsyncedGroup(group) != ""; got != unsynced {
+			t.Errorf("UnsyncedGroup(%q) = %v, want %v", group, got, unsynced)
+		}
 	}
 }
 

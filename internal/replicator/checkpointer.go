@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/engine"
 	"github.com/kmirror/kmirror/internal/mm2"
-	"github.com/kmirror/kmirror/internal/task"
+	"github.com/kmirror/kmirror/internal/policy"
 )
 
 // loadHistory reads the sync history back at start, so translation works
@@ -377,8 +376,8 @@ func (c *checkpointer) sourceGroups(only string) ([]string, error) {
 	return userGroups(c.srcAdmin)
 }
 
-// userGroups lists the source's consumer groups, kmirror's own (its
-// flows' progress) left out, sorted.
+// userGroups lists the source's consumer groups whose offsets are synced
+// (policy.UnsyncedGroup: kmirror's own and tools' left out), sorted.
 func userGroups(srcAdmin sarama.ClusterAdmin) ([]string, error) {
 	all, err := srcAdmin.ListConsumerGroups()
 	if err != nil {
@@ -386,7 +385,7 @@ func userGroups(srcAdmin sarama.ClusterAdmin) ([]string, error) {
 	}
 	var out []string
 	for g := range all {
-		if !strings.HasPrefix(g, task.GroupPrefix) {
+		if policy.UnsyncedGroup(g) == "" {
 			out = append(out, g)
 		}
 	}

@@ -23,7 +23,6 @@ import (
 type MM2Side struct {
 	clusterSide
 	positions func() ([]switchover.Position, error)
-	unchecked func(group string) string
 	// read is the checkpoints and offset syncs as last read: a step
 	// translates every group in one pass, and each would read both
 	// topics whole again.
@@ -65,34 +64,15 @@ func (s *MM2Side) checkpointsAndSyncs(group string, withSyncs bool) (map[tp]mm2.
 	return r.checkpoints[group], r.syncs, nil
 }
 
-var (
-	_ switchover.Side        = (*MM2Side)(nil)
-	_ switchover.GroupFilter = (*MM2Side)(nil)
-)
+var _ switchover.Side = (*MM2Side)(nil)
 
 // NewMM2Side is f's side; positions says where the copy of each source
-// partition stands (the next offset durable on the target), unchecked why
-// MM2 checkpoints no offset of a group ("" when it does).
-func NewMM2Side(f Flow, positions func() ([]switchover.Position, error), unchecked func(group string) string) *MM2Side {
-	return &MM2Side{clusterSide: clusterSide{flow: f}, positions: positions, unchecked: unchecked}
-}
-
-// Untranslatable implements switchover.GroupFilter.
-func (s *MM2Side) Untranslatable(group string) string { return s.unchecked(group) }
-
-// SourceGroups implements switchover.Side: those MM2 checkpoints.
-func (s *MM2Side) SourceGroups(ctx context.Context) ([]string, error) {
-	all, err := s.clusterSide.SourceGroups(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := all[:0]
-	for _, g := range all {
-		if s.unchecked(g) == "" {
-			out = append(out, g)
-		}
-	}
-	return out, nil
+// partition stands (the next offset durable on the target). MM2 checkpoints
+// the groups the embedded engine syncs (its groups.exclude is
+// policy.GroupsExclude), so the groups it lists and refuses are
+// clusterSide's.
+func NewMM2Side(f Flow, positions func() ([]switchover.Position, error)) *MM2Side {
+	return &MM2Side{clusterSide: clusterSide{flow: f}, positions: positions}
 }
 
 // Positions implements switchover.Side. Heartbeats topics, which MM2

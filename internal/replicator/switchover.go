@@ -37,7 +37,10 @@ type clusterSide struct {
 	dstAdmin sarama.ClusterAdmin
 }
 
-var _ switchover.Side = (*SwitchoverSide)(nil)
+var (
+	_ switchover.Side        = (*SwitchoverSide)(nil)
+	_ switchover.GroupFilter = (*clusterSide)(nil)
+)
 
 // clients connects to both clusters once.
 func (s *clusterSide) clients() error {
@@ -153,7 +156,11 @@ func ends(client sarama.Client, ps []switchover.Position, topic func(switchover.
 	return out, nil
 }
 
-// SourceGroups implements switchover.Side: kmirror's own left out.
+// Untranslatable implements switchover.GroupFilter: no flow syncs the
+// offsets of kmirror's own and tools' groups, on either engine.
+func (s *clusterSide) Untranslatable(group string) string { return policy.UnsyncedGroup(group) }
+
+// SourceGroups implements switchover.Side: those whose offsets are synced.
 func (s *clusterSide) SourceGroups(context.Context) ([]string, error) {
 	if err := s.clients(); err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ func (f FlowSpec) Name() string { return f.SourceAlias + "->" + f.TargetAlias }
 
 // GroupPrefix marks kmirror's own progress groups, which consumer-offset
 // sync leaves alone.
-const GroupPrefix = "kmirror."
+const GroupPrefix = policy.OwnGroupPrefix
 
 // FlowGroup is the consumer group on the source that holds a flow's
 // progress.

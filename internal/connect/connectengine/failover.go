@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/switchover"
 )
@@ -58,7 +57,7 @@ func (e *Engine) SwitchoverSide(taskName, flow string) (switchover.Side, error) 
 	}
 	for _, f := range flows {
 		if f.Name() == flow {
-			return replicator.NewMM2Side(f, func() ([]switchover.Position, error) { return dep.progress.positions(flow) }, connectplan.Unchecked), nil
+			return replicator.NewMM2Side(f, func() ([]switchover.Position, error) { return dep.progress.positions(flow) }), nil
 		}
 	}
 	return nil, fmt.Errorf("task %s has no flow %s", taskName, flow)

@@ -152,14 +152,16 @@ const (
 )
 
 // acceptedExcludes are topics.exclude values adoption keeps kmirror's own
-// filter for: MM2's defaults (current and pre-3.0 blacklist) and
-// kmirror's. They leave out internal topics, as policy.IsInternal does.
+// filter for: MM2's defaults (current and pre-3.0 blacklist) and what
+// kmirror deployed before its filter came from the policy; the flow's own
+// (topicsExclude) is accepted too. They leave out internal topics, as
+// policy.IsInternal does.
 var acceptedExcludes = map[string]bool{
-	"":                                   true,
-	`mm2.*\.internal,.*\.replica,__.*`:   true,
-	`.*[\-\.]internal,.*\.replica,__.*`:  true,
-	topicsExclude:                        true,
-	`mm2.*\.internal, .*\.replica, __.*`: true,
+	"":                                  true,
+	`mm2.*\.internal,.*\.replica,__.*`:  true,
+	`.*[\-\.]internal,.*\.replica,__.*`: true,
+	`.*internal,__.*,mm2-.*,kmirror-.*,.*\.replica`: true,
+	`mm2.*\.internal, .*\.replica, __.*`:            true,
 }
 
 // Adopt is the task that continues in.Flow's copy. The problems (nil when
@@ -239,7 +241,7 @@ func Adopt(in AdoptInput) (task.Task, task.FieldErrors) {
 	}
 	t.Rules.Topics, t.Rules.TopicsRegex = topics.Names, topics.Regex
 	for _, key := range []string{"topics.exclude", "topics.blacklist"} {
-		if v := get(src, key); !acceptedExcludes[v] {
+		if v := get(src, key); !acceptedExcludes[v] && v != topicsExclude(f.TargetAlias) {
 			problem(key, "%s=%q leaves out other topics than MM2's default (internal topics): kmirror always leaves out internal topics and nothing else; narrow topics to what should be copied and remove %s", key, v, key)
 		}
 	}

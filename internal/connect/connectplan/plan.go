@@ -15,7 +15,6 @@ package connectplan
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,36 +47,17 @@ const byteArrayConverter = "org.apache.kafka.connect.converters.ByteArrayConvert
 // seconds.
 const RefreshSeconds = 10
 
-// topicsExclude keeps what the in-process engine never copies out of a
-// regex's reach (see policy.IsInternal): Kafka's, MM2's and kmirror's own
-// topics. MM2 copies heartbeats topics whatever the filters say.
-const topicsExclude = `.*internal,__.*,mm2-.*,kmirror-.*,.*\.replica`
-
-// groupsExclude leaves kmirror's progress groups and tools' groups alone,
-// as the in-process engine's consumer-offset sync does.
-const groupsExclude = `console-consumer-.*,connect-.*,__.*,kmirror\..*`
-
-// excludedGroups are groupsExclude's patterns, as MM2 matches them (the
-// whole group name).
-var excludedGroups = func() []*regexp.Regexp {
-	var out []*regexp.Regexp
-	for _, p := range strings.Split(groupsExclude, ",") {
-		out = append(out, regexp.MustCompile(policy.AnchoredTopicRegex(p)))
-	}
-	return out
-}()
-
-// Unchecked says why MM2's checkpoint connector, as kmirror deploys it,
-// checkpoints no offset of group ("" when it does): its groups.exclude
-// names it.
-func Unchecked(group string) string {
-	for _, re := range excludedGroups {
-		if re.MatchString(group) {
-			return fmt.Sprintf("MirrorMaker 2's checkpoint connector leaves it out (groups.exclude %s)", groupsExclude)
-		}
-	}
-	return ""
+// topicsExclude is a flow's topics.exclude: the topics the embedded
+// engine never copies to targetAlias (policy.TopicsExclude), so both
+// engines select the same topics. MM2 copies heartbeats topics whatever the
+// filters say, and judges them by its cycle check, as the policy does.
+func topicsExclude(targetAlias string) string {
+	return strings.Join(policy.TopicsExclude(targetAlias), ",")
 }
+
+// groupsExclude leaves the groups alone that the embedded engine's offset
+// sync leaves alone (policy.GroupsExclude).
+var groupsExclude = strings.Join(policy.GroupsExclude, ",")
 
 // Name is the connector of one role for a flow of a task:
 // kmirror.<task>.<source alias>-<target alias>.<role>.
@@ -133,7 +113,7 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 			"value.converter":                 byteArrayConverter,
 			"header.converter":                byteArrayConverter,
 			"topics":                          topics,
-			"topics.exclude":                  topicsExclude,
+			"topics.exclude":                  topicsExclude(f.TargetAlias),
 			"sync.topic.acls.enabled":         "false",
 			"refresh.topics.interval.seconds": strconv.Itoa(RefreshSeconds),
 			// kmirror's own internal topics get the broker's default

@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/kafkatest"
+	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -419,15 +421,144 @@ func TestBuildExactlyOnce(t *testing.T) {
 	}
 }
 
-// The groups MM2's checkpoint connector leaves out, as kmirror deploys it:
-// whole names, as MM2 matches them.
-func TestUnchecked(t *testing.T) {
-	for group, out := range map[string]bool{
-		"orders-app": false, "connect-sink": true, "console-consumer-1": true, "__internal": true,
-		"kmirror.t1.A-B": true, "xconnect-a": false, "kmirrorX": false,
+// Both engines replicate the same topics and sync the same groups: the
+// embedded engine asks the policy, MirrorMaker 2 reads the connectors Build
+// writes. MM2's selection is reproduced here as MirrorSourceConnector and
+// MirrorCheckpointConnector decide (DefaultTopicFilter's topics and
+// topics.exclude, heartbeats past the filter, the policy's internal topics
+// and cycle check; DefaultGroupFilter's groups and groups.exclude), and fed
+// the same names as the policy.
+func TestBothEnginesSelectTheSameTopicsAndGroups(t *testing.T) {
+	topics := []string{"orders", "pay.v1", "orders.replica", "x.replica", "B.orders", "A.orders", "C.B.orders", "C.orders",
+		"B.pay.v1", "__consumer_offsets", "_schemas", ".hidden", "mm2-offsets.A.internal", "mm2-offset-syncs.B.internal",
+		"A.checkpoints.internal", "connect-offsets-internal", "kmirror-history.A", "kmirror.t1", "heartbeats", "B.heartbeats",
+		"C.heartbeats", "C.B.heartbeats", "myheartbeats", "internal", "ordersinternal", "orders-v2", "B", "B.", "b.orders"}
+	for _, c := range []struct {
+		name   string
+		rename bool
+		names  []string
+		regex  string
+	}{
+		{"identity, names", false, []string{"orders", "pay.v1", "orders.replica", "B.orders", "C.B.orders"}, ""},
+		{"rename, names", true, []string{"orders", "pay.v1", "orders.replica", "B.orders", "C.B.orders"}, ""},
+		{"identity, everything", false, nil, ".*"},
+		{"rename, everything", true, nil, ".*"},
+		{"rename, a prefix", true, nil, `(C\.)?(B\.)?orders.*`},
 	} {
-		if got := Unchecked(group) != ""; got != out {
-			t.Errorf("Unchecked(%q) left out %v, want %v", group, got, out)
+		t.Run(c.name, func(t *testing.T) {
+			tk := baseTask()
+			tk.Rules.RenameTopics, tk.Rules.Topics, tk.Rules.TopicsRegex = c.rename, c.names, c.regex
+			cs, err := Build(tk, east, west, onWest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := byName(cs)
+			mm2 := mm2Selection(t, got["kmirror.t1.A-B.source"])
+			pol, err := policy.Compile("A", "B", c.names, c.regex, c.rename, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, topic := range topics {
+				if embedded, connect := pol.Selected(topic), mm2(topic); embedded != connect {
+					t.Errorf("topic %q: the embedded engine copies it: %v, MirrorMaker 2 on Connect: %v", topic, embedded, connect)
+				}
+			}
+			groups := mm2Groups(t, got["kmirror.t1.A-B.checkpoint"])
+			for _, g := range []string{"orders-app", "connect-sink", "console-consumer-1", "__internal", "kmirror.t1.A-B",
+				"xconnect-a", "kmirrorX", "app.connect-1", "my-console-consumer-2"} {
+				if embedded, connect := policy.UnsyncedGroup(g) == "", groups(g); embedded != connect {
+					t.Errorf("group %q: the embedded engine syncs it: %v, MirrorMaker 2 on Connect: %v", g, embedded, connect)
+				}
+			}
+		})
+	}
+}
+
+// mm2Selection is MirrorSourceConnector.shouldReplicateTopic for a
+// connector's configuration: (topic filter || heartbeats) && !internal &&
+// !cycle, with the replication policy it names.
+func mm2Selection(t *testing.T, cfg map[string]string) func(string) bool {
+	t.Helper()
+	include, exclude := javaList(t, cfg["topics"]), javaList(t, cfg["topics.exclude"])
+	identity := cfg["replication.policy.class"] == identityPolicy
+	sourceAlias, targetAlias := cfg["source.cluster.alias"], cfg["target.cluster.alias"]
+	// DefaultReplicationPolicy: "<alias>.<rest>" (Java's split drops
+	// trailing empty parts); IdentityReplicationPolicy keeps it for names
+	// ending in "heartbeats" and says the source alias for the others.
+	var source func(topic string) (string, bool)
+	var upstream func(topic string) (string, bool)
+	source = func(topic string) (string, bool) {
+		if identity && !strings.HasSuffix(topic, "heartbeats") {
+			return sourceAlias, true
+		}
+		parts := strings.Split(strings.TrimRight(topic, "."), ".")
+		if len(parts) < 2 {
+			return "", false
+		}
+		return parts[0], true
+	}
+	upstream = func(topic string) (string, bool) {
+		if identity && !strings.HasSuffix(topic, "heartbeats") {
+			return topic, true
+		}
+		s, ok := source(topic)
+		if !ok {
+			return "", false
+		}
+		return topic[len(s)+1:], true
+	}
+	var cycle func(string) bool
+	cycle = func(topic string) bool {
+		s, ok := source(topic)
+		switch {
+		case !ok:
+			return false
+		case s == targetAlias:
+			return true
+		}
+		up, ok := upstream(topic)
+		if !ok || up == topic {
+			return false
+		}
+		return cycle(up)
+	}
+	var original func(string) string
+	original = func(topic string) string {
+		up, ok := upstream(topic)
+		if !ok || up == topic {
+			return topic
+		}
+		return original(up)
+	}
+	internal := func(topic string) bool {
+		return strings.HasPrefix(topic, "__") || strings.HasPrefix(topic, ".") || strings.HasSuffix(topic, "-internal") || strings.HasSuffix(topic, ".internal")
+	}
+	return func(topic string) bool {
+		filter := include.MatchString(topic) && !exclude.MatchString(topic)
+		return (filter || original(topic) == "heartbeats") && !internal(topic) && !cycle(topic)
+	}
+}
+
+// mm2Groups is MirrorCheckpointConnector's DefaultGroupFilter for a
+// connector's configuration.
+func mm2Groups(t *testing.T, cfg map[string]string) func(string) bool {
+	t.Helper()
+	include, exclude := javaList(t, cfg["groups"]), javaList(t, cfg["groups.exclude"])
+	return func(g string) bool { return include.MatchString(g) && !exclude.MatchString(g) }
+}
+
+// javaList compiles an MM2 list of regexes as MM2 does: split at commas,
+// joined by |, the whole name to match.
+func javaList(t *testing.T, list string) *regexp.Regexp {
+	t.Helper()
+	var parts []string
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			parts = append(parts, p)
 		}
 	}
+	if len(parts) == 0 {
+		return regexp.MustCompile(`a^`) // matches nothing
+	}
+	return regexp.MustCompile(policy.AnchoredTopicRegex(strings.Join(parts, "|")))
 }
