@@ -710,6 +710,10 @@ func workerProperties(c workerConfig) string {
 		// Source offsets visible through GET /connectors/{name}/offsets
 		// within a second of a record, not a minute.
 		"offset.flush.interval.ms": "1000",
+		// Kafka's file config provider, as deployments define it for
+		// secrets a connector config references instead of holding.
+		"config.providers":            "file",
+		"config.providers.file.class": "org.apache.kafka.common.config.provider.FileConfigProvider",
 	}
 	if c.TLSDir != "" {
 		// The workers' own requests to one another (forwarded to the

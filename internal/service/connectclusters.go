@@ -123,8 +123,8 @@ func ValidateConnectCluster(s ConnectClusterSettings) Problems {
 	}
 	checkClientCertificate(&p, s)
 	checkBearerToken(&p, s)
-	if s.ConfigProvider != "" && !clusterNameRE.MatchString(s.ConfigProvider) {
-		p.Add("config_provider", "the name of a config provider the workers define (config.providers), 1 to 64 characters of A-Z, a-z, 0-9, - and _")
+	if msg := connectplan.CheckConfigProvider(s.ConfigProvider); msg != "" {
+		p.Add("config_provider", "%s", msg)
 	}
 	return p
 }

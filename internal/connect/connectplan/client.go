@@ -1,6 +1,7 @@
 package connectplan
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/kmirror/kmirror/internal/cluster"
@@ -21,13 +22,44 @@ const (
 	oauthLoginHandler = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 )
 
+// providerName is a config provider's name as the workers define it
+// (config.providers=<name>).
+var providerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// providerTemplate is a reference with a path and %s where the key goes:
+// ${<provider>:<path>:<key with %s>}, e.g. ${file:/etc/kmirror/kafka.properties:%s}.
+var providerTemplate = regexp.MustCompile(`^\$\{[A-Za-z0-9_-]{1,64}:[^{}:%]+:[^{}:%]*%s[^{}:%]*\}$`)
+
+// CheckConfigProvider says what is wrong with a Connect cluster's config
+// provider setting, "" when nothing: the provider's name, for providers
+// that need no path (${<name>:<key>}), or a reference with the provider's
+// path and %s where the key goes, for those that do (Kafka's file and
+// directory providers, Strimzi's Kubernetes secrets).
+func CheckConfigProvider(p string) string {
+	if p == "" || providerName.MatchString(p) || len(p) <= 512 && providerTemplate.MatchString(p) {
+		return ""
+	}
+	return "the name of a config provider the workers define (config.providers; 1 to 64 characters of A-Z, a-z, 0-9, - and _), or a reference of at most 512 characters with its path and %s where the key goes, e.g. ${file:/etc/kmirror/kafka.properties:%s} (the key is <cluster>.password, <cluster>.client_key or <cluster>.oauth_client_secret)"
+}
+
+// SecretReference is the reference the workers resolve to secret (password,
+// client_key, oauth_client_secret) of the Kafka cluster named cluster,
+// under a config provider setting CheckConfigProvider accepts: the key is
+// <cluster>.<secret>.
+func SecretReference(provider, cluster, secret string) string {
+	key := cluster + "." + secret
+	if strings.Contains(provider, "%s") {
+		return strings.Replace(provider, "%s", key, 1)
+	}
+	return "${" + provider + ":" + key + "}"
+}
+
 // putClient writes how a Java client reaches s, each key behind prefix
 // ("source.cluster.", "producer.override.", ...). With a config provider
-// named (config.providers on the workers), each secret is a reference the
-// workers resolve, ${<provider>:<cluster name>.<secret>} (no path; secrets
-// password, client_key, oauth_client_secret), instead of the secret itself:
-// Connect stores connector configs in its config topic and shows them
-// through its REST API. A client certificate goes inline as a PEM keystore
+// (config.providers on the workers), each secret is a reference the workers
+// resolve (SecretReference) instead of the secret itself: Connect stores
+// connector configs in its config topic and shows them through its REST
+// API. A client certificate goes inline as a PEM keystore
 // (no file on the workers); its key as unencrypted PKCS#8, the only
 // unencrypted form Kafka's PEM keystore reads. It returns what Kafka's
 // clients cannot do, by field of cluster.Settings.
@@ -35,7 +67,7 @@ func putClient(m map[string]string, prefix string, s cluster.Settings, provider 
 	var refused []task.FieldError
 	secret := func(name, value string) string {
 		if provider != "" {
-			return "${" + provider + ":" + s.Name + "." + name + "}"
+			return SecretReference(provider, s.Name, name)
 		}
 		return value
 	}

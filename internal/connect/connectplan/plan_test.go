@@ -562,3 +562,29 @@ func javaList(t *testing.T, list string) *regexp.Regexp {
 	}
 	return regexp.MustCompile(policy.AnchoredTopicRegex(strings.Join(parts, "|")))
 }
+
+// A config provider is a name (references ${name:key}) or a reference with
+// the provider's path and %s where the key goes; anything else is refused,
+// and a refused one never reaches a connector.
+func TestConfigProviderReferences(t *testing.T) {
+	for _, c := range []struct{ provider, want string }{
+		{"vault", "${vault:east.password}"},
+		{"${file:/etc/kmirror/kafka.properties:%s}", "${file:/etc/kmirror/kafka.properties:east.password}"},
+		{"${directory:/mnt/secrets:%s}", "${directory:/mnt/secrets:east.password}"},
+		{"${secrets:kafka/kmirror-secrets:%s}", "${secrets:kafka/kmirror-secrets:east.password}"},
+		{"${file:/etc/k.properties:kafka.%s.value}", "${file:/etc/k.properties:kafka.east.password.value}"},
+	} {
+		if msg := CheckConfigProvider(c.provider); msg != "" {
+			t.Errorf("%q refused: %s", c.provider, msg)
+		}
+		if got := SecretReference(c.provider, "east", "password"); got != c.want {
+			t.Errorf("%q: reference %q, want %q", c.provider, got, c.want)
+		}
+	}
+	for _, bad := range []string{"a b", "${file:%s}", "${file:/p:key}", "${file:/p:%s:%s}", "${file:/p:%s", "file:/p:%s}",
+		"${file:/p:%d}", "${fi le:/p:%s}", "${file:/p:%s}x", "${file:/a}b:%s}"} {
+		if CheckConfigProvider(bad) == "" {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
