@@ -97,6 +97,7 @@ const (
 	ActionPause   = string(task.ActionPause)
 	ActionResume  = string(task.ActionResume)
 	ActionRestart = string(task.ActionRestart)
+	ActionReapply = string(task.ActionReapply)
 	ActionDelete  = string(task.ActionDelete)
 )
 
@@ -111,10 +112,13 @@ func TaskActionsFor(ctx context.Context, info TaskInfo) []string {
 
 // TaskActions are the actions that apply to a task now: pause a task that
 // should run, resume a paused one, restart one that should run (it clears
-// failed partitions), delete any.
+// failed partitions), re-apply one whose configuration drifted, delete any.
 func TaskActions(info TaskInfo) []string {
 	if info.DesiredState == task.DesiredPaused {
 		return []string{ActionResume, ActionDelete}
+	}
+	if info.Status.State == task.StateDrifted {
+		return []string{ActionReapply, ActionPause, ActionRestart, ActionDelete}
 	}
 	return []string{ActionPause, ActionRestart, ActionDelete}
 }

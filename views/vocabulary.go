@@ -24,6 +24,8 @@ func StateLabel(ctx context.Context, state task.State) string {
 		return i18n.T(ctx, "state.STARTING")
 	case task.StateDegraded:
 		return i18n.T(ctx, "state.DEGRADED")
+	case task.StateDrifted:
+		return i18n.T(ctx, "state.DRIFTED")
 	case task.StatePaused:
 		return i18n.T(ctx, "state.PAUSED")
 	case task.StateFailed:
@@ -50,6 +52,8 @@ func ActionLabel(ctx context.Context, action string) string {
 		return i18n.T(ctx, "action.resume")
 	case ActionRestart:
 		return i18n.T(ctx, "action.restart")
+	case ActionReapply:
+		return i18n.T(ctx, "action.reapply")
 	case ActionDelete:
 		return i18n.T(ctx, "action.delete")
 	}
@@ -65,6 +69,8 @@ func ConfirmQuestion(ctx context.Context, action, name string) string {
 		return i18n.T(ctx, "action.resume_confirm", "Name", name)
 	case ActionRestart:
 		return i18n.T(ctx, "action.restart_confirm", "Name", name)
+	case ActionReapply:
+		return i18n.T(ctx, "action.reapply_confirm", "Name", name)
 	}
 	return i18n.T(ctx, "action.delete_confirm", "Name", name)
 }

@@ -31,6 +31,7 @@ func (h *tasksAPI) routes(g *echo.Group) {
 	g.POST("/tasks/:name/pause", h.apiTaskAction((*service.Service).PauseTask))
 	g.POST("/tasks/:name/resume", h.apiTaskAction((*service.Service).ResumeTask))
 	g.POST("/tasks/:name/restart", h.apiTaskAction((*service.Service).RestartTask))
+	g.POST("/tasks/:name/reapply", h.apiTaskAction((*service.Service).ReapplyTask))
 	g.POST("/tasks/:name/failover", h.apiFailover)
 	g.POST("/tasks/:name/switchover", h.apiStartSwitchover)
 	g.GET("/tasks/:name/switchover", h.apiGetSwitchover)

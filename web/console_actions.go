@@ -13,6 +13,7 @@ var taskActionDone = map[string]string{
 	views.ActionPause:   "action.done.pause",
 	views.ActionResume:  "action.done.resume",
 	views.ActionRestart: "action.done.restart",
+	views.ActionReapply: "action.done.reapply",
 	views.ActionDelete:  "action.done.delete",
 }
 
@@ -32,6 +33,8 @@ func (s *Server) runTaskAction(c echo.Context, name, action string) (done string
 		_, err = s.svc.ResumeTask(ctx, name)
 	case views.ActionRestart:
 		_, err = s.svc.RestartTask(ctx, name)
+	case views.ActionReapply:
+		_, err = s.svc.ReapplyTask(ctx, name)
 	case views.ActionDelete:
 		err = s.svc.DeleteTask(ctx, name) // its charts go with it (New wires the history)
 	}

@@ -39,6 +39,8 @@ const taskUsage = `Usage:
   kmirror task show NAME
   kmirror task delete NAME
   kmirror task pause|resume|restart NAME
+  kmirror task reapply NAME             put kmirror's configuration back on connectors of a task on Kafka
+                                        Connect that were changed outside kmirror (DRIFTED)
   kmirror task check -f task.json       connectivity check of both clusters, step by step
   kmirror task validate -f task.json    dry run: every problem and the topics that would be replicated
   kmirror task failover NAME --group G  translate group G's offsets and commit them to the target now
@@ -455,7 +457,7 @@ func taskCommand(ctx context.Context, args []string, getenv func(string) string,
 		body, _ := json.Marshal(map[string]any{"properties": string(text), "flow": importReq.flow,
 			"name": importReq.task, "current": importReq.current, "engine": a.engine, "start_over": importReq.startOver})
 		return a.call(ctx, http.MethodPost, "/api/v1/tasks/import-mm2", body, importTable)
-	case "show", "delete", "pause", "resume", "restart":
+	case "show", "delete", "pause", "resume", "restart", "reapply":
 		name, err := oneName(pos, "task")
 		if err != nil {
 			return err

@@ -78,7 +78,8 @@ func TestConfigProviderWithAPathReachesKafkaOnConnect(t *testing.T) {
 	if !strings.Contains(string(shown), "${file:"+secrets+":east-sasl.password}") || strings.Contains(string(shown), kafkatest.Alice.Password) {
 		t.Fatalf("the connector's config as Connect shows it: %s", shown)
 	}
-	held := readAllValues(t, west.Settings(cluster.Plaintext, ""), cc.ConfigTopic())
+	keys, values := readAll(t, west.Settings(cluster.Plaintext, ""), cc.ConfigTopic())
+	held := strings.Join(keys, "\n") + strings.Join(values, "\n")
 	if !strings.Contains(held, "kmirror."+name+".A-B.source") || !strings.Contains(held, "east-sasl.password") {
 		t.Fatalf("the task's connector configs are not in Connect's config topic %s as read", cc.ConfigTopic())
 	}
@@ -87,9 +88,9 @@ func TestConfigProviderWithAPathReachesKafkaOnConnect(t *testing.T) {
 	}
 }
 
-// readAllValues is every value of a one-partition topic, up to its end or
-// until nothing more comes for 3 s (a transaction marker may end it).
-func readAllValues(t *testing.T, s cluster.Settings, topic string) string {
+// readAll is every key and value of a one-partition topic, up to its end
+// or until nothing more comes for 3 s (a transaction marker may end it).
+func readAll(t *testing.T, s cluster.Settings, topic string) (keys, values []string) {
 	t.Helper()
 	cfg, err := s.Config("read-all")
 	if err != nil {
@@ -114,17 +115,15 @@ func readAllValues(t *testing.T, s cluster.Settings, topic string) string {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	var b strings.Builder
 	for {
 		select {
 		case m := <-pc.Messages():
-			b.Write(m.Key)
-			b.Write(m.Value)
+			keys, values = append(keys, string(m.Key)), append(values, string(m.Value))
 			if m.Offset+1 >= end {
-				return b.String()
+				return keys, values
 			}
 		case <-time.After(3 * time.Second):
-			return b.String()
+			return keys, values
 		}
 	}
 }

@@ -612,6 +612,14 @@ func (s *Service) RestartTask(ctx context.Context, name string) (TaskInfo, error
 	return s.changeState(ctx, name, task.ActionRestart)
 }
 
+// ReapplyTask writes kmirror's configuration again over the connectors of a
+// task on Kafka Connect that were changed there outside kmirror (the task
+// shows DRIFTED, naming the settings); connectors as kmirror deployed them
+// are left running untouched. Operators and admins; audited.
+func (s *Service) ReapplyTask(ctx context.Context, name string) (TaskInfo, error) {
+	return s.changeState(ctx, name, task.ActionReapply)
+}
+
 func (s *Service) changeState(ctx context.Context, name string, action task.Action) (_ TaskInfo, err error) {
 	defer s.audit(ctx, "task."+string(action), name, &err)
 	if err := s.allow(ctx, RoleOperator); err != nil {
@@ -640,6 +648,15 @@ func (s *Service) changeState(ctx context.Context, name string, action task.Acti
 		}
 	case task.ActionRestart:
 		s.stopTask(rec.Spec)
+	case task.ActionReapply:
+		// Started again as it runs: the Connect engine writes only the
+		// connectors whose configuration differs from kmirror's.
+		if !onConnect(rec.Spec) {
+			return TaskInfo{}, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("task %s runs on the embedded engine, whose configuration is kmirror's alone: there is nothing to re-apply", name)}
+		}
+		if rec.DesiredState != task.DesiredRunning {
+			return TaskInfo{}, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("task %s is paused: resume it, which deploys kmirror's configuration", name)}
+		}
 	case task.ActionCreate, task.ActionDelete: // CreateTask's and DeleteTask's
 		return TaskInfo{}, fmt.Errorf("%s is not a change of a task's state", action)
 	}
@@ -651,7 +668,7 @@ func (s *Service) changeState(ctx context.Context, name string, action task.Acti
 	}
 	rec.DesiredState = desired
 	if desired == task.DesiredRunning {
-		if _, running := s.statusOf(rec.Spec); !running {
+		if _, running := s.statusOf(rec.Spec); !running || action == task.ActionReapply {
 			s.startStored(ctx, rec)
 		}
 	}

@@ -16,6 +16,10 @@ const (
 	// StateDegraded means copying goes on, but something holds part of it back
 	// (the reason says what and since when); kmirror keeps retrying.
 	StateDegraded State = "DEGRADED"
+	// StateDrifted means copying goes on, but with a configuration changed
+	// outside kmirror (a connector edited on Kafka Connect): the reason
+	// names the settings; re-applying the task puts kmirror's back.
+	StateDrifted State = "DRIFTED"
 	// StateFailed means copying stopped on an error the reason names; for a
 	// task, also one that should run but could not be started.
 	StateFailed State = "FAILED"
@@ -29,7 +33,7 @@ const (
 // starting or degraded), which is when throughput and lag mean something.
 func (s State) Copying() bool {
 	switch s {
-	case StateRunning, StateStarting, StateDegraded:
+	case StateRunning, StateStarting, StateDegraded, StateDrifted:
 		return true
 	case StateFailed, StateStopped, StatePaused:
 		return false
@@ -65,5 +69,8 @@ const (
 	ActionPause   Action = "pause"
 	ActionResume  Action = "resume"
 	ActionRestart Action = "restart"
+	// ActionReapply writes kmirror's configuration again where it was
+	// changed outside kmirror (a task on Kafka Connect that DRIFTED).
+	ActionReapply Action = "reapply"
 	ActionDelete  Action = "delete"
 )

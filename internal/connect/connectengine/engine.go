@@ -231,8 +231,16 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	}
 	defer client.Close()
 	for _, c := range conns {
-		if _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); err != nil {
-			return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
+		// Written only where it differs: Connect restarts a connector on
+		// every configuration written, even the same.
+		have, err := client.Connector(ctx, c.Name)
+		if err != nil && !connect.IsNotFound(err) {
+			return fmt.Errorf("task %s: read connector %s on %s: %w", t.Name, c.Name, name, err)
+		}
+		if err != nil || len(configDrift(c.Config, have.Config)) > 0 {
+			if _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); err != nil {
+				return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
+			}
 		}
 		if err := client.Resume(ctx, c.Name); err != nil {
 			return fmt.Errorf("task %s: resume connector %s on %s: %w", t.Name, c.Name, name, err)
@@ -455,8 +463,10 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	st := engine.TaskStatus{Name: name, State: task.StateStarting, Reason: "reading the connectors' state from Kafka Connect"}
 	byFlow := map[string][]string{}
 	copiers := map[string]string{} // by flow: the connector whose tasks copy
+	planned := map[string]map[string]string{}
 	var flows []string
 	for _, c := range dep.connectors {
+		planned[c.Name] = c.Config
 		if c.Copy != nil {
 			copiers[c.Flow] = c.Name
 		}
@@ -475,7 +485,7 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	// The task is as its worst flow, as the in-process engine reports it.
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
-		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, o, o.at.Before(dep.at.Add(deployGrace)))
+		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, planned, o, o.at.Before(dep.at.Add(deployGrace)))
 		flow := engine.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []engine.PartitionStatus{}}
 		if fp, ok := dep.progress.of(f); ok {
 			flow.Partitions, flow.LagRecords, flow.Records = fp.partitions, fp.lag, fp.records

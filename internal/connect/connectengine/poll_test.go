@@ -213,7 +213,7 @@ func TestStartRefusesARedirect(t *testing.T) {
 	t.Cleanup(e.Close)
 	tk := task.Task{Name: "t1", Engine: task.ConnectEngine("c1")}
 	err := e.Start(tk, cluster.Settings{}, cluster.Settings{})
-	if err == nil || !strings.Contains(err.Error(), "307") || !strings.Contains(err.Error(), "redirected to "+other.URL+"/connectors/c/config") {
+	if err == nil || !strings.Contains(err.Error(), "307") || !strings.Contains(err.Error(), "redirected to "+other.URL+"/connectors/c") {
 		t.Fatalf("Start through a redirect: %v, want the 307 naming its Location", err)
 	}
 	if st, ok := e.Status(tk.Name); ok {

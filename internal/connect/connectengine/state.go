@@ -40,17 +40,20 @@ type lostWorker struct {
 }
 
 // severity orders states for "the worst wins".
-var severity = map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, task.StateDegraded: 2, task.StatePaused: 3, task.StateFailed: 4}
+var severity = map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, task.StateDrifted: 2, task.StateDegraded: 3,
+	task.StatePaused: 4, task.StateFailed: 5}
 
 // verdict maps the states Connect shows for a flow's connectors to
 // kmirror's: the worst wins, with a reason an operator can act on.
-// FAILED > PAUSED (not asked for) > DEGRADED > STARTING > RUNNING. copier
-// is the connector whose tasks copy the records (the source connector).
+// FAILED > PAUSED (not asked for) > DEGRADED > DRIFTED > STARTING >
+// RUNNING. copier is the connector whose tasks copy the records (the source
+// connector); planned are the configurations kmirror deployed, by
+// connector, which a listed one must still have.
 //
 // young says the connectors were deployed moments before the poll: a
 // worker answers from its own view of Connect's config topic, which may
 // not hold them yet, so one not listed is still being deployed, not gone.
-func verdict(connectors []string, copier, clusterName string, o observed, young bool) (state task.State, reason string) {
+func verdict(connectors []string, copier, clusterName string, planned map[string]map[string]string, o observed, young bool) (state task.State, reason string) {
 	if o.err != nil {
 		// The connectors may well still copy; kmirror cannot tell.
 		return task.StateDegraded, fmt.Sprintf("Kafka Connect cluster %s does not answer: %v (its connectors may still be copying; check the workers)", clusterName, o.err)
@@ -72,6 +75,9 @@ func verdict(connectors []string, copier, clusterName string, o observed, young 
 		if !ok {
 			worse(task.StateFailed, fmt.Sprintf("connector %s is not on Kafka Connect cluster %s (deleted outside kmirror?): restart the task to deploy it again", name, clusterName))
 			continue
+		}
+		if keys := configDrift(planned[name], v.Info.Config); v.Info.Config != nil && len(keys) > 0 {
+			worse(task.StateDrifted, fmt.Sprintf("connector %s was changed on Kafka Connect cluster %s outside kmirror (%s): re-apply the task to put kmirror's configuration back", name, clusterName, strings.Join(keys, ", ")))
 		}
 		st := v.Status
 		switch st.Connector.State {
@@ -113,6 +119,25 @@ func verdict(connectors []string, copier, clusterName string, o observed, young 
 		worse(task.StateDegraded, onDead.reason(o, copiersDead, copiers))
 	}
 	return state, reason
+}
+
+// configDrift are the settings, sorted, in which a connector's configuration
+// as Connect holds it differs from planned: changed, added or removed.
+// Connect adds the connector's name, which is no difference.
+func configDrift(planned, shown map[string]string) []string {
+	var keys []string
+	for k, v := range planned {
+		if got, ok := shown[k]; !ok || got != v {
+			keys = append(keys, k)
+		}
+	}
+	for k := range shown {
+		if _, ok := planned[k]; !ok && k != "name" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (o observed) isDead(worker string) bool {
