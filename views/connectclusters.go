@@ -32,7 +32,9 @@ type ConnectClusterForm struct {
 	// ConfigProvider names a config provider the workers define, so Kafka
 	// passwords go into connector configs as references; optional.
 	ConfigProvider string
-	Errors         FieldErrors
+	// AutoRestart: failed connectors and tasks are restarted by kmirror.
+	AutoRestart bool
+	Errors      FieldErrors
 	// Message is shown above the form when the request failed as a whole.
 	Message string
 }

@@ -77,6 +77,7 @@ type connectClusterFormInput struct {
 	ClientKeyPEM   string `form:"client_key_pem"`
 	BearerToken    string `form:"bearer_token"`
 	ConfigProvider string `form:"config_provider"`
+	AutoRestart    bool   `form:"auto_restart"`
 }
 
 func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
@@ -87,7 +88,7 @@ func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
 	in := service.ConnectClusterSettings{
 		Name: f.Name, URLs: splitServers(f.URLs), KafkaCluster: f.KafkaCluster, Username: f.Username,
 		Password: f.Password, CAPEM: f.CAPEM, ClientCertPEM: f.ClientCertPEM, ClientKeyPEM: f.ClientKeyPEM,
-		BearerToken: f.BearerToken, ConfigProvider: f.ConfigProvider,
+		BearerToken: f.BearerToken, ConfigProvider: f.ConfigProvider, AutoRestart: f.AutoRestart,
 	}
 	info, err := h.s.svc.AddConnectCluster(c.Request().Context(), in)
 	if err != nil {
@@ -97,7 +98,7 @@ func (h *connectClusterPages) addConnectCluster(c echo.Context) error {
 		}
 		form := views.ConnectClusterForm{
 			Name: in.Name, URLs: f.URLs, KafkaCluster: in.KafkaCluster, Username: in.Username, CAPEM: in.CAPEM,
-			ClientCertPEM: in.ClientCertPEM, ConfigProvider: in.ConfigProvider, Errors: fieldErrors(e.Problems),
+			ClientCertPEM: in.ClientCertPEM, ConfigProvider: in.ConfigProvider, AutoRestart: in.AutoRestart, Errors: fieldErrors(e.Problems),
 		}
 		if len(e.Problems) == 0 {
 			form.Message = e.Message

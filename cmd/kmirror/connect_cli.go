@@ -55,6 +55,7 @@ func connectClusterCommand(ctx context.Context, args []string, getenv func(strin
 		a.fs.StringVar(&certFile, "client-cert-file", "", "PEM file of the client certificate presented to https workers (its chain may follow it)")
 		a.fs.StringVar(&keyFile, "client-key-file", "", "PEM file of the client certificate's private key (PKCS#8, PKCS#1 or EC; or KMIRROR_CONNECT_CLIENT_KEY)")
 		a.fs.StringVar(&tokenFile, "bearer-token-file", "", "file holding the bearer token sent as Authorization: Bearer (or KMIRROR_CONNECT_BEARER_TOKEN)")
+		a.fs.BoolVar(&in.AutoRestart, "auto-restart", false, "restart the failed connectors and tasks of kmirror's tasks there automatically, with back-off")
 		a.fs.StringVar(&in.ConfigProvider, "config-provider", "", "a config provider the workers define, for secret references: its name, or a reference with its path and %s for the key, e.g. '${file:/etc/kmirror/kafka.properties:%s}'")
 		if _, err := a.parse(rest, getenv); err != nil {
 			return err

@@ -44,6 +44,9 @@ type ConnectClusterSettings struct {
 	// (config.providers=<name>): Kafka passwords then go into connector
 	// configs as references to it instead of in clear (docs/CONNECT.md).
 	ConfigProvider string `json:"config_provider,omitempty"`
+	// AutoRestart: kmirror restarts its tasks' failed connectors and tasks
+	// on this cluster by itself, with back-off (opt-in).
+	AutoRestart bool `json:"auto_restart,omitempty"`
 }
 
 // ConnectClusterInfo is a registered Connect cluster as shown: never the
@@ -60,6 +63,7 @@ type ConnectClusterInfo struct {
 	ClientKeySet   bool      `json:"client_key_set"`
 	BearerTokenSet bool      `json:"bearer_token_set"`
 	ConfigProvider string    `json:"config_provider,omitempty"`
+	AutoRestart    bool      `json:"auto_restart"`
 	CreatedAt      time.Time `json:"created_at"`
 }
 
@@ -227,7 +231,7 @@ func (s *Service) AddConnectCluster(ctx context.Context, in ConnectClusterSettin
 	}
 	rec := store.ConnectCluster{
 		Name: in.Name, URLs: in.URLs, Username: in.Username, CAPEM: in.CAPEM, ClientCertPEM: in.ClientCertPEM,
-		KafkaCluster: in.KafkaCluster, ConfigProvider: in.ConfigProvider,
+		KafkaCluster: in.KafkaCluster, ConfigProvider: in.ConfigProvider, AutoRestart: in.AutoRestart,
 		CreatedAt: time.Now().UTC().Truncate(time.Second),
 	}
 	for _, sec := range []struct {
@@ -297,7 +301,7 @@ func (s *Service) ConnectClusterSettings(ctx context.Context, name string) (Conn
 		return ConnectClusterSettings{}, err
 	}
 	cs := ConnectClusterSettings{Name: r.Name, URLs: r.URLs, KafkaCluster: r.KafkaCluster, Username: r.Username,
-		CAPEM: r.CAPEM, ClientCertPEM: r.ClientCertPEM, ConfigProvider: r.ConfigProvider}
+		CAPEM: r.CAPEM, ClientCertPEM: r.ClientCertPEM, ConfigProvider: r.ConfigProvider, AutoRestart: r.AutoRestart}
 	for _, sec := range []struct {
 		what, label string
 		sealed      []byte
@@ -362,7 +366,7 @@ func connectInfo(r store.ConnectCluster) ConnectClusterInfo {
 	return ConnectClusterInfo{Name: r.Name, URLs: r.URLs, KafkaCluster: r.KafkaCluster, Username: r.Username,
 		PasswordSet: r.PasswordCiphertext != nil, CAPEM: r.CAPEM, ClientCertPEM: r.ClientCertPEM,
 		ClientKeySet: r.ClientKeyCiphertext != nil, BearerTokenSet: r.BearerTokenCiphertext != nil,
-		ConfigProvider: r.ConfigProvider, CreatedAt: r.CreatedAt}
+		ConfigProvider: r.ConfigProvider, AutoRestart: r.AutoRestart, CreatedAt: r.CreatedAt}
 }
 
 // NewWithConnect is New with the Kafka Connect engine wired in (as
@@ -429,7 +433,7 @@ func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectplan.
 		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
 	return connectplan.Cluster{Name: cs.Name, Client: cfg, KafkaCluster: cs.KafkaCluster,
-		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == "", ExactlyOnceRefusal: eos}, nil
+		ConfigProvider: cs.ConfigProvider, OverridesAllowed: refusal == "", ExactlyOnceRefusal: eos, AutoRestart: cs.AutoRestart}, nil
 }
 
 // connectConfig is how to reach a registered Connect cluster's REST API.

@@ -23,7 +23,10 @@ type ConnectCluster struct {
 	BearerTokenCiphertext []byte // nil when there is none
 	KafkaCluster          string // the registered Kafka cluster its workers write to
 	ConfigProvider        string // a config provider the workers define, or ""
-	CreatedAt             time.Time
+	// AutoRestart: kmirror restarts its tasks' failed connectors and
+	// tasks there, with back-off.
+	AutoRestart bool
+	CreatedAt   time.Time
 }
 
 // ConnectClusters stores registered Kafka Connect clusters.
@@ -43,16 +46,16 @@ type ConnectClusters interface {
 var _ ConnectClusters = (*DB)(nil)
 
 const connectClusterColumns = `name, urls, username, password_ciphertext, ca_pem, kafka_cluster, config_provider, created_at,
-	client_cert_pem, client_key_ciphertext, bearer_token_ciphertext`
+	client_cert_pem, client_key_ciphertext, bearer_token_ciphertext, auto_restart`
 
 // CreateConnectCluster implements ConnectClusters.
 func (d *DB) CreateConnectCluster(ctx context.Context, c ConnectCluster) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := d.db.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, strings.Join(c.URLs, ","), c.Username, c.PasswordCiphertext, c.CAPEM, c.KafkaCluster,
-		c.ConfigProvider, c.CreatedAt.Unix(), c.ClientCertPEM, c.ClientKeyCiphertext, c.BearerTokenCiphertext)
+		c.ConfigProvider, c.CreatedAt.Unix(), c.ClientCertPEM, c.ClientKeyCiphertext, c.BearerTokenCiphertext, c.AutoRestart)
 	switch {
 	case isForeignKey(err):
 		return fmt.Errorf("Kafka cluster %q of Connect cluster %q: %w", c.KafkaCluster, c.Name, ErrNotFound)
@@ -89,7 +92,7 @@ func scanConnectCluster(s scanner) (ConnectCluster, error) {
 	var urls string
 	var created int64
 	if err := s.Scan(&c.Name, &urls, &c.Username, &c.PasswordCiphertext, &c.CAPEM, &c.KafkaCluster,
-		&c.ConfigProvider, &created, &c.ClientCertPEM, &c.ClientKeyCiphertext, &c.BearerTokenCiphertext); err != nil {
+		&c.ConfigProvider, &created, &c.ClientCertPEM, &c.ClientKeyCiphertext, &c.BearerTokenCiphertext, &c.AutoRestart); err != nil {
 		return ConnectCluster{}, err
 	}
 	if urls != "" {

@@ -84,6 +84,10 @@ var seeds = map[int][]string{
 		 '{"task":"seed-task","mode":"planned","direction":"A->B","groups":["g1"],"state":"waiting","steps":[{"name":"preflight","state":"waiting","message":"stop g1"}],"report":{"groups":[]}}',
 		 1700000070, 1700000071)`,
 	},
+	11: {
+		`INSERT INTO connect_clusters (name, urls, kafka_cluster, auto_restart, created_at)
+		 VALUES ('seed-connect-restart', 'http://r1:8083', 'seed-east', 1, 1700000080)`,
+	},
 }
 
 // migrationsUpTo is the embedded migrations of version <= v, and the sorted
@@ -279,12 +283,20 @@ func checkSeedRows(t *testing.T, db *store.DB, from int) {
 		if c.ClientCertPEM != "" || c.ClientKeyCiphertext != nil || c.BearerTokenCiphertext != nil {
 			t.Errorf("Connect cluster from before 0008 has a client certificate or token: %+v", c)
 		}
+		if c.AutoRestart {
+			t.Errorf("Connect cluster from before 0011 restarts failed connectors: %+v", c)
+		}
 	}
 	if from >= 8 {
 		c, err := db.ConnectCluster(ctx, "seed-connect-mtls")
 		if err != nil || c.ClientCertPEM != "CERTPEM" || string(c.ClientKeyCiphertext) != "\x08\x08" ||
 			string(c.BearerTokenCiphertext) != "\x09\x09" || c.PasswordCiphertext != nil || c.Username != "" {
 			t.Errorf("Connect cluster with a client certificate and a token: %+v, %v", c, err)
+		}
+	}
+	if from >= 11 {
+		if c, err := db.ConnectCluster(ctx, "seed-connect-restart"); err != nil || !c.AutoRestart {
+			t.Errorf("Connect cluster with auto restart: %+v, %v", c, err)
 		}
 	}
 	if from >= 9 {

@@ -72,6 +72,8 @@ type deployment struct {
 	// task and its clusters as deployed, for failovers (failover.go).
 	task          task.Task
 	current, peer cluster.Settings
+	// restarts are its automatic restarts (restart.go).
+	restarts *restarts
 }
 
 // New makes an Engine.
@@ -277,10 +279,17 @@ func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) 
 	}
 	dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
 	dep.at = time.Now()
+	dep.restarts = newRestarts()
+	if old != nil && old.cluster == dep.cluster {
+		dep.restarts = old.restarts // the counts and back-off go on
+	}
 	e.tasks[name] = dep
 	p, ok := e.pollers[dep.cluster]
 	if !ok {
-		p = newPoller(dep.cluster, cc, e.d.PollInterval, e.log)
+		cluster := dep.cluster
+		p = newPoller(cluster, cc, e.d.PollInterval, e.log, func(cc connectplan.Cluster, o observed) {
+			e.restartFailed(cluster, cc.AutoRestart, cc.Client, o)
+		})
 		e.pollers[dep.cluster] = p
 	}
 	p.setCluster(cc)
@@ -486,7 +495,10 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
 		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, planned, o, o.at.Before(dep.at.Add(deployGrace)))
-		flow := engine.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []engine.PartitionStatus{}}
+		if fs == task.StateFailed {
+			reason += dep.restarts.note(byFlow[f], time.Now())
+		}
+		flow := engine.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []engine.PartitionStatus{}, Restarts: dep.restarts.of(f)}
 		if fp, ok := dep.progress.of(f); ok {
 			flow.Partitions, flow.LagRecords, flow.Records = fp.partitions, fp.lag, fp.records
 		}
@@ -566,9 +578,10 @@ func (e *Engine) Close() {
 // Whether a name resolves is no test either: a pod IP "resolves" and still
 // cannot be reached from outside the cluster.
 type poller struct {
-	name string
-	log  *slog.Logger
-	quit chan struct{}
+	name   string
+	log    *slog.Logger
+	polled func(connectplan.Cluster, observed)
+	quit   chan struct{}
 	done chan struct{}
 
 	mu   sync.Mutex
@@ -584,8 +597,10 @@ type poller struct {
 	group     *groupWatch
 }
 
-func newPoller(name string, cc connectplan.Cluster, every time.Duration, log *slog.Logger) *poller {
-	p := &poller{name: name, cc: cc, log: log, quit: make(chan struct{}), done: make(chan struct{})}
+// newPoller polls a Connect cluster every every; after each poll, polled
+// (if not nil) acts on what it saw.
+func newPoller(name string, cc connectplan.Cluster, every time.Duration, log *slog.Logger, polled func(connectplan.Cluster, observed)) *poller {
+	p := &poller{name: name, cc: cc, log: log, polled: polled, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run(every)
 	return p
 }
@@ -636,6 +651,9 @@ func (p *poller) run(every time.Duration) {
 		p.mu.Lock()
 		p.obs, p.seen = o, true
 		p.mu.Unlock()
+		if p.polled != nil {
+			p.polled(p.cluster(), o)
+		}
 		select {
 		case <-p.quit:
 			return

@@ -29,6 +29,9 @@ type Cluster struct {
 	// ExactlyOnceRefusal is why the workers cannot run exactly-once source
 	// connectors (KIP-618), "" when they can.
 	ExactlyOnceRefusal string
+	// AutoRestart: the engine restarts the failed connectors and tasks of
+	// kmirror's tasks here, with back-off.
+	AutoRestart bool
 	// Kafka is how to reach KafkaCluster, where the status poll reads the
 	// workers' group to see a worker die (see poller); without bootstrap
 	// servers only the registered URLs are asked.
