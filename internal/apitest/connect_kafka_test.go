@@ -45,10 +45,10 @@ func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
 		bad[k] = v
 	}
 	bad["rules"] = map[string]any{"direction": "push", "topics": []string{topic}, "tasks": 2, "rename_topics": true,
-		"add_source_header": true, "start_offset": "latest", "compression": "none"}
+		"add_source_header": true, "compression": "none"}
 	code, body := s.call(http.MethodPost, "/api/v1/tasks", bad)
 	ps := problems(body)
-	if code != http.StatusUnprocessableEntity || !strings.Contains(ps["rules.add_source_header"], "header converter") || !strings.Contains(ps["rules.start_offset"], "latest") {
+	if code != http.StatusUnprocessableEntity || !strings.Contains(ps["rules.add_source_header"], "header converter") {
 		t.Fatalf("a task Connect cannot run as asked: %d %v", code, ps)
 	}
 	if code, _ := s.call(http.MethodGet, "/api/v1/tasks/"+name, nil); code != http.StatusNotFound {

@@ -44,6 +44,7 @@ var (
 	failedDesc     = desc("kmirror_flow_failed", "1 when the flow has failed (see the task's status for the reason), else 0.")
 	credentialDesc = desc("kmirror_flow_credential_error", "1 when the flow failed on a certificate, SASL credentials or missing rights (see the task's status), else 0.")
 	degradedDesc   = desc("kmirror_flow_degraded", "1 when the flow copies but part of its progress is held back (see the task's status for what and why), else 0.")
+	driftedDesc    = desc("kmirror_flow_drifted", "1 when the flow copies with a connector configuration changed on Kafka Connect outside kmirror (the task's status names the settings; re-apply the task), else 0.")
 	failedPartDesc = desc("kmirror_failed_partitions", "Partitions stopped for good until the task restarts (a record the target refuses, for one).")
 	ckptAgeDesc    = desc("kmirror_checkpoint_age_seconds", "Seconds since consumer-group offsets were last translated and synced (flows with sync consumer offsets on).")
 	ckptGroupsDesc = desc("kmirror_checkpoint_groups", "Consumer groups translated in the last consumer-offset sync.")
@@ -65,7 +66,7 @@ func NewCollector(src Source) *Collector { return &Collector{src: src} }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, credentialDesc, degradedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, expiredDesc, targetLostDesc, replacedDesc, partLagDesc} {
+	for _, d := range []*prometheus.Desc{recordsDesc, bytesDesc, skippedDesc, lagRecordsDesc, lagSecondsDesc, restartsDesc, upDesc, failedDesc, credentialDesc, degradedDesc, driftedDesc, failedPartDesc, ckptAgeDesc, ckptGroupsDesc, ckptFailDesc, recopiedDesc, expiredDesc, targetLostDesc, replacedDesc, partLagDesc} {
 		ch <- d
 	}
 }
@@ -104,6 +105,7 @@ func collectFlow(ch chan<- prometheus.Metric, taskName string, f engine.FlowStat
 	gauge(upDesc, b2f(f.State == task.StateRunning))
 	gauge(failedDesc, b2f(f.State == task.StateFailed))
 	gauge(degradedDesc, b2f(f.State == task.StateDegraded))
+	gauge(driftedDesc, b2f(f.State == task.StateDrifted))
 	gauge(credentialDesc, b2f(f.State == task.StateFailed && f.ErrorKind != ""))
 	failed := 0
 	for _, p := range f.Partitions {

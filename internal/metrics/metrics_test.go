@@ -66,8 +66,8 @@ kmirror_partition_lag_records{flow="B->A",partition="1",task="orders-dr",topic="
 		"kmirror_recopied_records_total", "kmirror_partition_lag_records"); err != nil {
 		t.Fatal(err)
 	}
-	if n := testutil.CollectAndCount(c); n != 32 {
-		t.Fatalf("%d series, want 15 metrics x 2 flows + 2 partitions", n)
+	if n := testutil.CollectAndCount(c); n != 34 {
+		t.Fatalf("%d series, want 16 metrics x 2 flows + 2 partitions", n)
 	}
 	if err := testutil.CollectAndCompare(metrics.NewCollector(fakeSource{}), strings.NewReader("")); err != nil {
 		t.Fatal(err)

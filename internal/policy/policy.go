@@ -195,9 +195,12 @@ func (p Policy) cameFromTarget(topic string) bool {
 	if p.TargetAlias == "" {
 		return false
 	}
-	if !p.Rename {
+	if strings.HasPrefix(topic, p.TargetAlias+".") || !p.Rename {
 		return strings.HasPrefix(topic, p.TargetAlias+".")
 	}
+	// As MM2 splits a name (Java's split drops trailing empty parts: "C.B."
+	// names no cluster after C).
+	topic = strings.TrimRight(topic, ".")
 	for {
 		alias, rest, ok := strings.Cut(topic, ".")
 		if !ok {

@@ -282,6 +282,30 @@ func lastStableOffset(client sarama.Client, topic string, part int32) (int64, er
 	return offs[tp{topic, part}], nil
 }
 
+// LastStableOffsets is the last stable offset of every partition listed (by
+// topic), in one request per leader: where a read_committed reader's
+// newest record ends, past any open transaction's start.
+func LastStableOffsets(client sarama.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
+	var all []tp
+	for topic, ps := range parts {
+		for _, p := range ps {
+			all = append(all, tp{topic, p})
+		}
+	}
+	offs, err := lastStableOffsets(client, all)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int32]int64{}
+	for p, o := range offs {
+		if out[p.topic] == nil {
+			out[p.topic] = map[int32]int64{}
+		}
+		out[p.topic][p.partition] = o
+	}
+	return out, nil
+}
+
 // lastStableOffsets is lastStableOffset of many partitions in one request
 // per leader (a switchover asks every partition's once a second). As
 // sarama's GetOffset, it asks once more for those that failed after

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/replicator"
 )
 
@@ -37,6 +38,10 @@ func (s *Service) Failover(ctx context.Context, name, group string) (_ FailoverR
 	if group == "" {
 		return FailoverResult{}, &Error{Code: CodeInvalidRequest, Message: "name the consumer group to fail over",
 			Problems: Problems{{Field: "group", Message: "group is required"}}}
+	}
+	if why := policy.UnsyncedGroup(group); why != "" {
+		return FailoverResult{}, &Error{Code: CodeInvalidRequest, Message: "group " + group + " cannot be failed over: " + why,
+			Problems: Problems{{Field: "group", Message: why}}}
 	}
 	rec, err := s.storedTask(ctx, name)
 	if err != nil {

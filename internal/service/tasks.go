@@ -614,8 +614,9 @@ func (s *Service) RestartTask(ctx context.Context, name string) (TaskInfo, error
 
 // ReapplyTask writes kmirror's configuration again over the connectors of a
 // task on Kafka Connect that were changed there outside kmirror (the task
-// shows DRIFTED, naming the settings); connectors as kmirror deployed them
-// are left running untouched. Operators and admins; audited.
+// shows DRIFTED, naming the settings); the others keep their configuration
+// (as any start, every connector is resumed and failed instances
+// restarted). Operators and admins; audited.
 func (s *Service) ReapplyTask(ctx context.Context, name string) (TaskInfo, error) {
 	return s.changeState(ctx, name, task.ActionReapply)
 }

@@ -236,10 +236,16 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 		// Written only where it differs: Connect restarts a connector on
 		// every configuration written, even the same.
 		have, err := client.Connector(ctx, c.Name)
-		if err != nil && !connect.IsNotFound(err) {
+		missing := connect.IsNotFound(err)
+		if err != nil && !missing {
 			return fmt.Errorf("task %s: read connector %s on %s: %w", t.Name, c.Name, name, err)
 		}
-		if err != nil || len(configDrift(c.Config, have.Config)) > 0 {
+		switch {
+		case missing && c.Copy != nil && t.Rules.StartOffset == task.StartLatest:
+			if err := startAtLatest(ctx, client, c); err != nil {
+				return fmt.Errorf("task %s: deploy connector %s on %s at the source's ends (start offset latest): %w", t.Name, c.Name, name, err)
+			}
+		case missing || len(configDrift(c.Config, have.Config)) > 0:
 			if _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); err != nil {
 				return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
 			}
@@ -252,21 +258,23 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
 		}
 	}
-	old, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc)
+	stale, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc)
 	if err != nil {
 		return err
 	}
-	if old != nil {
-		old.progress.stop() // not under the lock: a sample in flight may take seconds
+	if stale != nil {
+		stale.stop() // not under the lock: a sample in flight may take seconds
 	}
 	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
 	return nil
 }
 
 // deployed records dep as the task's deployment, starting its progress
-// sampling and its Connect cluster's poll; it returns the deployment it
-// replaces, whose sampling the caller stops.
-func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) (*deployment, error) {
+// sampling and its Connect cluster's poll; it returns the sampling of the
+// deployment it replaces, for the caller to stop. The same connectors on
+// the same cluster again (a re-apply) keep their sampling: its counts and
+// positions go on.
+func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) (*progress, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -277,23 +285,46 @@ func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) 
 		close(w.quit)
 		delete(e.waiting, name)
 	}
-	dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
+	var stale *progress
 	dep.at = time.Now()
 	dep.restarts = newRestarts()
-	if old != nil && old.cluster == dep.cluster {
+	switch {
+	case old != nil && old.cluster == dep.cluster && sameConnectors(old.connectors, dep.connectors):
+		dep.progress, dep.restarts = old.progress, old.restarts
+	case old != nil && old.cluster == dep.cluster:
 		dep.restarts = old.restarts // the counts and back-off go on
+		fallthrough
+	default:
+		dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
+		if old != nil {
+			stale = old.progress
+		}
 	}
 	e.tasks[name] = dep
 	p, ok := e.pollers[dep.cluster]
 	if !ok {
 		cluster := dep.cluster
-		p = newPoller(cluster, cc, e.d.PollInterval, e.log, func(cc connectplan.Cluster, o observed) {
-			e.restartFailed(cluster, cc.AutoRestart, cc.Client, o)
+		p = newPoller(cluster, cc, e.d.PollInterval, e.log, func(client *connect.Client, cc connectplan.Cluster, o observed) {
+			e.restartFailed(cluster, cc.AutoRestart, client, o)
 		})
 		e.pollers[dep.cluster] = p
 	}
 	p.setCluster(cc)
-	return old, nil
+	return stale, nil
+}
+
+// sameConnectors says whether two plans deploy the same connectors with the
+// same configurations.
+func sameConnectors(a, b []connectplan.Connector) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || a[i].Flow != b[i].Flow || len(configDrift(a[i].Config, b[i].Config)) > 0 || len(configDrift(b[i].Config, a[i].Config)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Check says why t cannot run on its Connect cluster (an option MirrorMaker
@@ -475,7 +506,11 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	planned := map[string]map[string]string{}
 	var flows []string
 	for _, c := range dep.connectors {
-		planned[c.Name] = c.Config
+		if o.at.After(dep.at) {
+			// A poll from before this deployment saw the connectors as
+			// they were: drift is judged on the next.
+			planned[c.Name] = c.Config
+		}
 		if c.Copy != nil {
 			copiers[c.Flow] = c.Name
 		}
@@ -496,7 +531,13 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	for _, f := range flows {
 		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, planned, o, o.at.Before(dep.at.Add(deployGrace)))
 		if fs == task.StateFailed {
-			reason += dep.restarts.note(byFlow[f], time.Now())
+			var failed []string
+			for _, c := range byFlow[f] {
+				if v, ok := o.views[c]; ok && failedInstances(v) {
+					failed = append(failed, c)
+				}
+			}
+			reason += dep.restarts.note(failed, time.Now())
 		}
 		flow := engine.FlowStatus{Flow: f, State: fs, Reason: reason, Partitions: []engine.PartitionStatus{}, Restarts: dep.restarts.of(f)}
 		if fp, ok := dep.progress.of(f); ok {
@@ -580,9 +621,9 @@ func (e *Engine) Close() {
 type poller struct {
 	name   string
 	log    *slog.Logger
-	polled func(connectplan.Cluster, observed)
+	polled func(*connect.Client, connectplan.Cluster, observed)
 	quit   chan struct{}
-	done chan struct{}
+	done   chan struct{}
 
 	mu   sync.Mutex
 	cc   connectplan.Cluster
@@ -598,8 +639,9 @@ type poller struct {
 }
 
 // newPoller polls a Connect cluster every every; after each poll, polled
-// (if not nil) acts on what it saw.
-func newPoller(name string, cc connectplan.Cluster, every time.Duration, log *slog.Logger, polled func(connectplan.Cluster, observed)) *poller {
+// (if not nil) acts on what it saw, through the poll's own client (bounded
+// requests, starting at the URL that answered last).
+func newPoller(name string, cc connectplan.Cluster, every time.Duration, log *slog.Logger, polled func(*connect.Client, connectplan.Cluster, observed)) *poller {
 	p := &poller{name: name, cc: cc, log: log, polled: polled, quit: make(chan struct{}), done: make(chan struct{})}
 	go p.run(every)
 	return p
@@ -651,8 +693,8 @@ func (p *poller) run(every time.Duration) {
 		p.mu.Lock()
 		p.obs, p.seen = o, true
 		p.mu.Unlock()
-		if p.polled != nil {
-			p.polled(p.cluster(), o)
+		if p.polled != nil && p.client != nil {
+			p.polled(p.client, p.cluster(), o)
 		}
 		select {
 		case <-p.quit:

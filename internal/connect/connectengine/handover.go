@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/IBM/sarama"
+
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
 	"github.com/kmirror/kmirror/internal/connect/connectplan"
+	"github.com/kmirror/kmirror/internal/replicator"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -219,4 +222,91 @@ func waitConnectorState(ctx context.Context, client *connect.Client, name, want 
 		case <-time.After(300 * time.Millisecond): // Connect applies it through its config topic
 		}
 	}
+}
+
+// startAtLatest deploys a copy connector that is not on Connect yet for a
+// task whose start offset is latest: created STOPPED, its offsets set to
+// every selected partition's end (the last stable offset: an open
+// transaction's records are still to copy), then left to the caller to
+// resume. MirrorMaker 2's own "latest" would apply to partitions it finds
+// later too, skipping what was written to them before it looked; these
+// start at their first record (auto.offset.reset=earliest), as on the
+// embedded engine. Offsets Connect kept from an earlier task of the same
+// name stay: that task resumes there, as on the embedded engine, where
+// latest is for partitions without progress.
+func startAtLatest(ctx context.Context, client *connect.Client, c connectplan.Connector) error {
+	// The ends first: a source kmirror cannot read fails the start before
+	// anything is deployed.
+	ends, err := sourceEnds(c.Copy)
+	if err != nil {
+		return fmt.Errorf("the end offsets of %s: %w", c.Copy.Source.Name, err)
+	}
+	if _, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped); err != nil {
+		return err
+	}
+	if err := waitConnectorState(ctx, client, c.Name, connect.StateStopped); err != nil {
+		return err
+	}
+	kept, err := client.Offsets(ctx, c.Name)
+	if err != nil {
+		return err
+	}
+	has := map[partitionKey]bool{}
+	for _, o := range kept.Offsets {
+		if pos, err := o.MirrorSource(); err == nil {
+			has[partitionKey{pos.Topic, pos.Partition}] = true
+		}
+	}
+	alias := c.Config["source.cluster.alias"]
+	var offs []connect.Offset
+	for _, p := range ends {
+		if p.Next > 0 && !has[partitionKey{p.Topic, p.Partition}] {
+			offs = append(offs, connect.MirrorSourceOffset(alias, p.Topic, p.Partition, p.Next-1))
+		}
+	}
+	if len(offs) == 0 {
+		return nil
+	}
+	_, err = client.AlterOffsets(ctx, c.Name, offs)
+	return err
+}
+
+// sourceEnds are the last stable offsets of every partition a copy selects.
+func sourceEnds(cp *connectplan.Copy) ([]task.Position, error) {
+	cfg, err := cp.Source.Config("kmirror-connect-latest")
+	if err != nil {
+		return nil, err
+	}
+	client, err := sarama.NewClient(cp.Source.BootstrapServers, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	if err := client.RefreshMetadata(); err != nil {
+		return nil, err
+	}
+	topics, err := client.Topics()
+	if err != nil {
+		return nil, err
+	}
+	parts := map[string][]int32{}
+	for _, topic := range topics {
+		if cp.Selects == nil || !cp.Selects(topic) {
+			continue
+		}
+		if parts[topic], err = client.Partitions(topic); err != nil {
+			return nil, fmt.Errorf("partitions of %s: %w", topic, err)
+		}
+	}
+	ends, err := replicator.LastStableOffsets(client, parts)
+	if err != nil {
+		return nil, err
+	}
+	var out []task.Position
+	for topic, ps := range parts {
+		for _, p := range ps {
+			out = append(out, task.Position{Topic: topic, Partition: p, Next: ends[topic][p]})
+		}
+	}
+	return out, nil
 }

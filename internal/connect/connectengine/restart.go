@@ -50,9 +50,21 @@ func (r *restarts) of(flow string) int64 {
 	return r.count[flow]
 }
 
-// due says whether connector, failed now, is to be restarted at now, and
-// marks it restarted (the back-off grows) when it is.
-func (r *restarts) due(connector, flow string, now time.Time) (attempt int, ok bool) {
+// due says whether connector, failed now, is to be restarted at now (its
+// back-off has passed), and which restart it would be.
+func (r *restarts) due(connector string, now time.Time) (attempt int, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := r.byConn[connector]
+	if st == nil {
+		return 1, true
+	}
+	return st.attempts + 1, !now.Before(st.next)
+}
+
+// restarted notes that Connect took a restart of connector at now: counted
+// on flow, and the next waits longer.
+func (r *restarts) restarted(connector, flow string, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st := r.byConn[connector]
@@ -60,14 +72,9 @@ func (r *restarts) due(connector, flow string, now time.Time) (attempt int, ok b
 		st = &restartState{}
 		r.byConn[connector] = st
 	}
-	if now.Before(st.next) {
-		return st.attempts, false
-	}
 	st.attempts++
-	st.last = now
-	st.next = now.Add(restartBackoff(st.attempts))
+	st.last, st.next, st.err = now, now.Add(restartBackoff(st.attempts)), nil
 	r.count[flow]++
-	return st.attempts, true
 }
 
 // healthy notes connector not failed at now: after restartHealthy since its
@@ -80,12 +87,17 @@ func (r *restarts) healthy(connector string, now time.Time) {
 	}
 }
 
+// failed notes why a restart request was not taken; the next poll tries
+// again (the back-off grows only with restarts Connect took).
 func (r *restarts) failed(connector string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if st := r.byConn[connector]; st != nil {
-		st.err = err
+	st := r.byConn[connector]
+	if st == nil {
+		st = &restartState{}
+		r.byConn[connector] = st
 	}
+	st.err = err
 }
 
 // restartBackoff is the wait after the attempt-th restart.
@@ -112,15 +124,16 @@ func failedInstances(v connect.ConnectorView) bool {
 }
 
 // restartFailed restarts, on a Connect cluster that allows it, the failed
-// connectors of the tasks deployed there, as o saw them.
-func (e *Engine) restartFailed(clusterName string, auto bool, cfg connect.Config, o observed) {
+// connectors of the tasks deployed there, as o saw them, through the poll's
+// client.
+func (e *Engine) restartFailed(clusterName string, auto bool, client *connect.Client, o observed) {
 	if !auto || o.err != nil {
 		return
 	}
 	type due struct {
-		name, task string
-		attempt    int
-		r          *restarts
+		name, flow, task string
+		attempt          int
+		r                *restarts
 	}
 	var todo []due
 	e.mu.Lock()
@@ -135,8 +148,8 @@ func (e *Engine) restartFailed(clusterName string, auto bool, cfg connect.Config
 			case !failedInstances(v):
 				dep.restarts.healthy(c.Name, o.at)
 			default:
-				if n, ok := dep.restarts.due(c.Name, c.Flow, o.at); ok {
-					todo = append(todo, due{c.Name, name, n, dep.restarts})
+				if n, ok := dep.restarts.due(c.Name, o.at); ok {
+					todo = append(todo, due{c.Name, c.Flow, name, n, dep.restarts})
 				}
 			}
 		}
@@ -148,31 +161,26 @@ func (e *Engine) restartFailed(clusterName string, auto bool, cfg connect.Config
 	// Bounded as a poll is: the next poll waits for it.
 	ctx, cancel := context.WithTimeout(context.Background(), pollBudget)
 	defer cancel()
-	client, err := connect.New(cfg)
-	if err != nil {
-		return
-	}
-	defer client.Close()
 	for _, d := range todo {
-		_, err := client.Restart(ctx, d.name, true, true)
-		d.r.failed(d.name, err)
-		if err != nil {
+		if _, err := client.Restart(ctx, d.name, true, true); err != nil {
+			d.r.failed(d.name, err)
 			e.log.Warn("failed connector not restarted", "task", d.task, "connector", d.name, "attempt", d.attempt, "error", err)
 			continue
 		}
+		d.r.restarted(d.name, d.flow, o.at)
 		e.log.Info("failed connector restarted automatically", "task", d.task, "connector", d.name, "attempt", d.attempt,
 			"next_after", restartBackoff(d.attempt))
 	}
 }
 
-// restartNote is what a FAILED flow's reason adds about its automatic
-// restarts, "" when there are none.
+// note is what a FAILED flow's reason adds about the automatic restarts of
+// its failed connectors, "" when there are none.
 func (r *restarts) note(connectors []string, now time.Time) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, c := range connectors {
 		st := r.byConn[c]
-		if st == nil {
+		if st == nil || st.attempts == 0 {
 			continue
 		}
 		msg := fmt.Sprintf("; restarted automatically %d time(s), next no sooner than in %s", st.attempts, max(st.next.Sub(now), 0).Round(time.Second))

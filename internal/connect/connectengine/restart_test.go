@@ -1,6 +1,8 @@
 package connectengine
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -17,27 +19,46 @@ func TestAutomaticRestartsBackOff(t *testing.T) {
 	}
 	r := newRestarts()
 	t0 := time.Unix(1000, 0)
-	if n, ok := r.due("c", "A->B", t0); !ok || n != 1 {
+	restart := func(at time.Time) (int, bool) {
+		n, ok := r.due("c", at)
+		if ok {
+			r.restarted("c", "A->B", at)
+		}
+		return n, ok
+	}
+	if n, ok := restart(t0); !ok || n != 1 {
 		t.Fatalf("first failure: restart %d %v, want the first", n, ok)
 	}
-	if _, ok := r.due("c", "A->B", t0.Add(9*time.Second)); ok {
+	if _, ok := restart(t0.Add(9 * time.Second)); ok {
 		t.Fatal("restarted again within the first wait")
 	}
-	if n, ok := r.due("c", "A->B", t0.Add(10*time.Second)); !ok || n != 2 {
+	// A request Connect did not take: tried again at the next poll, not
+	// counted, the wait not grown.
+	r.failed("c", errors.New("409 rebalancing"))
+	if n, ok := r.due("c", t0.Add(10*time.Second)); !ok || n != 2 {
 		t.Fatalf("after the first wait: restart %d %v, want the second", n, ok)
 	}
-	if _, ok := r.due("c", "A->B", t0.Add(29*time.Second)); ok {
+	if got := r.note([]string{"c"}, t0.Add(10*time.Second)); !strings.Contains(got, "1 time(s)") || !strings.Contains(got, "409 rebalancing") {
+		t.Fatalf("note %q", got)
+	}
+	if n, ok := restart(t0.Add(11 * time.Second)); !ok || n != 2 {
+		t.Fatalf("after a refused request: restart %d %v, want the second", n, ok)
+	}
+	if _, ok := restart(t0.Add(30 * time.Second)); ok {
 		t.Fatal("restarted again within the doubled wait")
 	}
 	r.healthy("c", t0.Add(time.Minute)) // too soon to start over
-	if n, ok := r.due("c", "A->B", t0.Add(30*time.Second+time.Minute)); !ok || n != 3 {
+	if n, ok := restart(t0.Add(31*time.Second + time.Minute)); !ok || n != 3 {
 		t.Fatalf("after the doubled wait: restart %d %v, want the third", n, ok)
 	}
 	r.healthy("c", t0.Add(time.Hour))
-	if n, ok := r.due("c", "A->B", t0.Add(time.Hour+time.Second)); !ok || n != 1 {
+	if n, ok := restart(t0.Add(time.Hour + time.Second)); !ok || n != 1 {
 		t.Fatalf("after a healthy stretch: restart %d %v, want the first again", n, ok)
 	}
 	if got := r.of("A->B"); got != 4 {
 		t.Fatalf("flow's restarts %d, want 4", got)
+	}
+	if got := r.note([]string{"other"}, t0); got != "" {
+		t.Fatalf("note for a connector never restarted: %q", got)
 	}
 }

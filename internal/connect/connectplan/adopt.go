@@ -155,7 +155,8 @@ const (
 // filter for: MM2's defaults (current and pre-3.0 blacklist) and what
 // kmirror deployed before its filter came from the policy; the flow's own
 // (topicsExclude) is accepted too. They leave out internal topics, as
-// policy.IsInternal does.
+// policy.IsInternal does, and MM2's also names ending in ".replica", which
+// kmirror copies when selected (docs/CONNECT.md says so).
 var acceptedExcludes = map[string]bool{
 	"":                                  true,
 	`mm2.*\.internal,.*\.replica,__.*`:  true,
@@ -406,6 +407,8 @@ var keptOwn = map[string]bool{
 	// kmirror's own producer tuning (ProducerTuning) takes their place:
 	// batching changes the speed, not what is copied.
 	"producer.override.batch.size": true, "producer.override.linger.ms": true,
+	// kmirror's own request cap (MaxRequestBytes) takes its place.
+	"producer.override.max.request.size": true,
 }
 
 // keptOwnPrefixes: client security and connection settings (kmirror uses

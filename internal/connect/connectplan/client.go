@@ -28,7 +28,9 @@ var providerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // providerTemplate is a reference with a path and %s where the key goes:
 // ${<provider>:<path>:<key with %s>}, e.g. ${file:/etc/kmirror/kafka.properties:%s}.
-var providerTemplate = regexp.MustCompile(`^\$\{[A-Za-z0-9_-]{1,64}:[^{}:%]+:[^{}:%]*%s[^{}:%]*\}$`)
+// Quotes, backslashes and spaces are refused: the reference may stand
+// inside a JAAS line, whose quoting the workers would read it through.
+var providerTemplate = regexp.MustCompile(`^\$\{[A-Za-z0-9_-]{1,64}:[^{}:%"\\\s]+:[^{}:%"\\\s]*%s[^{}:%"\\\s]*\}$`)
 
 // CheckConfigProvider says what is wrong with a Connect cluster's config
 // provider setting, "" when nothing: the provider's name, for providers

@@ -91,9 +91,6 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 	if r.OnTargetTopicReplaced == task.TargetReplacedRecopy {
 		refuse("rules.on_target_topic_replaced", "MirrorMaker 2 goes on from its offsets when a target topic is deleted or created again, and cannot copy it again from the source: leave the setting out (MM2's behaviour, without the loss reported) or run the task on the embedded engine")
 	}
-	if r.StartOffset == task.StartLatest {
-		refuse("rules.start_offset", "MirrorMaker 2 applies \"latest\" to every partition it finds later too, so records written to a topic before MM2 noticed it would be skipped: use earliest, or run the task on the embedded engine")
-	}
 	if r.ExactlyOnce() && on.ExactlyOnceRefusal != "" {
 		refuse("engine", "Kafka Connect cluster %s does not run exactly-once source connectors (%s): set exactly.once.source.support=enabled on every worker (preparing on all of them first, then enabled) and restart them, run the task on the embedded engine, or use at_least_once", on.Name, on.ExactlyOnceRefusal)
 	}
@@ -163,6 +160,12 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 			for k, v := range ProducerTuning {
 				overrides["producer.override."+k] = v
 			}
+			// Records as large as the embedded engine copies: the
+			// producer's default request cap (1 MiB) fails a connector
+			// task on a larger record; the target topic's
+			// max.message.bytes still decides (MM2 creates it with the
+			// source's).
+			overrides["producer.override.max.request.size"] = strconv.Itoa(MaxRequestBytes)
 		}
 		if r.Compression != "" && r.Compression != "none" {
 			if !on.OverridesAllowed {
@@ -318,6 +321,12 @@ func javaCompatible(re string) error {
 	}
 	return nil
 }
+
+// MaxRequestBytes is the producer's max.request.size kmirror's connectors
+// ask for when the workers allow overrides: the largest record they copy
+// (a little less: the request's own overhead). The buffer it comes from
+// (buffer.memory, 32 MiB) is twice as large.
+const MaxRequestBytes = 16 << 20
 
 // ProducerTuning are the producer settings kmirror's connectors ask for
 // when the workers allow per-connector overrides.

@@ -164,7 +164,6 @@ func TestBuildRefusals(t *testing.T) {
 	}{
 		{"topic mappings", func(tk *task.Task) { tk.Rules.TopicMappings = []task.Mapping{{Source: "orders", Target: "o2"}} }, "rules.topic_mappings", "replication policy"},
 		{"source header", func(tk *task.Task) { tk.Rules.AddSourceHeader = true }, "rules.add_source_header", "header converter"},
-		{"latest", func(tk *task.Task) { tk.Rules.StartOffset = task.StartLatest }, "rules.start_offset", "skipped"},
 		{"recopy a replaced target topic", func(tk *task.Task) { tk.Rules.OnTargetTopicReplaced = task.TargetReplacedRecopy }, "rules.on_target_topic_replaced", "goes on from its offsets"},
 		{"comma in regex", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "a{1,2}" }, "rules.topics_regex", "commas"},
 		{"named group", func(tk *task.Task) { tk.Rules.Topics, tk.Rules.TopicsRegex = nil, "(?P<x>a)" }, "rules.topics_regex", "Java"},
@@ -432,7 +431,7 @@ func TestBothEnginesSelectTheSameTopicsAndGroups(t *testing.T) {
 	topics := []string{"orders", "pay.v1", "orders.replica", "x.replica", "B.orders", "A.orders", "C.B.orders", "C.orders",
 		"B.pay.v1", "__consumer_offsets", "_schemas", ".hidden", "mm2-offsets.A.internal", "mm2-offset-syncs.B.internal",
 		"A.checkpoints.internal", "connect-offsets-internal", "kmirror-history.A", "kmirror.t1", "heartbeats", "B.heartbeats",
-		"C.heartbeats", "C.B.heartbeats", "myheartbeats", "internal", "ordersinternal", "orders-v2", "B", "B.", "b.orders"}
+		"C.heartbeats", "C.B.heartbeats", "myheartbeats", "internal", "ordersinternal", "orders-v2", "B", "B.", "b.orders", "C.B.", "C.B..x", "C..B.x"}
 	for _, c := range []struct {
 		name   string
 		rename bool
@@ -582,7 +581,7 @@ func TestConfigProviderReferences(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"a b", "${file:%s}", "${file:/p:key}", "${file:/p:%s:%s}", "${file:/p:%s", "file:/p:%s}",
-		"${file:/p:%d}", "${fi le:/p:%s}", "${file:/p:%s}x", "${file:/a}b:%s}"} {
+		"${file:/p:%d}", "${fi le:/p:%s}", "${file:/p:%s}x", "${file:/a}b:%s}", "${file:/my secrets:%s}", `${file:/p"q:%s}`, `${file:C\p:%s}`} {
 		if CheckConfigProvider(bad) == "" {
 			t.Errorf("%q accepted", bad)
 		}
