@@ -962,7 +962,41 @@ func (c *Cluster) signalBroker(id int32, sig syscall.Signal, what string) error 
 	if err := syscall.Kill(-n.proc.cmd.Process.Pid, sig); err != nil {
 		return fmt.Errorf("%s broker %d of %s: %w", what, id, c.name, err)
 	}
+	if sig == syscall.SIGSTOP {
+		// The signal is queued, not yet taken: a request sent at once may
+		// still be served. Frozen means every thread stopped.
+		return waitStopped(n.proc.cmd.Process.Pid, 10*time.Second)
+	}
 	return nil
+}
+
+// waitStopped waits until every thread of process pid is stopped (state T
+// in /proc/<pid>/task/*/stat).
+func waitStopped(pid int, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+		stopped := len(stats) > 0
+		for _, f := range stats {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue // a thread that ended
+			}
+			// pid (comm) state ...: comm may hold spaces and parentheses.
+			rest := string(b[strings.LastIndexByte(string(b), ')')+1:])
+			if f := strings.Fields(rest); len(f) == 0 || (f[0] != "T" && f[0] != "t") {
+				stopped = false
+				break
+			}
+		}
+		if stopped {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d did not stop within %s of SIGSTOP", pid, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitWhole waits until the brokers ids are registered and every partition
