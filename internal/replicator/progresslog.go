@@ -282,17 +282,18 @@ func lastStableOffset(client sarama.Client, topic string, part int32) (int64, er
 	return offs[tp{topic, part}], nil
 }
 
-// LastStableOffsets is the last stable offset of every partition listed (by
-// topic), in one request per leader: where a read_committed reader's
-// newest record ends, past any open transaction's start.
-func LastStableOffsets(client sarama.Client, parts map[string][]int32) (map[string]map[int32]int64, error) {
+// ListOffsets is, for every partition listed (by topic), in one request
+// per leader: at sarama.OffsetNewest its last stable offset (where a
+// read_committed reader's newest record ends, before any open
+// transaction), at sarama.OffsetOldest its first offset.
+func ListOffsets(client sarama.Client, parts map[string][]int32, at int64) (map[string]map[int32]int64, error) {
 	var all []tp
 	for topic, ps := range parts {
 		for _, p := range ps {
 			all = append(all, tp{topic, p})
 		}
 	}
-	offs, err := lastStableOffsets(client, all)
+	offs, err := listOffsets(client, all, at)
 	if err != nil {
 		return nil, err
 	}
@@ -307,12 +308,17 @@ func LastStableOffsets(client sarama.Client, parts map[string][]int32) (map[stri
 }
 
 // lastStableOffsets is lastStableOffset of many partitions in one request
-// per leader (a switchover asks every partition's once a second). As
-// sarama's GetOffset, it asks once more for those that failed after
-// refreshing their metadata (a leader that just moved).
+// per leader (a switchover asks every partition's once a second).
 func lastStableOffsets(client sarama.Client, parts []tp) (map[tp]int64, error) {
+	return listOffsets(client, parts, sarama.OffsetNewest)
+}
+
+// listOffsets is ListOffsets by tp. As sarama's GetOffset, it asks once
+// more for those that failed after refreshing their metadata (a leader
+// that just moved).
+func listOffsets(client sarama.Client, parts []tp, at int64) (map[tp]int64, error) {
 	out := make(map[tp]int64, len(parts))
-	failed, err := lastStableOffsetsOnce(client, parts, out)
+	failed, err := listOffsetsOnce(client, parts, at, out)
 	if len(failed) == 0 {
 		return out, nil
 	}
@@ -327,15 +333,15 @@ func lastStableOffsets(client sarama.Client, parts []tp) (map[tp]int64, error) {
 	if rerr := client.RefreshMetadata(topics...); rerr != nil {
 		return nil, err
 	}
-	if failed, err = lastStableOffsetsOnce(client, failed, out); len(failed) > 0 {
+	if failed, err = listOffsetsOnce(client, failed, at, out); len(failed) > 0 {
 		return nil, err
 	}
 	return out, nil
 }
 
-// lastStableOffsetsOnce asks each partition's leader once, adding what it
-// learns to out; failed are the partitions it did not learn, err why.
-func lastStableOffsetsOnce(client sarama.Client, parts []tp, out map[tp]int64) (failed []tp, err error) {
+// listOffsetsOnce asks each partition's leader once, adding what it learns
+// to out; failed are the partitions it did not learn, err why.
+func listOffsetsOnce(client sarama.Client, parts []tp, at int64, out map[tp]int64) (failed []tp, err error) {
 	reqs := map[*sarama.Broker]*sarama.OffsetRequest{}
 	asked := map[*sarama.Broker][]tp{}
 	var errs []error
@@ -353,7 +359,7 @@ func lastStableOffsetsOnce(client sarama.Client, parts []tp, out map[tp]int64) (
 			reqs[leader] = sarama.NewOffsetRequest(client.Config().Version)
 			reqs[leader].IsolationLevel = sarama.ReadCommitted
 		}
-		reqs[leader].AddBlock(p.topic, p.partition, sarama.OffsetNewest, 1)
+		reqs[leader].AddBlock(p.topic, p.partition, at, 1)
 		asked[leader] = append(asked[leader], p)
 	}
 	for b, req := range reqs {

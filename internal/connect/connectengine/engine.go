@@ -235,7 +235,8 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	for _, c := range conns {
 		// Written only where it differs: Connect restarts a connector on
 		// every configuration written, even the same.
-		have, err := client.Connector(ctx, c.Name)
+		var have connect.ConnectorInfo
+		err := untilSettled(ctx, func() (err error) { have, err = client.Connector(ctx, c.Name); return err })
 		missing := connect.IsNotFound(err)
 		if err != nil && !missing {
 			return fmt.Errorf("task %s: read connector %s on %s: %w", t.Name, c.Name, name, err)
@@ -246,11 +247,11 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 				return fmt.Errorf("task %s: deploy connector %s on %s at the source's ends (start offset latest): %w", t.Name, c.Name, name, err)
 			}
 		case missing || len(configDrift(c.Config, have.Config)) > 0:
-			if _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); err != nil {
+			if err := untilSettled(ctx, func() error { _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); return err }); err != nil {
 				return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
 			}
 		}
-		if err := client.Resume(ctx, c.Name); err != nil {
+		if err := untilSettled(ctx, func() error { return client.Resume(ctx, c.Name) }); err != nil {
 			return fmt.Errorf("task %s: resume connector %s on %s: %w", t.Name, c.Name, name, err)
 		}
 		// A restart of the task restarts what failed on Connect too.
@@ -258,46 +259,57 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
 		}
 	}
-	stale, err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc)
-	if err != nil {
+	if err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc); err != nil {
 		return err
-	}
-	if stale != nil {
-		stale.stop() // not under the lock: a sample in flight may take seconds
 	}
 	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
 	return nil
 }
 
-// deployed records dep as the task's deployment, starting its progress
-// sampling and its Connect cluster's poll; it returns the sampling of the
-// deployment it replaces, for the caller to stop. The same connectors on
-// the same cluster again (a re-apply) keep their sampling: its counts and
-// positions go on.
-func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) (*progress, error) {
+// conflictWait bounds waiting out a rebalance of the workers during one
+// request (Connect answers 409 meanwhile; each connector a task deploys
+// starts one).
+const conflictWait = 15 * time.Second
+
+// untilSettled runs req until Connect answers other than 409 (a rebalance
+// or a concurrent change), at most conflictWait: a deploy half done would
+// leave the task waiting for a whole retry.
+func untilSettled(ctx context.Context, req func() error) error {
+	deadline := time.Now().Add(conflictWait)
+	for {
+		err := req()
+		if !connect.IsConflict(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// deployed records dep as the task's deployment, starting its Connect
+// cluster's poll and lag sampling if they do not run yet. The same
+// connectors on the same cluster again (a re-apply) keep their progress:
+// its counts and positions go on.
+func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
-		return nil, errors.New("the Connect engine is closed")
+		return errors.New("the Connect engine is closed")
 	}
 	old := e.tasks[name]
 	if w, ok := e.waiting[name]; ok {
 		close(w.quit)
 		delete(e.waiting, name)
 	}
-	var stale *progress
 	dep.at = time.Now()
-	dep.restarts = newRestarts()
-	switch {
-	case old != nil && old.cluster == dep.cluster && sameConnectors(old.connectors, dep.connectors):
-		dep.progress, dep.restarts = old.progress, old.restarts
-	case old != nil && old.cluster == dep.cluster:
+	dep.progress, dep.restarts = newProgress(e.log), newRestarts()
+	if old != nil && old.cluster == dep.cluster {
 		dep.restarts = old.restarts // the counts and back-off go on
-		fallthrough
-	default:
-		dep.progress = newProgress(cc.Client, dep.connectors, e.d.PollInterval, e.log)
-		if old != nil {
-			stale = old.progress
+		if sameConnectors(old.connectors, dep.connectors) {
+			dep.progress = old.progress
 		}
 	}
 	e.tasks[name] = dep
@@ -307,10 +319,11 @@ func (e *Engine) deployed(name string, dep *deployment, cc connectplan.Cluster) 
 		p = newPoller(cluster, cc, e.d.PollInterval, e.log, func(client *connect.Client, cc connectplan.Cluster, o observed) {
 			e.restartFailed(cluster, cc.AutoRestart, client, o)
 		})
+		p.lag = newLagSampler(p.config, func() []copyOf { return e.copiesOn(cluster) }, e.d.PollInterval, e.log)
 		e.pollers[dep.cluster] = p
 	}
 	p.setCluster(cc)
-	return stale, nil
+	return nil
 }
 
 // sameConnectors says whether two plans deploy the same connectors with the
@@ -417,7 +430,6 @@ func (e *Engine) Stop(name string) {
 	if !ok {
 		return
 	}
-	dep.progress.stop()
 	cfg := p.config()
 	pause := func() error { return pauseConnectors(cfg, dep.connectors) }
 	if err := pause(); err != nil {
@@ -574,7 +586,6 @@ func (e *Engine) Close() {
 	e.closed = true
 	ps := e.pollers
 	e.pollers = map[string]*poller{}
-	deps := e.tasks
 	e.tasks = map[string]*deployment{}
 	for _, w := range e.waiting {
 		close(w.quit)
@@ -587,9 +598,6 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	for _, p := range ps {
 		p.stop()
-	}
-	for _, d := range deps {
-		d.progress.stop()
 	}
 }
 
@@ -619,6 +627,8 @@ func (e *Engine) Close() {
 // Whether a name resolves is no test either: a pod IP "resolves" and still
 // cannot be reached from outside the cluster.
 type poller struct {
+	// lag samples the progress of the tasks deployed on the cluster.
+	lag    *lagSampler
 	name   string
 	log    *slog.Logger
 	polled func(*connect.Client, connectplan.Cluster, observed)
@@ -674,6 +684,9 @@ func (p *poller) last() (observed, bool) {
 func (p *poller) stop() {
 	close(p.quit)
 	<-p.done
+	if p.lag != nil {
+		p.lag.stop()
+	}
 }
 
 func (p *poller) run(every time.Duration) {

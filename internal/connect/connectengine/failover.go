@@ -15,11 +15,9 @@ import (
 // MM2 itself syncs idle groups' offsets on its interval; this does it at
 // once and says what it did.
 func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]replicator.GroupResult, error) {
-	e.mu.Lock()
-	dep, ok := e.tasks[taskName]
-	e.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("task %s is not running on Kafka Connect: resume it first", taskName)
+	dep, err := e.running(taskName)
+	if err != nil {
+		return nil, err
 	}
 	if !dep.task.Rules.SyncConsumerOffsets {
 		return nil, fmt.Errorf("task %s has no checkpoint connector (sync consumer offsets is off)", taskName)
@@ -41,23 +39,38 @@ func (e *Engine) SyncGroup(ctx context.Context, taskName, group string) ([]repli
 	return out, nil
 }
 
-// SwitchoverSide is a running task's flow (named "<source alias>-><target
-// alias>") for a switchover: MirrorMaker 2's copy as the progress sampler
-// last saw it, its checkpoints as the translation; the caller closes it.
-func (e *Engine) SwitchoverSide(taskName, flow string) (switchover.Side, error) {
+// running is a task's deployment, or why it has none: not deployed yet
+// (its deploy is retried), or not running here.
+func (e *Engine) running(taskName string) (*deployment, error) {
 	e.mu.Lock()
-	dep, ok := e.tasks[taskName]
-	e.mu.Unlock()
-	if !ok {
-		return nil, fmt.Errorf("task %s is not running on Kafka Connect: resume it first", taskName)
+	defer e.mu.Unlock()
+	if dep, ok := e.tasks[taskName]; ok {
+		return dep, nil
 	}
+	if w, ok := e.waiting[taskName]; ok {
+		return nil, fmt.Errorf("task %s is not deployed on Kafka Connect yet (tried again every %s: %v): try again shortly", taskName, e.d.PollInterval, w.why())
+	}
+	return nil, fmt.Errorf("task %s is not running on Kafka Connect: resume it first", taskName)
+}
+
+// SwitchoverSide is a running task's flow (named "<source alias>-><target
+// alias>") for a switchover: MirrorMaker 2's copy as sampled when asked,
+// its checkpoints as the translation; the caller closes it.
+func (e *Engine) SwitchoverSide(taskName, flow string) (switchover.Side, error) {
+	dep, err := e.running(taskName)
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	lag := e.pollers[dep.cluster].lag
+	e.mu.Unlock()
 	flows, err := replicator.FlowsOf(dep.task, dep.current, dep.peer)
 	if err != nil {
 		return nil, err
 	}
 	for _, f := range flows {
 		if f.Name() == flow {
-			return replicator.NewMM2Side(f, func() ([]switchover.Position, error) { return dep.progress.positions(flow) }), nil
+			return replicator.NewMM2Side(f, func() ([]switchover.Position, error) { return lag.positions(dep, flow) }), nil
 		}
 	}
 	return nil, fmt.Errorf("task %s has no flow %s", taskName, flow)

@@ -138,12 +138,8 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 func (e *Engine) forget(name string) {
 	e.unpend(name)
 	e.mu.Lock()
-	dep, ok := e.tasks[name]
 	delete(e.tasks, name)
 	e.mu.Unlock()
-	if ok {
-		dep.progress.stop()
-	}
 }
 
 func (e *Engine) clientFor(ctx context.Context, t task.Task) (connectplan.Cluster, *connect.Client, error) {
@@ -298,7 +294,7 @@ func sourceEnds(cp *connectplan.Copy) ([]task.Position, error) {
 			return nil, fmt.Errorf("partitions of %s: %w", topic, err)
 		}
 	}
-	ends, err := replicator.LastStableOffsets(client, parts)
+	ends, err := replicator.ListOffsets(client, parts, sarama.OffsetNewest)
 	if err != nil {
 		return nil, err
 	}

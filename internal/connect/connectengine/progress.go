@@ -1,8 +1,6 @@
 package connectengine
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -18,13 +16,12 @@ import (
 	"github.com/kmirror/kmirror/internal/switchover"
 )
 
-// progress samples the copy progress of one task's flows: the source
-// connectors' offsets on Connect (the last copied record per partition)
-// against the source partitions' end offsets.
+// progress is the copy progress of one task's flows as last sampled: the
+// source connectors' offsets on Connect (the last copied record per
+// partition) against the source partitions' end offsets. Its Connect
+// cluster's lagSampler samples it.
 type progress struct {
-	log  *slog.Logger
-	quit chan struct{}
-	done chan struct{}
+	log *slog.Logger
 
 	mu    sync.Mutex
 	flows map[string]flowProgress // by flow
@@ -69,21 +66,19 @@ type flowProgress struct {
 // sampleBudget bounds reading one connector's offsets in a sample.
 const sampleBudget = 10 * time.Second
 
-// sampleRequestTimeout bounds one such request to one URL (see run). A
-// variable for tests.
+// sampleRequestTimeout bounds one such request to one URL (see
+// newLagSampler). A variable for tests.
 var sampleRequestTimeout = 3 * time.Second
 
-func newProgress(cfg connect.Config, conns []connectplan.Connector, every time.Duration, log *slog.Logger) *progress {
-	p := &progress{log: log, quit: make(chan struct{}), done: make(chan struct{}), flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
+// connectorsPerRound: a round of a Connect cluster's lag sampler reads the
+// offsets of one connector in this many (at least one), in turn, so 200
+// tasks cost 20 offset requests a round, not 200; a switchover reads its
+// flow's at once (positions).
+const connectorsPerRound = 10
+
+func newProgress(log *slog.Logger) *progress {
+	return &progress{log: log, flows: map[string]flowProgress{}, first: map[partitionKey]int64{},
 		tails: map[partitionKey]tail{}, ends: map[partitionKey]int64{}}
-	var copies []connectplan.Connector
-	for _, c := range conns {
-		if c.Copy != nil {
-			copies = append(copies, c)
-		}
-	}
-	go p.run(cfg, copies, every)
-	return p
 }
 
 // settledEnd is how far a partition's markers and aborted records reach
@@ -111,11 +106,6 @@ func (p *progress) settledEnd(key partitionKey, next, end int64, look func() (in
 	return cur.settled, cur.settled >= 0
 }
 
-func (p *progress) stop() {
-	close(p.quit)
-	<-p.done
-}
-
 func (p *progress) of(flow string) (flowProgress, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -123,86 +113,76 @@ func (p *progress) of(flow string) (flowProgress, bool) {
 	return f, ok
 }
 
-func (p *progress) run(cfg connect.Config, copies []connectplan.Connector, every time.Duration) {
-	defer close(p.done)
-	clients := map[string]sarama.Client{}
-	defer func() {
-		for _, c := range clients {
-			_ = c.Close()
-		}
-	}()
-	// One REST client for the sampler's life: a client a sample would
-	// leave its idle connections to the garbage collector. It keeps the
-	// URL that answered last, and each request to one URL is bounded well
-	// inside a sample's budget, so a hung worker costs one try and the
-	// next URL answers in the same sample.
-	if cfg.Timeout <= 0 || cfg.Timeout > sampleRequestTimeout {
-		cfg.Timeout = sampleRequestTimeout
-	}
-	rest, err := connect.New(cfg)
-	if err != nil {
-		p.log.Warn("Connect progress not sampled", "error", err)
-		return
-	}
-	defer rest.Close()
-	tick := time.NewTicker(every)
-	defer tick.Stop()
-	for {
-		for _, c := range copies {
-			p.sample(rest, c, clients)
-		}
-		select {
-		case <-p.quit:
-			return
-		case <-tick.C:
-		}
-	}
-}
-
-// sample reads one source connector's offsets and its source's end
-// offsets. A failure leaves the last sample shown: the state says why the
-// copy is in trouble, this only measures it.
-func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients map[string]sarama.Client) {
-	ctx, cancel := context.WithTimeout(context.Background(), sampleBudget)
-	defer cancel()
-	offs, err := rest.Offsets(ctx, c.Name)
-	if err != nil {
-		p.log.Debug("connector offsets not read", "connector", c.Name, "error", err)
-		return
-	}
-	src, ok := clients[c.Name]
-	if !ok {
-		scfg, err := c.Copy.Source.Config("kmirror-connect-lag")
-		if err == nil {
-			src, err = sarama.NewClient(c.Copy.Source.BootstrapServers, scfg)
-		}
+// sample takes one source connector's offsets as read from Connect, and
+// its source's offsets through src (nil when the source cannot be reached:
+// the ends are as last seen, or unknown). A failure leaves the last sample
+// shown: the state says why the copy is in trouble, this only measures it.
+func (p *progress) sample(offs connect.Offsets, c connectplan.Connector, src sarama.Client) {
+	var statuses []engine.PartitionStatus
+	known := map[partitionKey]bool{}
+	for _, o := range offs.Offsets {
+		pos, err := o.MirrorSource()
 		if err != nil {
-			// Connect's offsets still say where the copy stands (an
-			// emergency switchover needs no more); the ends are as last
-			// seen, or unknown.
-			p.log.Debug("source not reached for lag", "connector", c.Name, "error", err)
-			src = nil
-		} else {
-			clients[c.Name] = src
+			continue // not a copy position (MM2 keeps none other today)
+		}
+		known[partitionKey{pos.Topic, pos.Partition}] = true
+		statuses = append(statuses, engine.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
+			NextOffset: pos.Offset + 1, EndOffset: -1, LastCopied: pos.Offset})
+	}
+	// Partitions MM2 copied nothing of yet: all they hold is behind.
+	if c.Copy.Selects != nil && src != nil && src.RefreshMetadata() == nil {
+		unseen := map[string][]int32{}
+		topics, _ := src.Topics()
+		for _, topic := range topics {
+			if !c.Copy.Selects(topic) {
+				continue
+			}
+			parts, err := src.Partitions(topic)
+			if err != nil {
+				continue
+			}
+			for _, part := range parts {
+				if !known[partitionKey{topic, part}] {
+					unseen[topic] = append(unseen[topic], part)
+				}
+			}
+		}
+		if len(unseen) > 0 {
+			if oldest, err := replicator.ListOffsets(src, unseen, sarama.OffsetOldest); err == nil {
+				for topic, parts := range unseen {
+					for _, part := range parts {
+						statuses = append(statuses, engine.PartitionStatus{Topic: topic, Target: c.Copy.TargetTopic(topic), Partition: part,
+							NextOffset: oldest[topic][part], EndOffset: -1, LastCopied: -1})
+					}
+				}
+			}
+		}
+	}
+	// Every partition's end in one request per leader.
+	var ends map[string]map[int32]int64
+	if src != nil && len(statuses) > 0 {
+		parts := map[string][]int32{}
+		for _, ps := range statuses {
+			parts[ps.Topic] = append(parts[ps.Topic], ps.Partition)
+		}
+		var err error
+		if ends, err = replicator.ListOffsets(src, parts, sarama.OffsetNewest); err != nil {
+			p.log.Debug("source ends not read for lag", "connector", c.Name, "error", err)
 		}
 	}
 	var fp flowProgress
-	seen := map[partitionKey]bool{}
 	checks := 0
 	add := func(ps engine.PartitionStatus) {
 		key := partitionKey{ps.Topic, ps.Partition}
-		end, err := int64(-1), errors.New("the source is not reached")
-		if src != nil {
-			end, err = src.GetOffset(ps.Topic, ps.Partition, sarama.OffsetNewest)
-		}
+		end, ok := ends[ps.Topic][ps.Partition]
 		p.mu.Lock()
-		if err == nil {
+		if ok {
 			p.ends[key] = end
-		} else if seen, ok := p.ends[key]; ok {
-			end, err = seen, nil
+		} else {
+			end, ok = p.ends[key]
 		}
 		p.mu.Unlock()
-		if err == nil {
+		if ok {
 			ps.EndOffset, ps.Lag = end, max(end-ps.NextOffset, 0)
 		}
 		// MM2's offset is its last copied record's: a transactional
@@ -228,41 +208,11 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 				ps.Lag = max(ps.EndOffset-settled, 0)
 			}
 		}
-		seen[key] = true
 		fp.partitions = append(fp.partitions, ps)
 		fp.lag += ps.Lag
 	}
-	for _, o := range offs.Offsets {
-		pos, err := o.MirrorSource()
-		if err != nil {
-			continue // not a copy position (MM2 keeps none other today)
-		}
-		add(engine.PartitionStatus{Topic: pos.Topic, Target: c.Copy.TargetTopic(pos.Topic), Partition: pos.Partition,
-			NextOffset: pos.Offset + 1, EndOffset: -1, LastCopied: pos.Offset})
-	}
-	// Partitions MM2 copied nothing of yet: all they hold is behind.
-	if c.Copy.Selects != nil && src != nil && src.RefreshMetadata() == nil {
-		topics, _ := src.Topics()
-		for _, topic := range topics {
-			if !c.Copy.Selects(topic) {
-				continue
-			}
-			parts, err := src.Partitions(topic)
-			if err != nil {
-				continue
-			}
-			for _, part := range parts {
-				if seen[partitionKey{topic, part}] {
-					continue
-				}
-				oldest, err := src.GetOffset(topic, part, sarama.OffsetOldest)
-				if err != nil {
-					continue
-				}
-				add(engine.PartitionStatus{Topic: topic, Target: c.Copy.TargetTopic(topic), Partition: part,
-					NextOffset: oldest, EndOffset: -1, LastCopied: -1})
-			}
-		}
+	for _, ps := range statuses {
+		add(ps)
 	}
 	sort.Slice(fp.partitions, func(i, j int) bool {
 		a, b := fp.partitions[i], fp.partitions[j]
@@ -284,7 +234,8 @@ func (p *progress) sample(rest *connect.Client, c connectplan.Connector, clients
 	p.flows[c.Flow] = fp
 }
 
-// positions are the flow's partitions as last sampled, for a switchover:
+// positions are the flow's partitions as last sampled (a switchover asks
+// for a sample first: lagSampler.positions):
 // the next offset whose copy MirrorMaker 2 committed (past a settled tail of
 // transaction markers, which it never copies).
 func (p *progress) positions(flow string) ([]switchover.Position, error) {

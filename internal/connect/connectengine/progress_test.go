@@ -68,8 +68,12 @@ func TestHungFirstURLDoesNotBlindTheSampler(t *testing.T) {
 	nowhere := cluster.Settings{Name: "A", BootstrapServers: []string{"127.0.0.1:1"}} // lag unknown; positions still read
 	conns := []connectplan.Connector{{Name: "c", Flow: "A->B",
 		Copy: &connectplan.Copy{Source: nowhere, TargetTopic: func(s string) string { return s }}}}
-	p := newProgress(connect.Config{URLs: []string{hangs.URL, live.URL}}, conns, 100*time.Millisecond, slog.New(slog.DiscardHandler))
-	t.Cleanup(p.stop)
+	dep := &deployment{connectors: conns, progress: newProgress(slog.New(slog.DiscardHandler))}
+	cfg := connect.Config{URLs: []string{hangs.URL, live.URL}}
+	l := newLagSampler(func() connect.Config { return cfg }, func() []copyOf { return []copyOf{{dep, conns[0]}} },
+		100*time.Millisecond, slog.New(slog.DiscardHandler))
+	t.Cleanup(l.stop)
+	p := dep.progress
 	deadline := time.Now().Add(sampleBudget)
 	for {
 		if fp, ok := p.of("A->B"); ok && len(fp.partitions) == 1 && fp.partitions[0].NextOffset == 42 {
