@@ -352,6 +352,11 @@ func validateRules(p *Problems, t task.Task) {
 	if !contains(compressions, r.Compression) {
 		p.Add("rules.compression", "compression must be none, gzip, snappy, lz4 or zstd")
 	}
+	switch r.OffsetSyncsAt {
+	case "", task.OffsetSyncsAtSource, task.OffsetSyncsAtTarget:
+	default:
+		p.Add("rules.offset_syncs_at", "offset syncs at must be source or target (each flow's; as MirrorMaker 2's offset-syncs.topic.location), or left out for kmirror's layout (the current cluster)")
+	}
 	switch r.OnTargetTopicReplaced {
 	case "", task.TargetReplacedRecopy, task.TargetReplacedContinue:
 	default:

@@ -91,6 +91,13 @@ func (t Task) Flows() []FlowSpec {
 			f.OffsetSyncs, f.OffsetSyncsTopic = SidePeer, OffsetSyncsTopic(t.Current.Alias)
 			f.SyncHistoryTopic = SyncHistoryTopic(t.Current.Alias)
 		}
+		// Named after the other side's alias, as MirrorMaker 2 names them.
+		switch t.Rules.OffsetSyncsAt {
+		case OffsetSyncsAtSource:
+			f.OffsetSyncs, f.OffsetSyncsTopic, f.SyncHistoryTopic = src, OffsetSyncsTopic(alias[dst]), SyncHistoryTopic(alias[dst])
+		case OffsetSyncsAtTarget:
+			f.OffsetSyncs, f.OffsetSyncsTopic, f.SyncHistoryTopic = dst, OffsetSyncsTopic(alias[src]), SyncHistoryTopic(alias[src])
+		}
 		return f
 	}
 	switch t.Rules.Direction {

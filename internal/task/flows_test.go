@@ -92,3 +92,28 @@ func TestFailbackFlow(t *testing.T) {
 		}
 	}
 }
+
+// Offset syncs where a rule puts them (MirrorMaker 2's
+// offset-syncs.topic.location), named after the other side's alias as MM2
+// names them; left out, kmirror's layout.
+func TestOffsetSyncsAt(t *testing.T) {
+	for _, c := range []struct {
+		direction Direction
+		at        string
+		side      Side
+		topic     string
+	}{
+		{DirectionPull, "", SideCurrent, "mm2-offset-syncs.B.internal"},
+		{DirectionPull, OffsetSyncsAtSource, SidePeer, "mm2-offset-syncs.A.internal"},
+		{DirectionPull, OffsetSyncsAtTarget, SideCurrent, "mm2-offset-syncs.B.internal"},
+		{DirectionPush, "", SideCurrent, "mm2-offset-syncs.B.internal"},
+		{DirectionPush, OffsetSyncsAtSource, SideCurrent, "mm2-offset-syncs.B.internal"},
+		{DirectionPush, OffsetSyncsAtTarget, SidePeer, "mm2-offset-syncs.A.internal"},
+	} {
+		tk := Task{Name: "t1", Current: Current{Alias: "A"}, Peer: Peer{Alias: "B"}, Rules: Rules{Direction: c.direction, OffsetSyncsAt: c.at}}
+		f := tk.Flows()[0]
+		if f.OffsetSyncs != c.side || f.OffsetSyncsTopic != c.topic || f.SyncHistoryTopic != "kmirror-offset-syncs"+c.topic[len("mm2-offset-syncs"):] {
+			t.Errorf("%s at %q: %s %s %s, want %s %s", c.direction, c.at, f.OffsetSyncs, f.OffsetSyncsTopic, f.SyncHistoryTopic, c.side, c.topic)
+		}
+	}
+}

@@ -122,7 +122,19 @@ type Rules struct {
 	// TransactionIntervalMs is how long an exactly-once transaction stays
 	// open (0: DefaultTransactionInterval); only with DeliveryExactlyOnce.
 	TransactionIntervalMs int `json:"transaction_interval_ms,omitempty"`
+	// OffsetSyncsAt is where each flow keeps its offset syncs:
+	// OffsetSyncsAtSource or OffsetSyncsAtTarget, as MirrorMaker 2's
+	// offset-syncs.topic.location says (an adoption keeps MM2's); "" is
+	// kmirror's layout (task.Flows): the current cluster, the source for
+	// a bidirectional task's second flow.
+	OffsetSyncsAt string `json:"offset_syncs_at,omitempty"`
 }
+
+// Where offset syncs are kept (Rules.OffsetSyncsAt).
+const (
+	OffsetSyncsAtSource = "source"
+	OffsetSyncsAtTarget = "target"
+)
 
 // Delivery is how many times a task copies each source record.
 type Delivery string

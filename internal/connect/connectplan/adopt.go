@@ -149,6 +149,7 @@ const (
 	mm2DefaultReplicationFactor = 2
 	mm2DefaultSeparator         = "."
 	mm2DefaultGroupsExclude     = "console-consumer-.*,connect-.*,__.*"
+	mm2DefaultOffsetLagMax      = 100
 )
 
 // acceptedExcludes are topics.exclude values adoption keeps kmirror's own
@@ -332,7 +333,43 @@ func Adopt(in AdoptInput) (task.Task, task.FieldErrors) {
 		probs = append(probs, unmapped(f.Heartbeat, in.Configs[f.Heartbeat], asSource(in.Configs[f.Heartbeat], map[string]bool{}))...)
 	}
 	probs = append(probs, unmapped(f.Source, src, known)...)
+	// Settings kmirror's connectors do not carry, which would change what
+	// the adopted copy does.
+	if strings.EqualFold(strings.TrimSpace(src["sync.topic.configs.enabled"]), "false") {
+		problem("sync.topic.configs.enabled", "connector %s leaves the target topics' configurations alone; kmirror keeps them in step with the source's, as MirrorMaker 2 does by default, so adopting would start changing them: remove sync.topic.configs.enabled=false from it first if that is wanted, or keep running MM2", f.Source)
+	}
+	if v := strings.TrimSpace(src["offset.lag.max"]); v != "" && in.Engine != task.EngineEmbedded {
+		// The embedded engine translates exactly whatever this says; MM2
+		// on Connect writes a sync every offset.lag.max records (its
+		// default 100), the precision of its translation.
+		if n, err := strconv.Atoi(v); err == nil && n < mm2DefaultOffsetLagMax {
+			problem("offset.lag.max", "connector %s writes an offset sync every %d records; kmirror's connectors keep MirrorMaker 2's default (%d), so groups would translate less precisely on Kafka Connect: adopt onto the embedded engine (exact translation), or remove offset.lag.max from it first", f.Source, n, mm2DefaultOffsetLagMax)
+		}
+	}
+	// Offset syncs stay where MM2 kept them: anywhere else MM2 (then
+	// kmirror's) would start a new topic, and the groups of partitions
+	// with no new record would not translate until new syncs came.
+	if at, err := mm2SyncsAt(src); err != nil {
+		problem("offset-syncs.topic.location", "%s", err.Error())
+	} else if t.Rules.SyncConsumerOffsets && t.Rules.Direction != "" {
+		if flows := t.Flows(); len(flows) == 1 && location(flows[0]) != at {
+			t.Rules.OffsetSyncsAt = at
+		}
+	}
 	return t, probs
+}
+
+// mm2SyncsAt is where an MM2 source connector keeps its offset syncs
+// (offset-syncs.topic.location, MM2's default source).
+func mm2SyncsAt(src map[string]string) (string, error) {
+	switch at := strings.ToLower(strings.TrimSpace(src["offset-syncs.topic.location"])); at {
+	case "":
+		return task.OffsetSyncsAtSource, nil
+	case task.OffsetSyncsAtSource, task.OffsetSyncsAtTarget:
+		return at, nil
+	default:
+		return "", fmt.Errorf("%q is not a location MirrorMaker 2 knows: source or target", at)
+	}
 }
 
 // adoptInlineTLS reads a TLS peer's CA and client certificate from the
@@ -621,6 +658,19 @@ func AdoptPair(in AdoptInput, reverse MM2Flow) (task.Task, task.FieldErrors) {
 		probs = append(probs, task.FieldError{Field: "target.cluster.bootstrap.servers", Message: fmt.Sprintf(
 			"%s, but not between the same two clusters (%s and %s against %s and %s): give both connectors the same two clusters' bootstrap servers, or adopt each as its own task",
 			both, fwd.Current.Cluster, peerName(fwd.Peer), rev.Current.Cluster, peerName(rev.Peer))})
+	}
+	// Where both halves keep their syncs, if alike: kmirror's layout for a
+	// bidirectional task is each flow's source.
+	fat, ferr := mm2SyncsAt(in.Configs[in.Flow.Source])
+	rat, rerr := mm2SyncsAt(in.Configs[reverse.Source])
+	t.Rules.OffsetSyncsAt = ""
+	switch {
+	case ferr != nil || rerr != nil || !fwd.Rules.SyncConsumerOffsets:
+	case fat != rat:
+		probs = append(probs, task.FieldError{Field: "offset-syncs.topic.location", Message: fmt.Sprintf(
+			"%s, with their offset syncs at the %s and at the %s: a bidirectional task keeps both at the same side; make them equal on the connectors first, or adopt each as its own task", both, fat, rat)})
+	case fat != task.OffsetSyncsAtSource:
+		t.Rules.OffsetSyncsAt = fat
 	}
 	a, b := fwd.Rules, rev.Rules
 	for _, d := range []struct {

@@ -386,3 +386,73 @@ func TestAdoptPair(t *testing.T) {
 		})
 	}
 }
+
+// Offset syncs stay where MirrorMaker 2 kept them (its default: the
+// source), whichever side is current: the adopted task says so where
+// kmirror's own layout would differ, and its connectors keep the location.
+func TestAdoptKeepsTheOffsetSyncsWhereTheyWere(t *testing.T) {
+	withCheckpoints := func(location string) map[string]map[string]string {
+		c := hand(map[string]string{"offset-syncs.topic.location": location})
+		c["mm2-cp"] = map[string]string{"connector.class": connect.MirrorCheckpointConnector, "source.cluster.alias": "A", "target.cluster.alias": "B",
+			"source.cluster.bootstrap.servers": "e2:9092, e1:9092", "target.cluster.bootstrap.servers": "w1:9092",
+			"sync.group.offsets.enabled": "true", "offset-syncs.topic.location": location}
+		return c
+	}
+	for _, c := range []struct {
+		name, location, current, rule, deployed string
+	}{
+		{"default, pull", "", "west", task.OffsetSyncsAtSource, "source"},
+		{"default, push", "", "east", "", "source"},
+		{"target, pull", "target", "west", "", "target"},
+		{"target, push", "target", "east", task.OffsetSyncsAtTarget, "target"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tk, probs := adopt(withCheckpoints(c.location), c.current)
+			if len(probs) > 0 {
+				t.Fatalf("problems: %v", probs)
+			}
+			if !tk.Rules.SyncConsumerOffsets || tk.Rules.OffsetSyncsAt != c.rule {
+				t.Fatalf("rules %+v, want offset syncs at %q", tk.Rules, c.rule)
+			}
+			tk.Engine = task.ConnectEngine("wc")
+			cs, err := Build(tk, east, west, onWest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := byName(cs)["kmirror.t1.A-B.source"]["offset-syncs.topic.location"]; got != c.deployed {
+				t.Fatalf("deployed offset-syncs.topic.location %q, want %q", got, c.deployed)
+			}
+		})
+	}
+	if _, probs := adopt(withCheckpoints("nowhere"), "west"); len(probs) == 0 || probs[0].Field != "offset-syncs.topic.location" {
+		t.Fatalf("an unknown location: %v", probs)
+	}
+}
+
+// Settings kmirror's connectors would not carry are problems naming them,
+// where they change what the adopted copy does.
+func TestAdoptSaysWhatItWouldNotCarry(t *testing.T) {
+	for _, c := range []struct {
+		name, engine string
+		extra        map[string]string
+		problem      string
+	}{
+		{"configs left alone", "embedded", map[string]string{"sync.topic.configs.enabled": "false"}, "sync.topic.configs.enabled"},
+		{"finer syncs on Connect", "connect:wc", map[string]string{"offset.lag.max": "10"}, "offset.lag.max"},
+		{"finer syncs, embedded: exact anyway", "embedded", map[string]string{"offset.lag.max": "10"}, ""},
+		{"coarser syncs on Connect", "connect:wc", map[string]string{"offset.lag.max": "500"}, ""},
+		{"configs synced", "connect:wc", map[string]string{"sync.topic.configs.enabled": "true"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			configs := hand(c.extra)
+			_, probs := Adopt(AdoptInput{Flow: GroupMM2(configs)[0], Configs: configs, Clusters: registered, Name: "t1", Current: "east", Engine: c.engine})
+			var fields []string
+			for _, p := range probs {
+				fields = append(fields, p.Field)
+			}
+			if c.problem == "" && len(probs) > 0 || c.problem != "" && (len(probs) != 1 || probs[0].Field != c.problem) {
+				t.Fatalf("problems on %v (%v), want %q", fields, probs, c.problem)
+			}
+		})
+	}
+}
