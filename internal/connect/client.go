@@ -23,6 +23,7 @@ package connect
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -62,8 +63,11 @@ type Config struct {
 	// extension or a proxy in front of the workers checks it). It and
 	// basic auth use the same header: give one of them.
 	BearerToken string
-	// Timeout bounds one request to one worker; 0 means 30 s. Connect itself
-	// answers a request that waits on the herder after 90 s.
+	// Timeout bounds one request to one worker; 0 means 15 s, so a worker
+	// that accepts connections and never answers leaves a caller's budget
+	// (a minute for a deploy) room for the next URL. Connect itself answers
+	// a request that waits on the herder after 90 s; a read or an
+	// idempotent write that times out is sent to the next URL.
 	Timeout time.Duration
 	// DialTimeout bounds connecting to one worker, so a dead one is passed
 	// over quickly; 0 means 5 s.
@@ -129,7 +133,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	timeout := cfg.Timeout
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = 15 * time.Second
 	}
 	dial := cfg.DialTimeout
 	if dial <= 0 {
@@ -157,6 +161,35 @@ func New(cfg Config) (*Client, error) {
 	}
 	tr.TLSClientConfig = tlsCfg
 	c.http = &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: refuseRedirect}
+	return c, nil
+}
+
+// shared are the clients Shared made, by a hash of their Config.
+var shared = struct {
+	sync.Mutex
+	m map[[32]byte]*Client
+}{m: map[[32]byte]*Client{}}
+
+// Shared is the process's one long-lived client for cfg (New's, made on
+// first use): it remembers the worker URL that answered last across every
+// caller, so a hung or dead first URL costs one try per process, not one
+// per action. Its connections are kept alive; never Close it.
+func Shared(cfg Config) (*Client, error) {
+	b, err := json.Marshal(cfg) // secrets included: only their hash is kept
+	if err != nil {
+		return nil, err
+	}
+	key := sha256.Sum256(b)
+	shared.Lock()
+	defer shared.Unlock()
+	if c, ok := shared.m[key]; ok {
+		return c, nil
+	}
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	shared.m[key] = c
 	return c, nil
 }
 

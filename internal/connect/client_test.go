@@ -561,3 +561,20 @@ func TestAnswersAreCapped(t *testing.T) {
 		t.Fatalf("a listing past its cap: %v", err)
 	}
 }
+
+// One client per configuration for the process: what one caller learned
+// (the URL that answered) every other caller with the same settings uses.
+func TestSharedIsOneClientPerConfig(t *testing.T) {
+	a, err := Shared(Config{URLs: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Username: "u", Password: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := Shared(Config{URLs: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Username: "u", Password: "p"})
+	c, _ := Shared(Config{URLs: []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}, Username: "u", Password: "other"})
+	if a != b || a == c {
+		t.Fatalf("same settings gave %p and %p, other settings %p", a, b, c)
+	}
+	if _, err := Shared(Config{}); err == nil {
+		t.Fatal("a configuration New refuses was shared")
+	}
+}

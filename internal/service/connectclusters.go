@@ -419,11 +419,10 @@ func (s *Service) ConnectEngineCluster(ctx context.Context, name string) (connec
 // of cs.KafkaCluster, for the status poll.
 func ConnectTarget(ctx context.Context, cs ConnectClusterSettings) (connectplan.Cluster, error) {
 	cfg := connectConfig(cs)
-	client, err := connect.New(cfg)
+	client, err := connect.Shared(cfg)
 	if err != nil {
 		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)
 	}
-	defer client.Close()
 	refusal, err := client.OverridesRefused(ctx)
 	if err != nil {
 		return connectplan.Cluster{}, fmt.Errorf("Connect cluster %q: %w", cs.Name, err)

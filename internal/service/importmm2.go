@@ -10,6 +10,7 @@ import (
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/connect"
+	"github.com/kmirror/kmirror/internal/connect/connectengine"
 	"github.com/kmirror/kmirror/internal/connect/connectplan"
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -99,7 +100,7 @@ func (s *Service) ImportMM2Properties(ctx context.Context, req ImportRequest) (_
 		if t.Current.Alias == flow.TargetAlias {
 			target = current
 		}
-		offs, err := connect.ReadOffsetsTopic(ctx, target, flow.OffsetsTopic, dedicatedConnector)
+		offs, err := connectengine.ReadOffsetsTopic(ctx, target, flow.OffsetsTopic, dedicatedConnector)
 		missing := errors.Is(err, sarama.ErrUnknownTopicOrPartition)
 		if err != nil && !missing {
 			return nil, failed("read MirrorMaker's offsets from "+flow.OffsetsTopic, err)

@@ -227,11 +227,10 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	if err != nil {
 		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, name, err)
 	}
-	client, err := connect.New(cc.Client)
+	client, err := connect.Shared(cc.Client)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	for _, c := range conns {
 		// Written only where it differs: Connect restarts a connector on
 		// every configuration written, even the same.
@@ -355,11 +354,10 @@ func (e *Engine) Check(t task.Task, current, peer cluster.Settings) error {
 		return err
 	}
 	// Connect's own word on each configuration, before anything is stored.
-	client, err := connect.New(cc.Client)
+	client, err := connect.Shared(cc.Client)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	for _, c := range conns {
 		v, err := client.ValidateConfig(ctx, c.Config["connector.class"], withName(c))
 		if err != nil {
@@ -446,11 +444,10 @@ func (e *Engine) Stop(name string) {
 func pauseConnectors(cfg connect.Config, conns []connectplan.Connector) error {
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	client, err := connect.New(cfg)
+	client, err := connect.Shared(cfg)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	for _, c := range conns {
 		if perr := client.Pause(ctx, c.Name); perr != nil && !connect.IsNotFound(perr) {
 			err = errors.Join(err, perr)
@@ -474,11 +471,10 @@ func (e *Engine) Remove(t task.Task) error {
 		return err
 	}
 	name := cc.Name
-	client, err := connect.New(cc.Client)
+	client, err := connect.Shared(cc.Client)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	for _, c := range e.d.Names(t) {
 		if err := client.Delete(ctx, c); err != nil && !connect.IsNotFound(err) {
 			return fmt.Errorf("delete connector %s on %s: %w (delete it there by hand, or try again)", c, name, err)

@@ -34,7 +34,6 @@ func (e *Engine) Halt(t task.Task) error {
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	if err := stopConnectors(ctx, client, e.d.Names(t), true); err != nil {
 		return fmt.Errorf("on %s: %w", cc.Name, err)
 	}
@@ -50,7 +49,6 @@ func (e *Engine) Progress(t task.Task, current, peer cluster.Settings) (map[stri
 	if err != nil {
 		return nil, err
 	}
-	defer client.Close()
 	conns, err := e.d.Plan(t, current, peer, cc)
 	if err != nil {
 		return nil, err
@@ -87,7 +85,6 @@ func (e *Engine) Seed(t task.Task, current, peer cluster.Settings, progress map[
 	if err != nil {
 		return err
 	}
-	defer client.Close()
 	conns, err := e.d.Plan(t, current, peer, cc)
 	if err != nil {
 		return fmt.Errorf("task %s cannot run on Kafka Connect cluster %s: %w", t.Name, cc.Name, err)
@@ -147,7 +144,7 @@ func (e *Engine) clientFor(ctx context.Context, t task.Task) (connectplan.Cluste
 	if err != nil {
 		return connectplan.Cluster{}, nil, err
 	}
-	client, err := connect.New(cc.Client)
+	client, err := connect.Shared(cc.Client)
 	return cc, client, err
 }
 
