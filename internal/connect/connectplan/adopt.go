@@ -338,6 +338,13 @@ func Adopt(in AdoptInput) (task.Task, task.FieldErrors) {
 	if strings.EqualFold(strings.TrimSpace(src["sync.topic.configs.enabled"]), "false") {
 		problem("sync.topic.configs.enabled", "connector %s leaves the target topics' configurations alone; kmirror keeps them in step with the source's, as MirrorMaker 2 does by default, so adopting would start changing them: remove sync.topic.configs.enabled=false from it first if that is wanted, or keep running MM2", f.Source)
 	}
+	heartbeats := src["emit.heartbeats.enabled"]
+	if f.Heartbeat != "" {
+		heartbeats = in.Configs[f.Heartbeat]["emit.heartbeats.enabled"]
+	}
+	if strings.EqualFold(strings.TrimSpace(heartbeats), "false") {
+		problem("emit.heartbeats.enabled", "MirrorMaker 2 emits no heartbeats for %s -> %s; kmirror's task always does (MM2's default), so adopting would start writing the heartbeats topic on the target: remove emit.heartbeats.enabled=false first if that is wanted, or keep running MM2", f.SourceAlias, f.TargetAlias)
+	}
 	if v := strings.TrimSpace(src["offset.lag.max"]); v != "" && in.Engine != task.EngineEmbedded {
 		// The embedded engine translates exactly whatever this says; MM2
 		// on Connect writes a sync every offset.lag.max records (its

@@ -442,6 +442,7 @@ func TestAdoptSaysWhatItWouldNotCarry(t *testing.T) {
 		{"finer syncs, embedded: exact anyway", "embedded", map[string]string{"offset.lag.max": "10"}, ""},
 		{"coarser syncs on Connect", "connect:wc", map[string]string{"offset.lag.max": "500"}, ""},
 		{"configs synced", "connect:wc", map[string]string{"sync.topic.configs.enabled": "true"}, ""},
+		{"no heartbeats", "embedded", map[string]string{"emit.heartbeats.enabled": "false"}, "emit.heartbeats.enabled"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			configs := hand(c.extra)
