@@ -14,20 +14,12 @@ func OffsetsTopicRecord(key, value []byte) (connector string, o Offset, tombston
 	if !ok {
 		return "", Offset{}, false, false
 	}
-	if value == nil {
-		var err error
-		o.Partition, err = decodeNumbers(part)
-		return name, o, true, err == nil
+	tombstone = value == nil
+	if tombstone {
+		value = []byte("null") // no offset: the partition alone
 	}
 	o, err := offsetRecord(part, value)
-	return name, o, false, err == nil
-}
-
-func decodeNumbers(raw []byte) (map[string]any, error) {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	return m, dec.Decode(&m)
+	return name, o, tombstone, err == nil
 }
 
 // offsetKey splits a Connect offsets-topic key into the connector's name

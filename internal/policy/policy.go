@@ -195,8 +195,11 @@ func (p Policy) cameFromTarget(topic string) bool {
 	if p.TargetAlias == "" {
 		return false
 	}
-	if strings.HasPrefix(topic, p.TargetAlias+".") || !p.Rename {
-		return strings.HasPrefix(topic, p.TargetAlias+".")
+	if strings.HasPrefix(topic, p.TargetAlias+".") {
+		return true
+	}
+	if !p.Rename {
+		return false
 	}
 	// As MM2 splits a name (Java's split drops trailing empty parts: "C.B."
 	// names no cluster after C).

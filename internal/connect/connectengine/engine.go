@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"reflect"
 	"slices"
@@ -332,7 +333,7 @@ func sameConnectors(a, b []connectplan.Connector) bool {
 		return false
 	}
 	for i := range a {
-		if a[i].Name != b[i].Name || a[i].Flow != b[i].Flow || len(configDrift(a[i].Config, b[i].Config)) > 0 || len(configDrift(b[i].Config, a[i].Config)) > 0 {
+		if a[i].Name != b[i].Name || a[i].Flow != b[i].Flow || !maps.Equal(a[i].Config, b[i].Config) {
 			return false
 		}
 	}

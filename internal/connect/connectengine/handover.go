@@ -264,6 +264,28 @@ func startAtLatest(ctx context.Context, client *connect.Client, c connectplan.Co
 	return err
 }
 
+// selectedPartitions are the partitions of every source topic a copy
+// selects, from src's metadata read now.
+func selectedPartitions(src sarama.Client, cp *connectplan.Copy) (map[string][]int32, error) {
+	if err := src.RefreshMetadata(); err != nil {
+		return nil, err
+	}
+	topics, err := src.Topics()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]int32{}
+	for _, topic := range topics {
+		if cp.Selects == nil || !cp.Selects(topic) {
+			continue
+		}
+		if out[topic], err = src.Partitions(topic); err != nil {
+			return nil, fmt.Errorf("partitions of %s: %w", topic, err)
+		}
+	}
+	return out, nil
+}
+
 // sourceEnds are the last stable offsets of every partition a copy selects.
 func sourceEnds(cp *connectplan.Copy) ([]task.Position, error) {
 	cfg, err := cp.Source.Config("kmirror-connect-latest")
@@ -275,21 +297,9 @@ func sourceEnds(cp *connectplan.Copy) ([]task.Position, error) {
 		return nil, err
 	}
 	defer client.Close()
-	if err := client.RefreshMetadata(); err != nil {
-		return nil, err
-	}
-	topics, err := client.Topics()
+	parts, err := selectedPartitions(client, cp)
 	if err != nil {
 		return nil, err
-	}
-	parts := map[string][]int32{}
-	for _, topic := range topics {
-		if cp.Selects == nil || !cp.Selects(topic) {
-			continue
-		}
-		if parts[topic], err = client.Partitions(topic); err != nil {
-			return nil, fmt.Errorf("partitions of %s: %w", topic, err)
-		}
 	}
 	ends, err := replicator.ListOffsets(client, parts, sarama.OffsetNewest)
 	if err != nil {

@@ -130,17 +130,13 @@ func (p *progress) sample(offs connect.Offsets, c connectplan.Connector, src sar
 			NextOffset: pos.Offset + 1, EndOffset: -1, LastCopied: pos.Offset})
 	}
 	// Partitions MM2 copied nothing of yet: all they hold is behind.
-	if c.Copy.Selects != nil && src != nil && src.RefreshMetadata() == nil {
+	var selected map[string][]int32
+	if c.Copy.Selects != nil && src != nil {
+		selected, _ = selectedPartitions(src, c.Copy) // none read: the known partitions only
+	}
+	if len(selected) > 0 {
 		unseen := map[string][]int32{}
-		topics, _ := src.Topics()
-		for _, topic := range topics {
-			if !c.Copy.Selects(topic) {
-				continue
-			}
-			parts, err := src.Partitions(topic)
-			if err != nil {
-				continue
-			}
+		for topic, parts := range selected {
 			for _, part := range parts {
 				if !known[partitionKey{topic, part}] {
 					unseen[topic] = append(unseen[topic], part)
