@@ -127,9 +127,11 @@ type FailbackFrom struct {
 	// (this flow's sources).
 	Names map[string]string
 	// ForwardSyncs and ForwardHistoryTopic hold the forward flow's sync
-	// history.
-	ForwardSyncs        cluster.Settings
-	ForwardHistoryTopic string
+	// history; ForwardOffsetSyncsTopic, on the same cluster, its MM2 offset
+	// syncs (what a way back MirrorMaker 2 copies inverts).
+	ForwardSyncs            cluster.Settings
+	ForwardHistoryTopic     string
+	ForwardOffsetSyncsTopic string
 }
 
 // point is the switchover's point of a partition of this flow.
@@ -223,7 +225,7 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 		if t.Failback != nil && i == len(specs)-1 {
 			fwd := specs[0]
 			flows[i].Failback = &FailbackFrom{Points: t.Failback.Points, Names: t.Failback.Topics,
-				ForwardSyncs: settings[fwd.OffsetSyncs], ForwardHistoryTopic: fwd.SyncHistoryTopic}
+				ForwardSyncs: settings[fwd.OffsetSyncs], ForwardHistoryTopic: fwd.SyncHistoryTopic, ForwardOffsetSyncsTopic: fwd.OffsetSyncsTopic}
 		}
 	}
 	if len(t.Returns) > 0 {

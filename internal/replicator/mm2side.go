@@ -10,9 +10,11 @@ import (
 
 	"github.com/IBM/sarama"
 
+	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/mm2"
 	"github.com/kmirror/kmirror/internal/policy"
 	"github.com/kmirror/kmirror/internal/switchover"
+	"github.com/kmirror/kmirror/internal/task"
 )
 
 // MM2Side is the switchover side of a flow MirrorMaker 2 copies (a task on
@@ -33,6 +35,8 @@ type mm2Read struct {
 	at          time.Time
 	checkpoints map[string]map[tp]mm2.Checkpoint
 	syncs       map[tp][]mm2.OffsetSync
+	// forward are, on a way back, the forward flow's offset syncs.
+	forward map[tp][]mm2.OffsetSync
 }
 
 // mm2ReadFor is how long one read of the checkpoints and offset syncs
@@ -53,8 +57,13 @@ func (s *MM2Side) checkpointsAndSyncs(group string, withSyncs bool) (map[tp]mm2.
 		}
 		r = mm2Read{at: time.Now(), checkpoints: cps}
 		if withSyncs {
-			if r.syncs, err = s.offsetSyncs(); err != nil {
+			if r.syncs, err = offsetSyncs(s.flow, s.flow.OffsetSyncs, s.flow.OffsetSyncsTopic); err != nil {
 				return nil, nil, err
+			}
+			if fb := s.flow.Failback; fb != nil {
+				if r.forward, err = offsetSyncs(s.flow, fb.ForwardSyncs, fb.ForwardOffsetSyncsTopic); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 		s.mu.Lock()
@@ -119,13 +128,16 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 	if err != nil {
 		return rep, err
 	}
+	s.mu.Lock()
+	forward := s.read.forward
+	s.mu.Unlock()
 	tends, err := ends(s.dst, ps, onTarget, "target")
 	if err != nil {
 		return rep, err
 	}
 	res := GroupResult{Group: group, offsets: map[string]map[int32]int64{}}
 	var tr []PartitionTranslation
-	var waiting, none []string
+	var waiting, none, kept []string
 	for _, p := range ps {
 		var b *sarama.OffsetFetchResponseBlock
 		if onSource != nil {
@@ -138,6 +150,24 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 			rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition,
 				TargetTopic: p.TargetTopic, SourceOffset: -1, TargetOffset: -1})
 			continue
+		}
+		if fb := s.flow.Failback; fb != nil {
+			// A way back: a group at or before the switchover's point is
+			// inside what the forward flow copied, where the way back's own
+			// checkpoints say nothing.
+			if pt, ok := fb.Points[fmt.Sprintf("%s/%d", p.TargetTopic, p.Partition)]; ok && b.Offset <= pt.TargetEnd {
+				off, again, ok := backThroughForwardSyncs(forward[tp{p.TargetTopic, p.Partition}], b.Offset, pt)
+				if !ok {
+					kept = append(kept, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+					rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition,
+						TargetTopic: p.TargetTopic, SourceOffset: b.Offset, TargetOffset: -1, MayReadAgain: -1})
+					continue
+				}
+				tr = append(tr, PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+					SourceOffset: b.Offset, TargetOffset: off, Exact: again == 0, MayReadAgain: again})
+				res.commitAt(p.TargetTopic, p.Partition, off)
+				continue
+			}
 		}
 		cp, ok := latest[tp{p.TargetTopic, p.Partition}]
 		if !ok || cp.UpstreamOffset != b.Offset {
@@ -169,6 +199,10 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 		rep.Notes = append(rep.Notes, fmt.Sprintf("no committed offset on the source for %s: not committed (target offset -1); the group's consumers start there on the target as on the source, by their auto.offset.reset",
 			strings.Join(none, ", ")))
 	}
+	if len(kept) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no offset sync of the forward copy is left at or before the group's position on %s (MirrorMaker 2's offset-syncs topic is compacted): not translated; the group's offset on the target stays where it was when it left, at or before where it stands",
+			strings.Join(kept, ", ")))
+	}
 	if !s.flow.ExactlyOnce {
 		rep.Notes = append(rep.Notes, "copied at least once by MirrorMaker 2: records a restart of it wrote twice are not counted in may-read-again (it keeps no record of them)")
 	}
@@ -180,25 +214,65 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 	return rep, s.readBack(group, tr, &rep)
 }
 
-// offsetSyncs are MM2's offset syncs of the flow, per source partition in
-// the order written (upstream offsets only grow but after a rewind).
-func (s *MM2Side) offsetSyncs() (map[tp][]mm2.OffsetSync, error) {
-	client, admin, err := adminClient(s.flow.OffsetSyncs, "kmirror-"+s.flow.Task+"-"+s.flow.Name()+"-switchover-syncs")
+// offsetSyncs are MM2's offset syncs in topic on the cluster at, per source
+// partition in the order written (upstream offsets only grow but after a
+// rewind).
+func offsetSyncs(f Flow, at cluster.Settings, topic string) (map[tp][]mm2.OffsetSync, error) {
+	client, admin, err := adminClient(at, "kmirror-"+f.Task+"-"+f.Name()+"-switchover-syncs")
 	if err != nil {
 		return nil, fmt.Errorf("the offset syncs' cluster: %w", err)
 	}
 	defer admin.Close() // closes client too
 	out := map[tp][]mm2.OffsetSync{}
-	err = readTopic(client, s.flow.OffsetSyncsTopic, func(m *sarama.ConsumerMessage) {
+	err = readTopic(client, topic, func(m *sarama.ConsumerMessage) {
 		if sy, err := mm2.DecodeOffsetSync(m.Key, m.Value); err == nil {
 			k := tp{sy.Topic, sy.Partition}
 			out[k] = append(out[k], sy)
 		}
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read MirrorMaker 2's offset syncs %s: %w", s.flow.OffsetSyncsTopic, err)
+		return nil, fmt.Errorf("read MirrorMaker 2's offset syncs %s: %w", topic, err)
 	}
 	return out, nil
+}
+
+// backThroughForwardSyncs is where a group at offset d of a way back's
+// source (the forward flow's target) goes on at the way back's target (the
+// forward flow's source), when d is at or before the switchover's point:
+// the forward flow's MM2 offset syncs inverted. The point itself is the
+// forward source's end then. Otherwise the newest sync at or before d: its
+// upstream offset when it stands at d, the next one when it is older (the
+// group read that record's copy); again bounds how far that is behind: the
+// upstream offset of the first sync past d, or the point. ok is false when
+// no sync stands at or before d (MM2's topic is compacted: old syncs go):
+// nothing is translated then.
+func backThroughForwardSyncs(syncs []mm2.OffsetSync, d int64, pt task.SwitchPoint) (offset, again int64, ok bool) {
+	if d == pt.TargetEnd {
+		return pt.SourceEnd, 0, true
+	}
+	var best *mm2.OffsetSync
+	bound := pt.SourceEnd
+	for i := range syncs {
+		sy := &syncs[i]
+		if sy.DownstreamOffset > d {
+			bound = min(bound, sy.UpstreamOffset)
+			continue
+		}
+		// The newest copy at or before d; of two at the same place (a
+		// re-copy), the earlier record.
+		if best == nil || sy.DownstreamOffset > best.DownstreamOffset ||
+			sy.DownstreamOffset == best.DownstreamOffset && sy.UpstreamOffset < best.UpstreamOffset {
+			best = sy
+		}
+	}
+	if best == nil {
+		return 0, 0, false
+	}
+	if best.DownstreamOffset == d {
+		return best.UpstreamOffset, 0, true
+	}
+	offset = best.UpstreamOffset + 1
+	return offset, max(0, bound-offset), true
 }
 
 // EmergencyTranslate implements switchover.Side: the group's newest

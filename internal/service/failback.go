@@ -41,10 +41,10 @@ func (s *Service) PrepareFailback(ctx context.Context, name string) (_ switchove
 	switch {
 	case !ok:
 		return refuse("task %s is not a push task: a failback is built for push tasks only (a bidirectional task copies both ways already)", name)
-	case !t.Rules.AddSourceHeader:
+	case !t.Rules.AddSourceHeader && !onConnect(t):
+		// On Connect the forward copy is held while the way back runs
+		// instead (MirrorMaker 2 has no source header).
 		return refuse("task %s does not add the source header: without it the task would copy the records that come back to the target again; create a task with add_source_header on", name)
-	case onConnect(t):
-		return refuse("task %s runs on Kafka Connect: a failback of a task on Connect is not built yet", name)
 	case rec.DesiredState != task.DesiredRunning:
 		return refuse("task %s is paused: resume it first", name)
 	}
@@ -65,6 +65,20 @@ func (s *Service) PrepareFailback(ctx context.Context, name string) (_ switchove
 	case len(sw.Report.Points) == 0:
 		return refuse("task %s's switchover #%d recorded no switchover point: start a new switchover", name, sw.ID)
 	}
+	if onConnect(t) {
+		// What MirrorMaker 2 cannot do on the task's Connect cluster is
+		// refused before anything changes.
+		open, current, peer, err := s.openTask(ctx, rec)
+		if err != nil {
+			return sw, err
+		}
+		open.Failback = failbackOf(sw)
+		var p Problems
+		s.checkOnEngine(open, current, peer, &p)
+		if len(p) > 0 {
+			return sw, &Error{Code: CodeInvalidRequest, Message: fmt.Sprintf("the way back of task %s cannot run on its Kafka Connect cluster", name), Problems: p}
+		}
+	}
 	sw.Failback = &switchover.Failback{State: switchover.FailbackPrepared, PreparedBy: actorName(ctx), PreparedAt: s.now()}
 	if err := s.switchoverStore.UpdateSwitchover(ctx, sw); err != nil {
 		return sw, err
@@ -80,7 +94,7 @@ func (s *Service) PrepareFailback(ctx context.Context, name string) (_ switchove
 // preparedFailback is the way back to attach to a task that starts, if one
 // is prepared.
 func (s *Service) preparedFailback(ctx context.Context, t task.Task) (*task.Failback, error) {
-	if s.switchoverStore == nil || onConnect(t) {
+	if s.switchoverStore == nil {
 		return nil, nil
 	}
 	sw, err := s.switchoverStore.PreparedFailback(ctx, t.Name)
@@ -90,18 +104,23 @@ func (s *Service) preparedFailback(ctx context.Context, t task.Task) (*task.Fail
 	if err != nil {
 		return nil, err
 	}
+	return failbackOf(sw), nil
+}
+
+// failbackOf is the way back of switchover sw: from its points.
+func failbackOf(sw switchover.Switchover) *task.Failback {
 	fb := &task.Failback{Switchover: sw.ID, Points: map[string]task.SwitchPoint{}, Topics: map[string]string{}}
 	for _, p := range sw.Report.Points {
 		fb.Points[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = task.SwitchPoint{SourceEnd: p.SourceEnd, TargetEnd: p.TargetEnd}
 		fb.Topics[p.Topic] = p.TargetTopic
 	}
-	return fb, nil
+	return fb
 }
 
 // returns are the task's ways back that went home, for the flows to
 // translate groups inside what they wrote (task.Return).
 func (s *Service) returns(ctx context.Context, t task.Task) ([]task.Return, error) {
-	if s.switchoverStore == nil || onConnect(t) {
+	if s.switchoverStore == nil {
 		return nil, nil
 	}
 	went, err := s.switchoverStore.WentHome(ctx, t.Name)

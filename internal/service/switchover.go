@@ -117,7 +117,7 @@ func (s *Service) switchoverChoices(ctx context.Context, t task.Task) (Switchove
 		c.Directions = append(c.Directions, f.Name())
 	}
 	back, hasBack := t.FailbackFlow()
-	if !hasBack || s.switchoverStore == nil || onConnect(t) {
+	if !hasBack || s.switchoverStore == nil {
 		return c, nil // no way back (PrepareFailback says why)
 	}
 	if fb, err := s.preparedFailback(ctx, t); err != nil {

@@ -232,6 +232,9 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 	if err != nil {
 		return err
 	}
+	if err := removeUnplanned(ctx, client, e.d.Names(t), conns); err != nil {
+		return fmt.Errorf("task %s: remove the connectors it no longer runs from %s: %w", t.Name, name, err)
+	}
 	for _, c := range conns {
 		// Written only where it differs: Connect restarts a connector on
 		// every configuration written, even the same.
@@ -242,6 +245,10 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			return fmt.Errorf("task %s: read connector %s on %s: %w", t.Name, c.Name, name, err)
 		}
 		switch {
+		case missing && c.StartAt != nil:
+			if err := createAt(ctx, client, c, c.StartAt, false); err != nil {
+				return fmt.Errorf("task %s: deploy connector %s on %s at the switchover's point: %w", t.Name, c.Name, name, err)
+			}
 		case missing && c.Copy != nil && t.Rules.StartOffset == task.StartLatest:
 			if err := startAtLatest(ctx, client, c); err != nil {
 				return fmt.Errorf("task %s: deploy connector %s on %s at the source's ends (start offset latest): %w", t.Name, c.Name, name, err)
@@ -250,6 +257,15 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			if err := untilSettled(ctx, func() error { _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); return err }); err != nil {
 				return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
 			}
+		}
+		if c.Held {
+			if err := untilSettled(ctx, func() error { return client.Stop(ctx, c.Name) }); err != nil {
+				return fmt.Errorf("task %s: stop connector %s on %s while the way back runs: %w", t.Name, c.Name, name, err)
+			}
+			continue
+		}
+		if err := skipReturned(ctx, client, c); err != nil {
+			return fmt.Errorf("task %s: move connector %s on %s past what the way back wrote: %w", t.Name, c.Name, name, err)
 		}
 		if err := untilSettled(ctx, func() error { return client.Resume(ctx, c.Name) }); err != nil {
 			return fmt.Errorf("task %s: resume connector %s on %s: %w", t.Name, c.Name, name, err)
@@ -513,8 +529,10 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	byFlow := map[string][]string{}
 	copiers := map[string]string{} // by flow: the connector whose tasks copy
 	planned := map[string]map[string]string{}
+	held := map[string]bool{}
 	var flows []string
 	for _, c := range dep.connectors {
+		held[c.Name] = c.Held
 		if o.at.After(dep.at) {
 			// A poll from before this deployment saw the connectors as
 			// they were: drift is judged on the next.
@@ -538,7 +556,7 @@ func (e *Engine) Status(name string) (engine.TaskStatus, bool) {
 	// The task is as its worst flow, as the in-process engine reports it.
 	st.State, st.Reason = task.StateRunning, ""
 	for _, f := range flows {
-		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, planned, o, o.at.Before(dep.at.Add(deployGrace)))
+		fs, reason := verdict(byFlow[f], copiers[f], dep.cluster, planned, held, o, o.at.Before(dep.at.Add(deployGrace)))
 		if fs == task.StateFailed {
 			var failed []string
 			for _, c := range byFlow[f] {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -234,34 +238,134 @@ func startAtLatest(ctx context.Context, client *connect.Client, c connectplan.Co
 	if err != nil {
 		return fmt.Errorf("the end offsets of %s: %w", c.Copy.Source.Name, err)
 	}
+	next := map[string]int64{}
+	for _, p := range ends {
+		next[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p.Next
+	}
+	return createAt(ctx, client, c, next, true)
+}
+
+// createAt creates a copy connector STOPPED and sets its offsets so it
+// copies each source partition ("topic/partition") from next, then leaves it
+// to the caller to resume. Offsets Connect kept from an earlier connector of
+// the same name stay when keepKept, else next replaces them.
+func createAt(ctx context.Context, client *connect.Client, c connectplan.Connector, next map[string]int64, keepKept bool) error {
 	if _, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped); err != nil {
 		return err
 	}
 	if err := waitConnectorState(ctx, client, c.Name, connect.StateStopped); err != nil {
 		return err
 	}
-	kept, err := client.Offsets(ctx, c.Name)
-	if err != nil {
-		return err
-	}
-	has := map[partitionKey]bool{}
-	for _, o := range kept.Offsets {
-		if pos, err := o.MirrorSource(); err == nil {
-			has[partitionKey{pos.Topic, pos.Partition}] = true
+	has := map[string]bool{}
+	if keepKept {
+		kept, err := client.Offsets(ctx, c.Name)
+		if err != nil {
+			return err
+		}
+		for _, o := range kept.Offsets {
+			if pos, err := o.MirrorSource(); err == nil {
+				has[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = true
+			}
 		}
 	}
 	alias := c.Config["source.cluster.alias"]
 	var offs []connect.Offset
-	for _, p := range ends {
-		if p.Next > 0 && !has[partitionKey{p.Topic, p.Partition}] {
-			offs = append(offs, connect.MirrorSourceOffset(alias, p.Topic, p.Partition, p.Next-1))
+	for _, key := range slices.Sorted(maps.Keys(next)) {
+		topic, part, _ := strings.Cut(key, "/")
+		p, err := strconv.ParseInt(part, 10, 32)
+		if err != nil {
+			return fmt.Errorf("partition %q: %w", key, err)
+		}
+		if n := next[key]; n > 0 && !has[key] {
+			// MM2 keeps the last copied offset and goes on after it.
+			offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), n-1))
 		}
 	}
 	if len(offs) == 0 {
 		return nil
 	}
+	_, err := client.AlterOffsets(ctx, c.Name, offs)
+	return err
+}
+
+// skipReturned moves a held copy connector past what a way back wrote to its
+// source (connectplan.Connector.Skip) before it copies again: those records
+// came from its own target. Only a partition whose offset stands inside
+// that stretch moves, so a later start changes nothing.
+func skipReturned(ctx context.Context, client *connect.Client, c connectplan.Connector) error {
+	if len(c.Skip) == 0 {
+		return nil
+	}
+	moves := func() ([]connect.Offset, error) {
+		kept, err := client.Offsets(ctx, c.Name)
+		if err != nil {
+			return nil, err
+		}
+		var offs []connect.Offset
+		for _, o := range kept.Offsets {
+			pos, err := o.MirrorSource()
+			if err != nil {
+				continue
+			}
+			st, ok := c.Skip[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)]
+			if next := pos.Offset + 1; ok && next >= st.From && next < st.To {
+				offs = append(offs, connect.MirrorSourceOffset(pos.Cluster, pos.Topic, pos.Partition, st.To-1))
+			}
+		}
+		return offs, nil
+	}
+	offs, err := moves()
+	if err != nil || len(offs) == 0 {
+		return err
+	}
+	// Offsets are changed only on a stopped connector, read again once its
+	// last commit is in.
+	if err := stopConnectors(ctx, client, []string{c.Name}, false); err != nil {
+		return err
+	}
+	if offs, err = moves(); err != nil || len(offs) == 0 {
+		return err
+	}
 	_, err = client.AlterOffsets(ctx, c.Name, offs)
 	return err
+}
+
+// removeUnplanned deletes the task's connectors that its plan no longer
+// has (a way back that went home, a checkpoint connector whose offset sync
+// was turned off), their offsets first: a connector of that name later
+// starts afresh.
+func removeUnplanned(ctx context.Context, client *connect.Client, all []string, plan []connectplan.Connector) error {
+	planned := map[string]bool{}
+	for _, c := range plan {
+		planned[c.Name] = true
+	}
+	var gone []string
+	for _, name := range all {
+		if planned[name] {
+			continue
+		}
+		if _, err := client.Connector(ctx, name); connect.IsNotFound(err) {
+			continue
+		} else if err != nil {
+			return fmt.Errorf("read connector %s: %w", name, err)
+		}
+		gone = append(gone, name)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	if err := stopConnectors(ctx, client, gone, true); err != nil {
+		return err
+	}
+	for _, name := range gone {
+		if _, err := client.ResetOffsets(ctx, name); err != nil && !connect.IsNotFound(err) {
+			return fmt.Errorf("reset the offsets of connector %s: %w", name, err)
+		}
+		if err := client.Delete(ctx, name); err != nil && !connect.IsNotFound(err) {
+			return fmt.Errorf("delete connector %s: %w", name, err)
+		}
+	}
+	return nil
 }
 
 // selectedPartitions are the partitions of every source topic a copy

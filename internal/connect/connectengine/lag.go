@@ -202,7 +202,9 @@ func (e *Engine) copiesOn(clusterName string) []copyOf {
 			continue
 		}
 		for _, c := range dep.connectors {
-			if c.Copy != nil {
+			// A held copy's source gains the way back's records, which it
+			// skips: no lag of its own.
+			if c.Copy != nil && !c.Held {
 				out = append(out, copyOf{dep, c})
 			}
 		}

@@ -50,10 +50,13 @@ var severity = map[task.State]int{task.StateRunning: 0, task.StateStarting: 1, t
 // connector); planned are the configurations kmirror deployed, by
 // connector, which a listed one must still have.
 //
+// held are the connectors kmirror keeps stopped (connectplan.Connector.Held):
+// stopped is how they should be.
+//
 // young says the connectors were deployed moments before the poll: a
 // worker answers from its own view of Connect's config topic, which may
 // not hold them yet, so one not listed is still being deployed, not gone.
-func verdict(connectors []string, copier, clusterName string, planned map[string]map[string]string, o observed, young bool) (state task.State, reason string) {
+func verdict(connectors []string, copier, clusterName string, planned map[string]map[string]string, held map[string]bool, o observed, young bool) (state task.State, reason string) {
 	if o.err != nil {
 		// The connectors may well still copy; kmirror cannot tell.
 		return task.StateDegraded, fmt.Sprintf("Kafka Connect cluster %s does not answer: %v (its connectors may still be copying; check the workers)", clusterName, o.err)
@@ -83,7 +86,11 @@ func verdict(connectors []string, copier, clusterName string, planned map[string
 		switch st.Connector.State {
 		case connect.StateFailed:
 			worse(task.StateFailed, fmt.Sprintf("connector %s failed on worker %s: %s", name, st.Connector.WorkerID, summarize(st.Connector.Trace)))
-		case connect.StatePaused, connect.StateStopped:
+		case connect.StateStopped:
+			if !held[name] {
+				worse(task.StatePaused, fmt.Sprintf("connector %s is %s on Kafka Connect (paused outside kmirror?): resume the task", name, strings.ToLower(st.Connector.State)))
+			}
+		case connect.StatePaused:
 			worse(task.StatePaused, fmt.Sprintf("connector %s is %s on Kafka Connect (paused outside kmirror?): resume the task", name, strings.ToLower(st.Connector.State)))
 		case connect.StateUnassigned, connect.StateRestarting:
 			worse(task.StateStarting, fmt.Sprintf("connector %s is %s", name, strings.ToLower(st.Connector.State)))

@@ -64,7 +64,7 @@ func TestVerdict(t *testing.T) {
 			task.StateDegraded, "worker w2:8083 has left the Connect group (since 06:10:00 UTC, 12s): src task 1, ckpt task 0 run there; only the partitions of the other 1 copy tasks are copied"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, reason := verdict(names, "src", "c1", nil, c.o, false)
+			got, reason := verdict(names, "src", "c1", nil, nil, c.o, false)
 			if got != c.want || !strings.Contains(reason, c.reason) {
 				t.Errorf("verdict = %s (%q); want %s with %q", got, reason, c.want, c.reason)
 			}
@@ -72,7 +72,7 @@ func TestVerdict(t *testing.T) {
 	}
 	// Just deployed: the worker that answered has not read the connector
 	// from Connect's config topic yet (seen at every deploy on 2 workers).
-	got, reason := verdict(names, "src", "c1", nil, observed{views: map[string]connect.ConnectorView{"src": running["src"]}}, true)
+	got, reason := verdict(names, "src", "c1", nil, nil, observed{views: map[string]connect.ConnectorView{"src": running["src"]}}, true)
 	if got != task.StateStarting || !strings.Contains(reason, "connector ckpt is being deployed") {
 		t.Errorf("just deployed, not listed yet: %s (%q), want STARTING", got, reason)
 	}
@@ -96,18 +96,18 @@ func TestDriftedConnectorNamesTheSettings(t *testing.T) {
 	view := connect.ConnectorView{Info: connect.ConnectorInfo{Name: "src", Config: shown},
 		Status: connect.ConnectorStatus{Name: "src", Connector: connect.WorkerState{State: connect.StateRunning, WorkerID: "w1"},
 			Tasks: []connect.TaskState{{ID: 0, State: connect.StateRunning, WorkerID: "w1"}}}}
-	got, reason := verdict([]string{"src"}, "src", "c1", planned, observed{views: map[string]connect.ConnectorView{"src": view}}, false)
+	got, reason := verdict([]string{"src"}, "src", "c1", planned, nil, observed{views: map[string]connect.ConnectorView{"src": view}}, false)
 	if got != task.StateDrifted || !strings.Contains(reason, "(extra, tasks.max)") || strings.Contains(reason, "secret") {
 		t.Fatalf("verdict %s (%s), want DRIFTED naming extra and tasks.max only", got, reason)
 	}
 	shown["tasks.max"], shown["extra"] = "2", ""
 	delete(shown, "extra")
-	if got, reason := verdict([]string{"src"}, "src", "c1", planned, observed{views: map[string]connect.ConnectorView{"src": view}}, false); got != task.StateRunning {
+	if got, reason := verdict([]string{"src"}, "src", "c1", planned, nil, observed{views: map[string]connect.ConnectorView{"src": view}}, false); got != task.StateRunning {
 		t.Fatalf("the same configuration (and Connect's name): %s (%s), want RUNNING", got, reason)
 	}
 	shown["tasks.max"] = "3"
 	view.Status.Tasks[0].State = connect.StateFailed
-	if got, _ := verdict([]string{"src"}, "src", "c1", planned, observed{views: map[string]connect.ConnectorView{"src": view}}, false); got != task.StateFailed {
+	if got, _ := verdict([]string{"src"}, "src", "c1", planned, nil, observed{views: map[string]connect.ConnectorView{"src": view}}, false); got != task.StateFailed {
 		t.Fatalf("drifted and failed: %s, want FAILED", got)
 	}
 }

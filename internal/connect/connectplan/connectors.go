@@ -13,7 +13,21 @@ type Connector struct {
 	Flow string
 	// Copy is set on the connector whose offsets are the flow's progress.
 	Copy *Copy
+	// Held: kmirror keeps it stopped (Connect's STOPPED state, its offsets
+	// kept), as a way back holds the forward copy (docs/SWITCHOVER.md).
+	Held bool
+	// StartAt is, per source partition ("topic/partition"), the next offset
+	// a connector created now copies from: a way back starts at the
+	// switchover's point. Applied only when the connector is created.
+	StartAt map[string]int64
+	// Skip is, per source partition ("topic/partition"), the stretch the
+	// copy must never copy: what a way back wrote to this flow's source. A
+	// connector whose offset stands inside it is moved past it.
+	Skip map[string]Stretch
 }
+
+// Stretch is the offsets [From, To) of a partition.
+type Stretch struct{ From, To int64 }
 
 // Cluster is a registered Connect cluster, ready to connect to.
 type Cluster struct {

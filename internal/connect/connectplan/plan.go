@@ -67,8 +67,25 @@ func Name(f task.FlowSpec, role string) string { return f.Group + "." + role }
 // deleting a task removes all of them.
 func Names(t task.Task) []string {
 	var out []string
-	for _, f := range t.Flows() {
+	flows := t.Flows()
+	if back, ok := t.FailbackFlow(); ok {
+		flows = append(flows, back) // a way back's, whether prepared or not
+	}
+	for _, f := range flows {
 		out = append(out, Name(f, RoleSource), Name(f, RoleCheckpoint), Name(f, RoleHeartbeat))
+	}
+	return out
+}
+
+// flows are the flows t runs: its own, and the way back while one is
+// prepared (t.Failback).
+func flows(t task.Task) []task.FlowSpec {
+	out := t.Flows()
+	if t.Failback == nil {
+		return out
+	}
+	if back, ok := t.FailbackFlow(); ok {
+		out = append(out, back)
 	}
 	return out
 }
@@ -94,14 +111,24 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 	if r.ExactlyOnce() && on.ExactlyOnceRefusal != "" {
 		refuse("engine", "Kafka Connect cluster %s does not run exactly-once source connectors (%s): set exactly.once.source.support=enabled on every worker (preparing on all of them first, then enabled) and restart them, run the task on the embedded engine, or use at_least_once", on.Name, on.ExactlyOnceRefusal)
 	}
+	if t.Failback != nil && r.RenameTopics {
+		refuse("rules.rename_topics", "the way back of a task on Kafka Connect needs identity topic names: MirrorMaker 2 names a copy's topics by its replication policy only, so it would copy %[2]s's %[1]s.<topic> back to %[1]s as %[2]s.%[1]s.<topic> (or not at all, by its cycle rule) instead of to <topic>; run the task on the embedded engine for a way back with renamed topics", t.Current.Alias, t.Peer.Alias)
+	}
 	topics, err := topicsFilter(r)
 	if err != nil {
 		refuse("rules.topics_regex", "%s", err.Error())
 	}
 	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
 	var out []Connector
-	for _, f := range t.Flows() {
+	for i, f := range flows(t) {
 		src, dst := sides[f.Source], sides[f.Target]
+		// A way back copies exactly the forward flow's target topics
+		// back to their sources (policy.Back).
+		wayBack := t.Failback != nil && i == len(t.Flows())
+		topics := topics
+		if wayBack {
+			topics = wayBackTopics(t.Failback)
+		}
 		common := map[string]string{
 			"source.cluster.alias":            f.SourceAlias,
 			"target.cluster.alias":            f.TargetAlias,
@@ -198,13 +225,30 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 		if err != nil {
 			refuse("rules.topics_regex", "%s", err.Error())
 		}
-		out = append(out, Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
-			Copy: &Copy{Source: src, TargetTopic: pol.TargetTopic, Selects: pol.Selected}})
-		out = append(out, Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
-			"connector.class":         connect.MirrorHeartbeatConnector,
-			"tasks.max":               "1",
-			"emit.heartbeats.enabled": "true",
-		})})
+		copier := Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
+			Copy: &Copy{Source: src, TargetTopic: pol.TargetTopic, Selects: pol.Selected}}
+		switch {
+		case wayBack:
+			pol = policy.Back(f.SourceAlias, f.TargetAlias, t.Failback.Topics)
+			copier.Copy.TargetTopic, copier.Copy.Selects = pol.TargetTopic, pol.Selected
+			copier.StartAt = wayBackStart(t.Failback)
+		case t.Failback != nil:
+			// While the way back copies to this flow's source, this flow
+			// would copy those records back again: MM2 has no source
+			// header to skip them by.
+			copier.Held = true
+		default:
+			copier.Skip = returned(t.Returns)
+		}
+		out = append(out, copier)
+		if !wayBack {
+			// A way back's heartbeats would only be copied forward again.
+			out = append(out, Connector{Name: Name(f, RoleHeartbeat), Flow: f.Name(), Config: with(common, overrides, map[string]string{
+				"connector.class":         connect.MirrorHeartbeatConnector,
+				"tasks.max":               "1",
+				"emit.heartbeats.enabled": "true",
+			})})
+		}
 		if r.SyncConsumerOffsets {
 			out = append(out, Connector{Name: Name(f, RoleCheckpoint), Flow: f.Name(), Config: with(common, overrides, map[string]string{
 				"connector.class":                     connect.MirrorCheckpointConnector,
@@ -223,6 +267,49 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 		return nil, dedupe(refused)
 	}
 	return out, nil
+}
+
+// wayBackTopics is a way back's MM2 "topics": the forward flow's target
+// topics, by name.
+func wayBackTopics(fb *task.Failback) string {
+	names := make([]string, 0, len(fb.Topics))
+	for _, dst := range fb.Topics {
+		names = append(names, strings.ReplaceAll(dst, ".", `\.`))
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// wayBackStart is where a way back starts, per source partition: at the
+// switchover's point on the forward flow's target, so it copies only what
+// was written there after the switchover.
+func wayBackStart(fb *task.Failback) map[string]int64 {
+	out := make(map[string]int64, len(fb.Points))
+	for key, pt := range fb.Points {
+		topic, part, _ := strings.Cut(key, "/")
+		dst := fb.Topics[topic]
+		if dst == "" {
+			dst = topic
+		}
+		out[dst+"/"+part] = pt.TargetEnd
+	}
+	return out
+}
+
+// returned is, per source partition of a push flow, the newest stretch a
+// way back that went home wrote there (task.Return): the forward copy,
+// held while the way back ran, goes on past it.
+func returned(rs []task.Return) map[string]Stretch {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := map[string]Stretch{}
+	for _, r := range rs { // oldest first: the newest wins
+		for key, p := range r.Points {
+			out[key] = Stretch{From: p.From, To: p.To}
+		}
+	}
+	return out
 }
 
 // location says where MM2 keeps a flow's offset syncs, so they land where

@@ -7,7 +7,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,7 +90,7 @@ func TestBuildPushToTheWorkersCluster(t *testing.T) {
 		t.Errorf("heartbeat connector %v", h)
 	}
 	for _, n := range Names(baseTask()) {
-		if _, ok := got[n]; !ok {
+		if _, ok := got[n]; !ok && !strings.Contains(n, ".B-A.") { // a way back's
 			t.Errorf("Names lists %s, which Build did not make", n)
 		}
 	}
@@ -221,6 +223,75 @@ func TestBuildBidirectional(t *testing.T) {
 	back := got["kmirror.t1.B-A.source"]
 	if back["producer.override.bootstrap.servers"] != "e1:9092,e2:9092" || back["offset-syncs.topic.location"] != "source" {
 		t.Errorf("B->A: %v", back)
+	}
+}
+
+// A way back on Connect: the forward copy is held (it would copy the way
+// back's records again: MM2 has no source header), the way back copies
+// exactly the forward flow's target topics from the switchover's points,
+// and after it went home the forward copy skips what it wrote.
+func TestBuildFailback(t *testing.T) {
+	tk := baseTask()
+	tk.Rules.RenameTopics = false
+	on := onWest
+	on.OverridesAllowed = true
+	tk.Failback = &task.Failback{Switchover: 1,
+		Points: map[string]task.SwitchPoint{"orders/0": {SourceEnd: 310, TargetEnd: 300}, "orders/1": {SourceEnd: 5, TargetEnd: 4}, "pay.v1/0": {}},
+		Topics: map[string]string{"orders": "orders", "pay.v1": "pay.v1"}}
+	cs, err := Build(tk, east, west, on)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]Connector{}
+	for _, c := range cs {
+		by[c.Name] = c
+	}
+	fwd, back := by["kmirror.t1.A-B.source"], by["kmirror.t1.B-A.source"]
+	if !fwd.Held || back.Held {
+		t.Errorf("held: forward %v, way back %v; want the forward copy held only", fwd.Held, back.Held)
+	}
+	if back.Config["topics"] != `orders,pay\.v1` || back.Config["source.cluster.alias"] != "B" || back.Config["target.cluster.alias"] != "A" ||
+		back.Config["producer.override.bootstrap.servers"] != "e1:9092,e2:9092" {
+		t.Errorf("way back: %v", back.Config)
+	}
+	if want := map[string]int64{"orders/0": 300, "orders/1": 4, "pay.v1/0": 0}; !maps.Equal(back.StartAt, want) {
+		t.Errorf("way back starts at %v, want %v", back.StartAt, want)
+	}
+	if _, ok := by["kmirror.t1.B-A.checkpoint"]; !ok {
+		t.Error("no checkpoint connector on the way back: groups would not translate back")
+	}
+	if _, ok := by["kmirror.t1.B-A.heartbeat"]; ok {
+		t.Error("a way back's heartbeats would only be copied forward again")
+	}
+	if !slices.Contains(Names(baseTask()), "kmirror.t1.B-A.source") {
+		t.Error("Names leaves out the way back's connectors: deleting the task would leave them")
+	}
+
+	// Home: the forward copy runs and skips the stretch the way back wrote.
+	tk.Failback = nil
+	tk.Returns = []task.Return{
+		{Switchover: 1, Points: map[string]task.ReturnPoint{"orders/0": {From: 100, To: 120}}},
+		{Switchover: 2, Points: map[string]task.ReturnPoint{"orders/0": {From: 310, To: 330}}},
+	}
+	if cs, err = Build(tk, east, west, on); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Held || c.StartAt != nil || strings.Contains(c.Name, "B-A") {
+			t.Errorf("home: %s held %v, starts at %v", c.Name, c.Held, c.StartAt)
+		}
+		if c.Copy != nil && !maps.Equal(c.Skip, map[string]Stretch{"orders/0": {From: 310, To: 330}}) {
+			t.Errorf("home: the forward copy skips %v, want the newest way back's stretch", c.Skip)
+		}
+	}
+
+	// Renamed topics cannot be given back by MM2: refused, naming the field.
+	tk = baseTask()
+	tk.Failback = &task.Failback{Points: map[string]task.SwitchPoint{"orders/0": {}}, Topics: map[string]string{"orders": "A.orders"}}
+	_, err = Build(tk, east, west, on)
+	var fe task.FieldErrors
+	if !errors.As(err, &fe) || len(fe) != 1 || fe[0].Field != "rules.rename_topics" {
+		t.Fatalf("renamed way back: %v", err)
 	}
 }
 
