@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -98,6 +99,15 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 		}
 		readAtMostAgain(t, "group "+g+" over A and B", append(read[g], keys...), n, again[g])
 		t.Logf("group %s read %d on the source, %d on the target (the report said at most %d again)", g, groups[g], len(keys), again[g])
+	}
+	// MM2 cannot give renamed topics back: the way back is refused,
+	// naming the field, and nothing changes.
+	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
+	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body), "rules.rename_topics") {
+		t.Fatalf("the way back of a renamed task on Connect: %d %v", code, body)
+	}
+	if _, body := s.call(http.MethodGet, "/api/v1/tasks/"+name+"/switchover", nil); body["failback"] != nil {
+		t.Fatalf("a refused way back was stored: %v", body)
 	}
 }
 

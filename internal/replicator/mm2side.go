@@ -131,6 +131,12 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 	s.mu.Lock()
 	forward := s.read.forward
 	s.mu.Unlock()
+	var leftAt *sarama.OffsetFetchResponse // on a way back, the group's offsets on the target
+	if s.flow.Failback != nil {
+		if leftAt, err = s.dstAdmin.ListConsumerGroupOffsets(group, nil); err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
+			return rep, fmt.Errorf("read group %s's offsets on the target: %w", group, err)
+		}
+	}
 	tends, err := ends(s.dst, ps, onTarget, "target")
 	if err != nil {
 		return rep, err
@@ -157,11 +163,28 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 			// checkpoints say nothing.
 			if pt, ok := fb.Points[fmt.Sprintf("%s/%d", p.TargetTopic, p.Partition)]; ok && b.Offset <= pt.TargetEnd {
 				off, again, ok := backThroughForwardSyncs(forward[tp{p.TargetTopic, p.Partition}], b.Offset, pt)
+				// Where the group stood on the target when it left (it has
+				// only moved on since, on the other side) is at or before
+				// where it stands, and commits only go forward: the better
+				// of the two is what it goes on from.
+				left := int64(-1)
+				if leftAt != nil {
+					if lb := leftAt.GetBlock(p.TargetTopic, p.Partition); lb != nil && lb.Offset <= pt.SourceEnd {
+						left = lb.Offset
+					}
+				}
 				if !ok {
 					kept = append(kept, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
-					rep.Partitions = append(rep.Partitions, switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition,
-						TargetTopic: p.TargetTopic, SourceOffset: b.Offset, TargetOffset: -1, MayReadAgain: -1})
+					pr := switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition,
+						TargetTopic: p.TargetTopic, SourceOffset: b.Offset, TargetOffset: -1, MayReadAgain: -1}
+					if left >= 0 {
+						pr.TargetOffset, pr.MayReadAgain = left, pt.SourceEnd-left
+					}
+					rep.Partitions = append(rep.Partitions, pr)
 					continue
+				}
+				if left > off {
+					off, again = left, max(0, again-(left-off))
 				}
 				tr = append(tr, PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
 					SourceOffset: b.Offset, TargetOffset: off, Exact: again == 0, MayReadAgain: again})
