@@ -258,6 +258,11 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 				return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
 			}
 		}
+		if c.StartAt != nil && !missing {
+			if err := finishStart(ctx, client, c); err != nil {
+				return fmt.Errorf("task %s: place connector %s on %s at the switchover's point: %w", t.Name, c.Name, name, err)
+			}
+		}
 		if c.Held {
 			if err := untilSettled(ctx, func() error { return client.Stop(ctx, c.Name) }); err != nil {
 				return fmt.Errorf("task %s: stop connector %s on %s while the way back runs: %w", t.Name, c.Name, name, err)

@@ -256,36 +256,73 @@ func createAt(ctx context.Context, client *connect.Client, c connectplan.Connect
 	if err := waitConnectorState(ctx, client, c.Name, connect.StateStopped); err != nil {
 		return err
 	}
-	has := map[string]bool{}
+	var offs []connect.Offset
+	var err error
 	if keepKept {
-		kept, err := client.Offsets(ctx, c.Name)
-		if err != nil {
-			return err
-		}
-		for _, o := range kept.Offsets {
-			if pos, err := o.MirrorSource(); err == nil {
-				has[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = true
-			}
+		offs, err = unplaced(ctx, client, c, next)
+	} else {
+		offs, err = placing(c, next, nil)
+	}
+	if err != nil || len(offs) == 0 {
+		return err
+	}
+	_, err = client.AlterOffsets(ctx, c.Name, offs)
+	return err
+}
+
+// finishStart places a way back's connector that exists already where it
+// starts, on the partitions that have no offset: kmirror may have stopped
+// between creating it (STOPPED) and setting its offsets, and resumed now it
+// would copy from the beginning what came from the other side. Once its
+// offsets are set this changes nothing.
+func finishStart(ctx context.Context, client *connect.Client, c connectplan.Connector) error {
+	offs, err := unplaced(ctx, client, c, c.StartAt)
+	if err != nil || len(offs) == 0 {
+		return err
+	}
+	if err := stopConnectors(ctx, client, []string{c.Name}, false); err != nil {
+		return err
+	}
+	if offs, err = unplaced(ctx, client, c, c.StartAt); err != nil || len(offs) == 0 {
+		return err
+	}
+	_, err = client.AlterOffsets(ctx, c.Name, offs)
+	return err
+}
+
+// unplaced are the offsets that place c at next on the partitions where
+// Connect holds none for it.
+func unplaced(ctx context.Context, client *connect.Client, c connectplan.Connector, next map[string]int64) ([]connect.Offset, error) {
+	kept, err := client.Offsets(ctx, c.Name)
+	if err != nil {
+		return nil, err
+	}
+	has := map[string]bool{}
+	for _, o := range kept.Offsets {
+		if pos, err := o.MirrorSource(); err == nil {
+			has[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = true
 		}
 	}
+	return placing(c, next, has)
+}
+
+// placing are the offsets that make c copy each partition of next from its
+// offset there, but those in skip and those at 0 (MM2 starts there).
+func placing(c connectplan.Connector, next map[string]int64, skip map[string]bool) ([]connect.Offset, error) {
 	alias := c.Config["source.cluster.alias"]
 	var offs []connect.Offset
 	for _, key := range slices.Sorted(maps.Keys(next)) {
 		topic, part, _ := strings.Cut(key, "/")
 		p, err := strconv.ParseInt(part, 10, 32)
 		if err != nil {
-			return fmt.Errorf("partition %q: %w", key, err)
+			return nil, fmt.Errorf("partition %q: %w", key, err)
 		}
-		if n := next[key]; n > 0 && !has[key] {
+		if n := next[key]; n > 0 && !skip[key] {
 			// MM2 keeps the last copied offset and goes on after it.
 			offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), n-1))
 		}
 	}
-	if len(offs) == 0 {
-		return nil
-	}
-	_, err := client.AlterOffsets(ctx, c.Name, offs)
-	return err
+	return offs, nil
 }
 
 // skipReturned moves a held copy connector past what a way back wrote to its
