@@ -184,7 +184,16 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	plog.byTxn = w.txn != nil
 	defer plog.close()
-	prog, err := newProgress(src, w.flow.Group(), plog)
+	// Progress commits go on a connection of their own: sarama holds a
+	// broker's connection for a whole round trip, so a commit to a group
+	// coordinator that also leads partitions this worker fetches stopped
+	// their fetching for the commit's time, every commit interval.
+	commits, err := sarama.NewClient(w.flow.Source.Settings.BootstrapServers, srcCfg)
+	if err != nil {
+		return fmt.Errorf("connect to source %s: %w", w.flow.Source.Alias, err)
+	}
+	defer commits.Close()
+	prog, err := newProgress(commits, w.flow.Group(), plog)
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
 	}
