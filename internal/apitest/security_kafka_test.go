@@ -257,12 +257,15 @@ func TestTaskFailsNamingARefusedCertificateOrToken(t *testing.T) {
 // are fetched again before they end and connections re-authenticate
 // (the brokers end a session with its token), so every record is copied
 // once, in order, with no restart of the flow. It counts its own client's
-// tokens, so it could run in parallel; it does not, see
-// TestPlannedSwitchoverOnConnect.
+// tokens, and it is 150 s of waiting at 60 records a second: it runs in the
+// package's parallel phase, which starts after the sequential Connect tests
+// (about 600 s in CI), when the replicator package's load-sensitive tests
+// have ended (see TestPlannedSwitchoverOnConnect for when they did not).
 func TestShortLivedTokensUnderALongCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 150 s copy: the full run's")
 	}
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	east, west := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
