@@ -80,20 +80,7 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 		if again[g] < 0 {
 			t.Errorf("group %s: the report bounds nothing it may read again: %v", g, done["report"])
 		}
-		held, err := admin.ListConsumerGroupOffsets(g, map[string][]int32{target: {0, 1, 2}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		left := 0
-		for p := range int32(3) {
-			end := ends[p]
-			from := int64(0)
-			if b := held.GetBlock(target, p); b != nil && b.Offset >= 0 {
-				from = b.Offset
-			}
-			left += int(end - from)
-		}
-		keys, err := e2e.ConsumeGroup(ctx, dst, g, target, left)
+		keys, err := e2e.ConsumeGroup(ctx, dst, g, target, unread(t, admin, g, target, ends))
 		if err != nil {
 			t.Fatalf("group %s on the target: %v", g, err)
 		}

@@ -174,16 +174,18 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 					}
 				}
 				if !ok {
-					kept = append(kept, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
-					pr := switchover.PartitionReport{Topic: p.Topic, Partition: p.Partition,
-						TargetTopic: p.TargetTopic, SourceOffset: b.Offset, TargetOffset: -1, MayReadAgain: -1}
-					if left >= 0 {
-						pr.TargetOffset, pr.MayReadAgain = left, pt.SourceEnd-left
+					// Nothing to translate by: where it stood when it left,
+					// or with no offset there the partition's first record
+					// (it reads again; a consumer's auto.offset.reset could
+					// skip).
+					if left < 0 {
+						if left, err = s.dst.GetOffset(p.TargetTopic, p.Partition, sarama.OffsetOldest); err != nil {
+							return rep, fmt.Errorf("the first offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
+						}
 					}
-					rep.Partitions = append(rep.Partitions, pr)
-					continue
-				}
-				if left > off {
+					kept = append(kept, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+					off, again = left, max(0, pt.SourceEnd-left)
+				} else if left > off {
 					off, again = left, max(0, again-(left-off))
 				}
 				tr = append(tr, PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
@@ -223,7 +225,7 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 			strings.Join(none, ", ")))
 	}
 	if len(kept) > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("no offset sync of the forward copy is left at or before the group's position on %s (MirrorMaker 2's offset-syncs topic is compacted): not translated; the group's offset on the target stays where it was when it left, at or before where it stands",
+		rep.Notes = append(rep.Notes, fmt.Sprintf("no offset sync of the forward copy is left at or before the group's position on %s (MirrorMaker 2's offset-syncs topic is compacted): not translated; the group goes on from its offset on the target when it left (at or before where it stands), or from the partition's first record where it had none",
 			strings.Join(kept, ", ")))
 	}
 	if !s.flow.ExactlyOnce {

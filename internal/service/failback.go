@@ -104,7 +104,30 @@ func (s *Service) preparedFailback(ctx context.Context, t task.Task) (*task.Fail
 	if err != nil {
 		return nil, err
 	}
+	// A way home that is done ended the way back; one kmirror stopped
+	// right after (before wentHome) is ended now, or the task would keep
+	// running its way back (on Connect: holding its forward copy).
+	if back, ok := t.FailbackFlow(); ok {
+		home, err := s.switchoverStore.LatestSwitchover(ctx, t.Name)
+		if err != nil {
+			return nil, err
+		}
+		if home.ID > sw.ID && home.State == switchover.Done && home.Direction == back.Name() {
+			return nil, s.endWayBack(ctx, sw, home)
+		}
+	}
 	return failbackOf(sw), nil
+}
+
+// endWayBack records that the way back prepared after switchover prepared
+// went home with switchover home.
+func (s *Service) endWayBack(ctx context.Context, prepared, home switchover.Switchover) error {
+	prepared.Failback.State, prepared.Failback.Home, prepared.Failback.HomePoints = switchover.FailbackHome, home.ID, home.Report.Points
+	if err := s.switchoverStore.UpdateSwitchover(ctx, prepared); err != nil {
+		return fmt.Errorf("end the way back of switchover #%d: %w", prepared.ID, err)
+	}
+	s.appendAudit(context.WithoutCancel(ctx), "task.failback.home", fmt.Sprintf("%s #%d", home.Task, prepared.ID), "ok")
+	return nil
 }
 
 // failbackOf is the way back of switchover sw: from its points.
@@ -159,9 +182,8 @@ func (s *Service) wentHome(ctx context.Context, home switchover.Switchover) {
 		}
 		return
 	}
-	prepared.Failback.State, prepared.Failback.Home, prepared.Failback.HomePoints = switchover.FailbackHome, home.ID, home.Report.Points
-	if err := s.switchoverStore.UpdateSwitchover(ctx, prepared); err != nil {
-		s.log.Error("cannot end the way back", "task", home.Task, "error", err)
+	if err := s.endWayBack(ctx, prepared, home); err != nil {
+		s.log.Error("cannot end the way back; the task's next start ends it", "task", home.Task, "error", err)
 		return
 	}
 	defer s.taskLocks.lock(home.Task)()
@@ -175,5 +197,4 @@ func (s *Service) wentHome(ctx context.Context, home switchover.Switchover) {
 		s.startStored(ctx, rec)
 	}
 	s.log.Info("home: the way back ended", "task", home.Task, "switchover", prepared.ID, "home", home.ID)
-	s.appendAudit(context.WithoutCancel(ctx), "task.failback.home", fmt.Sprintf("%s #%d", home.Task, prepared.ID), "ok")
 }

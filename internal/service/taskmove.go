@@ -44,6 +44,11 @@ func (s *Service) MoveTask(ctx context.Context, name, toEngine string) (_ TaskIn
 	if len(p) == 0 && moved.Engine == t.EngineOrDefault() {
 		p.Add("engine", "task %s runs on %s already: name another engine", name, moved.Engine)
 	}
+	if len(p) == 0 && t.Failback != nil {
+		// The way back's progress and its hold on the forward copy live
+		// with the engine that runs it.
+		p.Add("engine", "task %s runs its way back after switchover #%d: go home first (the switchover in the other direction), then move it", name, t.Failback.Switchover)
+	}
 	if len(p) == 0 {
 		s.checkOnEngine(moved, current, peer, &p)
 	}

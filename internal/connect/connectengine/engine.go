@@ -245,6 +245,11 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 			return fmt.Errorf("task %s: read connector %s on %s: %w", t.Name, c.Name, name, err)
 		}
 		switch {
+		case missing && c.Held:
+			// Never running, not even for the moment before the stop.
+			if err := untilSettled(ctx, func() error { _, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped); return err }); err != nil {
+				return fmt.Errorf("task %s: deploy connector %s on %s stopped: %w", t.Name, c.Name, name, err)
+			}
 		case missing && c.StartAt != nil:
 			if err := createAt(ctx, client, c, c.StartAt, false); err != nil {
 				return fmt.Errorf("task %s: deploy connector %s on %s at the switchover's point: %w", t.Name, c.Name, name, err)

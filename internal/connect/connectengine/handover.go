@@ -248,21 +248,18 @@ func startAtLatest(ctx context.Context, client *connect.Client, c connectplan.Co
 // createAt creates a copy connector STOPPED and sets its offsets so it
 // copies each source partition ("topic/partition") from next, then leaves it
 // to the caller to resume. Offsets Connect kept from an earlier connector of
-// the same name stay when keepKept, else next replaces them.
-func createAt(ctx context.Context, client *connect.Client, c connectplan.Connector, next map[string]int64, keepKept bool) error {
+// the same name stay: wherever they are when keepAny (a latest start
+// resumes an earlier task), else only where they are ahead of next (a way
+// back deleted outside kmirror resumes where it was, never copying again
+// what it copied; stale offsets of an earlier way back move up to next).
+func createAt(ctx context.Context, client *connect.Client, c connectplan.Connector, next map[string]int64, keepAny bool) error {
 	if _, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped); err != nil {
 		return err
 	}
 	if err := waitConnectorState(ctx, client, c.Name, connect.StateStopped); err != nil {
 		return err
 	}
-	var offs []connect.Offset
-	var err error
-	if keepKept {
-		offs, err = unplaced(ctx, client, c, next)
-	} else {
-		offs, err = placing(c, next, nil)
-	}
+	offs, err := unplaced(ctx, client, c, next, keepAny)
 	if err != nil || len(offs) == 0 {
 		return err
 	}
@@ -271,83 +268,95 @@ func createAt(ctx context.Context, client *connect.Client, c connectplan.Connect
 }
 
 // finishStart places a way back's connector that exists already where it
-// starts, on the partitions that have no offset: kmirror may have stopped
-// between creating it (STOPPED) and setting its offsets, and resumed now it
-// would copy from the beginning what came from the other side. Once its
-// offsets are set this changes nothing.
+// starts, on the partitions whose offset is behind it or missing: kmirror
+// may have stopped between creating it (STOPPED) and setting its offsets,
+// and resumed now it would copy from the beginning what came from the other
+// side. Once it copies, its offsets are past the point and this changes
+// nothing.
 func finishStart(ctx context.Context, client *connect.Client, c connectplan.Connector) error {
-	offs, err := unplaced(ctx, client, c, c.StartAt)
+	offs, err := unplaced(ctx, client, c, c.StartAt, false)
 	if err != nil || len(offs) == 0 {
 		return err
 	}
 	if err := stopConnectors(ctx, client, []string{c.Name}, false); err != nil {
 		return err
 	}
-	if offs, err = unplaced(ctx, client, c, c.StartAt); err != nil || len(offs) == 0 {
+	if offs, err = unplaced(ctx, client, c, c.StartAt, false); err != nil || len(offs) == 0 {
 		return err
 	}
 	_, err = client.AlterOffsets(ctx, c.Name, offs)
 	return err
 }
 
-// unplaced are the offsets that place c at next on the partitions where
-// Connect holds none for it.
-func unplaced(ctx context.Context, client *connect.Client, c connectplan.Connector, next map[string]int64) ([]connect.Offset, error) {
+// unplaced are the offsets that make c copy each partition of next from its
+// offset there, but where Connect holds one for c that stays: any when
+// keepAny, else one at or past next. MM2 starts a partition without an
+// offset at 0, so a next of 0 needs none.
+func unplaced(ctx context.Context, client *connect.Client, c connectplan.Connector, next map[string]int64, keepAny bool) ([]connect.Offset, error) {
 	kept, err := client.Offsets(ctx, c.Name)
 	if err != nil {
 		return nil, err
 	}
-	has := map[string]bool{}
+	have := map[string]int64{} // the next offset Connect holds
 	for _, o := range kept.Offsets {
 		if pos, err := o.MirrorSource(); err == nil {
-			has[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = true
+			have[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = pos.Offset + 1
 		}
 	}
-	return placing(c, next, has)
-}
-
-// placing are the offsets that make c copy each partition of next from its
-// offset there, but those in skip and those at 0 (MM2 starts there).
-func placing(c connectplan.Connector, next map[string]int64, skip map[string]bool) ([]connect.Offset, error) {
 	alias := c.Config["source.cluster.alias"]
 	var offs []connect.Offset
 	for _, key := range slices.Sorted(maps.Keys(next)) {
+		n := next[key]
+		if h, ok := have[key]; n <= 0 || ok && (keepAny || h >= n) {
+			continue
+		}
 		topic, part, _ := strings.Cut(key, "/")
 		p, err := strconv.ParseInt(part, 10, 32)
 		if err != nil {
 			return nil, fmt.Errorf("partition %q: %w", key, err)
 		}
-		if n := next[key]; n > 0 && !skip[key] {
-			// MM2 keeps the last copied offset and goes on after it.
-			offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), n-1))
-		}
+		// MM2 keeps the last copied offset and goes on after it.
+		offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), n-1))
 	}
 	return offs, nil
 }
 
 // skipReturned moves a held copy connector past what a way back wrote to its
 // source (connectplan.Connector.Skip) before it copies again: those records
-// came from its own target. Only a partition whose offset stands inside
-// that stretch moves, so a later start changes nothing.
+// came from its own target. A partition moves when its next offset is
+// before the stretch's end — at its start, or before it by a tail of
+// transaction markers MM2 never copies, or with no offset at all (a
+// partition empty at the switchover) — since a way back needs a drained
+// switchover, which left nothing else to copy there. A later start finds
+// every partition past it and changes nothing.
 func skipReturned(ctx context.Context, client *connect.Client, c connectplan.Connector) error {
 	if len(c.Skip) == 0 {
 		return nil
 	}
+	alias := c.Config["source.cluster.alias"]
 	moves := func() ([]connect.Offset, error) {
 		kept, err := client.Offsets(ctx, c.Name)
 		if err != nil {
 			return nil, err
 		}
-		var offs []connect.Offset
+		next := map[string]int64{}
 		for _, o := range kept.Offsets {
-			pos, err := o.MirrorSource()
-			if err != nil {
+			if pos, err := o.MirrorSource(); err == nil {
+				next[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = pos.Offset + 1
+			}
+		}
+		var offs []connect.Offset
+		for _, key := range slices.Sorted(maps.Keys(c.Skip)) {
+			st := c.Skip[key]
+			if n, ok := next[key]; st.To <= 0 || ok && n >= st.To {
 				continue
 			}
-			st, ok := c.Skip[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)]
-			if next := pos.Offset + 1; ok && next >= st.From && next < st.To {
-				offs = append(offs, connect.MirrorSourceOffset(pos.Cluster, pos.Topic, pos.Partition, st.To-1))
+			topic, part, _ := strings.Cut(key, "/")
+			p, err := strconv.ParseInt(part, 10, 32)
+			if err != nil {
+				return nil, fmt.Errorf("partition %q: %w", key, err)
 			}
+			offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), st.To-1))
 		}
 		return offs, nil
 	}

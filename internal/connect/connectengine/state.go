@@ -83,6 +83,9 @@ func verdict(connectors []string, copier, clusterName string, planned map[string
 			worse(task.StateDrifted, fmt.Sprintf("connector %s was changed on Kafka Connect cluster %s outside kmirror (%s): re-apply the task to put kmirror's configuration back", name, clusterName, strings.Join(keys, ", ")))
 		}
 		st := v.Status
+		if _, after := planned[name]; held[name] && after && st.Connector.State != connect.StateStopped && st.Connector.State != connect.StateFailed {
+			worse(task.StateDrifted, fmt.Sprintf("connector %s is %s on Kafka Connect cluster %s but must stay stopped while the task's way back runs (it would copy the way back's records back again): re-apply the task to stop it", name, strings.ToLower(st.Connector.State), clusterName))
+		}
 		switch st.Connector.State {
 		case connect.StateFailed:
 			worse(task.StateFailed, fmt.Sprintf("connector %s failed on worker %s: %s", name, st.Connector.WorkerID, summarize(st.Connector.Trace)))

@@ -111,3 +111,25 @@ func TestDriftedConnectorNamesTheSettings(t *testing.T) {
 		t.Fatalf("drifted and failed: %s, want FAILED", got)
 	}
 }
+
+// A connector kmirror holds (the forward copy while a way back runs) is as
+// it should be when stopped; running (resumed outside kmirror) its flow is
+// DRIFTED, saying why it must stop.
+func TestHeldConnectorIsFineStoppedAndDriftedRunning(t *testing.T) {
+	planned := map[string]map[string]string{"src": {"connector.class": "x"}}
+	held := map[string]bool{"src": true}
+	view := connect.ConnectorView{Info: connect.ConnectorInfo{Name: "src", Config: map[string]string{"connector.class": "x"}},
+		Status: connect.ConnectorStatus{Name: "src", Connector: connect.WorkerState{State: connect.StateStopped, WorkerID: "w1"}, Tasks: []connect.TaskState{}}}
+	o := observed{views: map[string]connect.ConnectorView{"src": view}}
+	if got, reason := verdict([]string{"src"}, "src", "c1", planned, held, o, false); got != task.StateRunning {
+		t.Fatalf("held and stopped: %s (%s), want RUNNING", got, reason)
+	}
+	if got, _ := verdict([]string{"src"}, "src", "c1", planned, nil, o, false); got != task.StatePaused {
+		t.Fatalf("stopped and not held: %s, want PAUSED", got)
+	}
+	view.Status.Connector.State = connect.StateRunning
+	o.views["src"] = view
+	if got, reason := verdict([]string{"src"}, "src", "c1", planned, held, o, false); got != task.StateDrifted || !strings.Contains(reason, "way back") {
+		t.Fatalf("held and running: %s (%s), want DRIFTED naming the way back", got, reason)
+	}
+}

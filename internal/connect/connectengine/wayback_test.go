@@ -72,19 +72,23 @@ func (f *fakeOffsets) serve(t *testing.T) *connect.Client {
 }
 
 // Once home, the forward copy moves past what the way back wrote to its
-// source, and only where its offset stands at that stretch: a second
-// start changes nothing, and a partition already past it stays.
+// source: from the stretch's start, from before it (a tail of transaction
+// markers MM2 never copies ended the drained partition), and from no offset
+// at all (a partition empty at the switchover). A partition already past it
+// stays, and a second start changes nothing.
 func TestSkipReturnedMovesOnlyPastTheWayBacksStretch(t *testing.T) {
-	f := &fakeOffsets{state: connect.StateStopped, offsets: map[string]int64{"t/0": 99, "t/1": 70}}
+	f := &fakeOffsets{state: connect.StateStopped, offsets: map[string]int64{"t/0": 99, "t/1": 70, "t/2": 95}}
 	client := f.serve(t)
 	ctx := context.Background()
 	c := connectplan.Connector{Name: "c", Config: map[string]string{"source.cluster.alias": "A"},
-		Skip: map[string]connectplan.Stretch{"t/0": {From: 100, To: 130}, "t/1": {From: 50, To: 60}}}
+		Skip: map[string]connectplan.Stretch{"t/0": {From: 100, To: 130}, "t/1": {From: 50, To: 60},
+			"t/2": {From: 100, To: 110}, "t/3": {From: 0, To: 7}, "t/4": {From: 0, To: 0}}}
 	if err := skipReturned(ctx, client, c); err != nil {
 		t.Fatal(err)
 	}
-	if f.offsets["t/0"] != 129 || f.offsets["t/1"] != 70 {
-		t.Fatalf("offsets %v, want t/0 past the stretch (129) and t/1 where it was (70)", f.offsets)
+	want := map[string]int64{"t/0": 129, "t/1": 70, "t/2": 109, "t/3": 6}
+	if fmt.Sprint(f.offsets) != fmt.Sprint(want) {
+		t.Fatalf("offsets %v, want %v: past each stretch, t/1 where it was, t/4 (nothing written) untouched", f.offsets, want)
 	}
 	if err := skipReturned(ctx, client, c); err != nil {
 		t.Fatal(err)
@@ -95,19 +99,21 @@ func TestSkipReturnedMovesOnlyPastTheWayBacksStretch(t *testing.T) {
 }
 
 // A way back's connector that kmirror created STOPPED but stopped before
-// placing (a crash between the two) is placed at the next start, on the
-// partitions without an offset only; placed, it is left alone.
+// placing (a crash between the two) is placed at the next start: on the
+// partitions without an offset, and on those whose offset is behind the
+// point (an earlier way back's); one past it copied already and stays.
+// Placed, it is left alone.
 func TestFinishStartPlacesOnlyWhatHasNoOffset(t *testing.T) {
-	f := &fakeOffsets{state: connect.StateStopped, offsets: map[string]int64{"t/0": 140}}
+	f := &fakeOffsets{state: connect.StateStopped, offsets: map[string]int64{"t/0": 140, "t/3": 10}}
 	client := f.serve(t)
 	ctx := context.Background()
 	c := connectplan.Connector{Name: "c", Config: map[string]string{"source.cluster.alias": "A"},
-		StartAt: map[string]int64{"t/0": 100, "t/1": 40, "t/2": 0}}
+		StartAt: map[string]int64{"t/0": 100, "t/1": 40, "t/2": 0, "t/3": 50}}
 	if err := finishStart(ctx, client, c); err != nil {
 		t.Fatal(err)
 	}
-	if f.offsets["t/0"] != 140 || f.offsets["t/1"] != 39 || len(f.offsets) != 2 {
-		t.Fatalf("offsets %v, want t/0 kept (140), t/1 at the point (39), t/2 from its start", f.offsets)
+	if want := map[string]int64{"t/0": 140, "t/1": 39, "t/3": 49}; fmt.Sprint(f.offsets) != fmt.Sprint(want) {
+		t.Fatalf("offsets %v, want %v: t/0 kept, t/1 and t/3 at the point, t/2 from its start", f.offsets, want)
 	}
 	if err := finishStart(ctx, client, c); err != nil {
 		t.Fatal(err)
