@@ -26,8 +26,10 @@ import (
 // way back's checkpoints); every group has read every record over A, B and
 // A, read again no more than the reports said; once producers are home the
 // task copies A->B again without copying the way back's records a second
-// time, and the way back's connectors are gone. The second round finds
-// groups on both sides and the way back's connectors created afresh.
+// time (A's first records end in transactions, so a partition's copy stops
+// short of A's end by markers), and the way back's connectors are gone.
+// The second round finds groups on both sides and the way back's
+// connectors created afresh.
 func TestFailbackOnConnect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -36,7 +38,14 @@ func TestFailbackOnConnect(t *testing.T) {
 	topic := kafkatest.NewTopic(t, east, 3, nil)
 	const first = 900
 	total := first
-	if _, err := e2e.Produce(ctx, src, topic, 3, first, 100); err != nil {
+	// Transactions last (20 committed records, 20 aborted, 4 markers, on
+	// partition 0): the forward copy's last record is short of A's end
+	// there, as MM2 never copies a marker, and offsets differ across the
+	// clusters, so a group translated by the wrong offsets shows.
+	if _, err := e2e.Produce(ctx, src, topic, 3, first-20, 100); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2e.ProduceTransactions(src, topic); err != nil {
 		t.Fatal(err)
 	}
 	groups := []string{topic + "-ahead", topic + "-mid", topic + "-behind"}
@@ -133,9 +142,8 @@ func TestFailbackOnConnect(t *testing.T) {
 		nothingMore(ctx, t, dst, topic, total, label("B after the way home"))
 
 		// Home: each group reads on on A from where the way home put it.
-		ends := partitionEnds(t, src, topic)
 		for _, g := range groups {
-			consume(src, g, unread(t, admin, g, topic, ends))
+			consume(src, g, unread(t, src, admin, g, topic))
 			readAtMostAgain(t, label("group "+g+" over A, B and A"), read[g], total, again[g])
 			t.Logf("%s: group %s: %d records read in all, %d distinct; the reports said at most %d again", label("home"), g, len(read[g]), total, again[g])
 		}
@@ -158,25 +166,20 @@ func TestFailbackOnConnect(t *testing.T) {
 	}
 }
 
-// unread is how many records group g has left to read in topic up to
-// ends, from its committed offsets (from the start where it has none).
-func unread(t *testing.T, admin sarama.ClusterAdmin, g, topic string, ends map[int32]int64) int {
+// unread is how many records group g has left to read in topic on s, from
+// its committed offsets (from the start where it has none): records, not
+// offsets, which transaction markers and aborted records also take.
+func unread(t *testing.T, s cluster.Settings, admin sarama.ClusterAdmin, g, topic string) int {
 	t.Helper()
-	parts := make([]int32, 0, len(ends))
-	for p := range ends {
-		parts = append(parts, p)
-	}
-	held, err := admin.ListConsumerGroupOffsets(g, map[string][]int32{topic: parts})
+	held, err := admin.ListConsumerGroupOffsets(g, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	left := 0
-	for p, end := range ends {
-		from := int64(0)
-		if b := held.GetBlock(topic, p); b != nil && b.Offset >= 0 {
-			from = b.Offset
+	for _, m := range readRecords(t, s, topic) {
+		if b := held.GetBlock(topic, m.Partition); b == nil || m.Offset >= b.Offset {
+			left++
 		}
-		left += int(end - from)
 	}
 	return left
 }
