@@ -10,6 +10,7 @@ import (
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
+	"github.com/kmirror/kmirror/internal/store"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -29,17 +30,16 @@ func (c *connectRunner) Remove(t task.Task) error {
 
 func (c *connectRunner) Check(task.Task, cluster.Settings, cluster.Settings) error { return c.refuse }
 
-// A task runs on the engine it names, else on its instance's Smart Connect
-// default; actions reach that engine, and deleting a Connect task removes
-// its connectors.
-func TestTasksRunOnTheirEngine(t *testing.T) {
+// connectService is a service keeping tasks and switchovers, with
+// instances east and west and Connect cluster c1 (writing to west)
+// registered; tasks run on embedded, or on onConnect for c1.
+func connectService(t *testing.T, embedded *servicetest.Runner, onConnect *connectRunner) (*service.Service, *store.DB) {
+	t.Helper()
 	ctx := context.Background()
 	_, db, box := servicetest.OpenStore(t, "")
 	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
-	embedded := servicetest.NewRunner()
-	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
 	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: embedded, Kafka: kafka,
-		ConnectClusters: db, ConnectRunner: onConnect})
+		ConnectClusters: db, ConnectRunner: onConnect, Switchovers: db})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,6 +51,17 @@ func TestTasksRunOnTheirEngine(t *testing.T) {
 	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
 		t.Fatal(err)
 	}
+	return svc, db
+}
+
+// A task runs on the engine it names, else on its instance's Smart Connect
+// default; actions reach that engine, and deleting a Connect task removes
+// its connectors.
+func TestTasksRunOnTheirEngine(t *testing.T) {
+	ctx := context.Background()
+	embedded := servicetest.NewRunner()
+	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
+	svc, _ := connectService(t, embedded, onConnect)
 	mk := func(name, topic, engine string) task.Task {
 		return task.Task{Name: name, Current: task.Current{Cluster: "east", Alias: "A"}, Engine: engine,
 			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
@@ -181,23 +192,9 @@ func TestDryRunAsksTheEngine(t *testing.T) {
 // on the new engine; a failed handover leaves it running where it was.
 func TestMoveTaskHandsProgressOver(t *testing.T) {
 	ctx := context.Background()
-	_, db, box := servicetest.OpenStore(t, "")
-	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
 	embedded := servicetest.NewRunner()
 	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: embedded, Kafka: kafka,
-		ConnectClusters: db, ConnectRunner: onConnect})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}, {Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}}} {
-		if _, err := svc.AddCluster(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
-		t.Fatal(err)
-	}
+	svc, _ := connectService(t, embedded, onConnect)
 	tk := task.Task{Name: "mover", Current: task.Current{Cluster: "east", Alias: "A"},
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
 		Rules: task.Rules{Tasks: 1, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"orders"}, RenameTopics: true}}
@@ -209,7 +206,7 @@ func TestMoveTaskHandsProgressOver(t *testing.T) {
 
 	// A failed handover: back on embedded, running, the step named.
 	onConnect.FailSeed = errors.New("connect says no")
-	_, err = svc.MoveTask(ctx, "mover", task.ConnectEngine("c1"))
+	_, err := svc.MoveTask(ctx, "mover", task.ConnectEngine("c1"))
 	if !service.IsCode(err, service.CodeMoveFailed) || !strings.Contains(err.Error(), "hand its progress over") {
 		t.Fatalf("failed move: %v", err)
 	}
@@ -248,23 +245,9 @@ func TestMoveTaskHandsProgressOver(t *testing.T) {
 // fails over there (from MM2's checkpoints), an embedded one in-process.
 func TestFailoverReachesTheTaskEngine(t *testing.T) {
 	ctx := context.Background()
-	_, db, box := servicetest.OpenStore(t, "")
-	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
 	embedded := servicetest.NewRunner()
 	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: embedded, Kafka: kafka,
-		ConnectClusters: db, ConnectRunner: onConnect})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}, {Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}}} {
-		if _, err := svc.AddCluster(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
-		t.Fatal(err)
-	}
+	svc, _ := connectService(t, embedded, onConnect)
 	for _, c := range []struct{ name, topic, engine string }{{"fo-connect", "a", "connect:c1"}, {"fo-embedded", "b", "embedded"}} {
 		tk := task.Task{Name: c.name, Current: task.Current{Cluster: "east", Alias: "A"}, Engine: c.engine,
 			Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},

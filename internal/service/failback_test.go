@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/service"
 	"github.com/kmirror/kmirror/internal/service/servicetest"
 	"github.com/kmirror/kmirror/internal/store"
@@ -20,22 +19,8 @@ import (
 // forward flow alone, skipping what the way back wrote.
 func TestWayBackOnConnectAndAWayHomeEndedAtTheNextStart(t *testing.T) {
 	ctx := context.Background()
-	_, db, box := servicetest.OpenStore(t, "")
-	kafka := &servicetest.Kafka{Clusters: map[string]servicetest.FakeCluster{"127.0.0.1:9092": {Brokers: 1}, "127.0.0.1:9192": {Brokers: 1}}}
 	onConnect := &connectRunner{Runner: servicetest.NewRunner()}
-	svc, err := service.New(service.Deps{Clusters: db, Users: db, Secrets: box, TaskStore: db, Runner: servicetest.NewRunner(), Kafka: kafka,
-		ConnectClusters: db, ConnectRunner: onConnect, Switchovers: db})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []cluster.Settings{{Name: "east", BootstrapServers: []string{"127.0.0.1:9092"}}, {Name: "west", BootstrapServers: []string{"127.0.0.1:9192"}}} {
-		if _, err := svc.AddCluster(ctx, c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := svc.AddConnectCluster(ctx, service.ConnectClusterSettings{Name: "c1", URLs: []string{"http://127.0.0.1:8083"}, KafkaCluster: "west"}); err != nil {
-		t.Fatal(err)
-	}
+	svc, db := connectService(t, servicetest.NewRunner(), onConnect)
 	if _, err := svc.CreateTask(ctx, task.Task{Name: "wayback-1", Current: task.Current{Cluster: "east", Alias: "A"}, Engine: "connect:c1",
 		Peer:  task.Peer{Alias: "B", ConfigType: task.PeerByCluster, Cluster: "west"},
 		Rules: task.Rules{Tasks: 1, ReplicationFactor: 1, Direction: task.DirectionPush, Topics: []string{"orders"}, SyncConsumerOffsets: true}}); err != nil {
@@ -59,7 +44,7 @@ func TestWayBackOnConnectAndAWayHomeEndedAtTheNextStart(t *testing.T) {
 
 	// What the Connect cluster cannot run is refused, and nothing stored.
 	onConnect.refuse = task.FieldErrors{{Field: "rules.rename_topics", Message: "MirrorMaker 2 cannot give the names back"}}
-	_, err = svc.PrepareFailback(ctx, "wayback-1")
+	_, err := svc.PrepareFailback(ctx, "wayback-1")
 	if !service.IsCode(err, service.CodeInvalidRequest) || len(service.AsError(err).Problems.For("rules.rename_topics")) != 1 {
 		t.Fatalf("a way back the engine refuses: %v", err)
 	}
