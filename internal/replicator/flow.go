@@ -37,7 +37,6 @@ package replicator
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -136,7 +135,16 @@ type FailbackFrom struct {
 
 // point is the switchover's point of a partition of this flow.
 func (f *FailbackFrom) point(p Partition) (task.SwitchPoint, bool) {
-	pt, ok := f.Points[fmt.Sprintf("%s/%d", p.Target, p.Partition)]
+	return f.pointAt(p.Target, p.Partition)
+}
+
+// pointAt is the switchover's point of this flow's target partition; none
+// when f is nil (not a way back).
+func (f *FailbackFrom) pointAt(target string, partition int32) (task.SwitchPoint, bool) {
+	if f == nil {
+		return task.SwitchPoint{}, false
+	}
+	pt, ok := f.Points[task.PartitionKey(target, partition)]
 	return pt, ok
 }
 
@@ -240,13 +248,11 @@ func FlowsOf(t task.Task, current, peer cluster.Settings) ([]Flow, error) {
 		for _, r := range t.Returns {
 			for key, p := range r.Points {
 				points[key] = append(points[key], p)
-				topic, part, _ := strings.Cut(key, "/")
-				peer := r.Topics[topic]
-				if peer == "" {
-					peer = topic
-				}
+				peerKey := task.RenamedKey(key, r.Topics)
+				topic, _, _ := task.SplitPartitionKey(key)
+				peer, _, _ := task.SplitPartitionKey(peerKey)
 				backNames[peer] = topic
-				peerPoints[peer+"/"+part] = append(peerPoints[peer+"/"+part], p)
+				peerPoints[peerKey] = append(peerPoints[peerKey], p)
 			}
 		}
 		flows[0].Returns = &ReturnsFrom{Points: points, Names: backNames, BackSyncs: settings[back.OffsetSyncs], BackHistoryTopic: back.SyncHistoryTopic}

@@ -43,34 +43,35 @@ type mm2Read struct {
 // serves the groups of a step.
 const mm2ReadFor = 2 * time.Second
 
-// checkpointsAndSyncs are the newest checkpoints of every group and MM2's
-// offset syncs (syncs only when withSyncs: an emergency cannot count on
-// reaching them), read at most every mm2ReadFor.
-func (s *MM2Side) checkpointsAndSyncs(group string, withSyncs bool) (map[tp]mm2.Checkpoint, map[tp][]mm2.OffsetSync, error) {
+// mm2State is the newest checkpoints of every group and MM2's offset syncs
+// (syncs only when withSyncs: an emergency cannot count on reaching them;
+// on a way back the forward flow's too), read at most every mm2ReadFor.
+func (s *MM2Side) mm2State(withSyncs bool) (mm2Read, error) {
 	s.mu.Lock()
 	r := s.read
 	s.mu.Unlock()
-	if time.Since(r.at) >= mm2ReadFor || withSyncs && r.syncs == nil {
-		cps, err := readGroupCheckpoints(s.dst, s.flow.CheckpointsTopic, func(string) bool { return true })
-		if err != nil {
-			return nil, nil, err
-		}
-		r = mm2Read{at: time.Now(), checkpoints: cps}
-		if withSyncs {
-			if r.syncs, err = offsetSyncs(s.flow, s.flow.OffsetSyncs, s.flow.OffsetSyncsTopic); err != nil {
-				return nil, nil, err
-			}
-			if fb := s.flow.Failback; fb != nil {
-				if r.forward, err = offsetSyncs(s.flow, fb.ForwardSyncs, fb.ForwardOffsetSyncsTopic); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-		s.mu.Lock()
-		s.read = r
-		s.mu.Unlock()
+	if time.Since(r.at) < mm2ReadFor && (!withSyncs || r.syncs != nil) {
+		return r, nil
 	}
-	return r.checkpoints[group], r.syncs, nil
+	cps, err := readGroupCheckpoints(s.dst, s.flow.CheckpointsTopic, func(string) bool { return true })
+	if err != nil {
+		return r, err
+	}
+	r = mm2Read{at: time.Now(), checkpoints: cps}
+	if withSyncs {
+		if r.syncs, err = offsetSyncs(s.flow, s.flow.OffsetSyncs, s.flow.OffsetSyncsTopic); err != nil {
+			return r, err
+		}
+		if fb := s.flow.Failback; fb != nil {
+			if r.forward, err = offsetSyncs(s.flow, fb.ForwardSyncs, fb.ForwardOffsetSyncsTopic); err != nil {
+				return r, err
+			}
+		}
+	}
+	s.mu.Lock()
+	s.read = r
+	s.mu.Unlock()
+	return r, nil
 }
 
 var _ switchover.Side = (*MM2Side)(nil)
@@ -124,13 +125,11 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 	if err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
 		return rep, fmt.Errorf("read group %s's offsets on the source: %w", group, err)
 	}
-	latest, syncs, err := s.checkpointsAndSyncs(group, true)
+	read, err := s.mm2State(true)
 	if err != nil {
 		return rep, err
 	}
-	s.mu.Lock()
-	forward := s.read.forward
-	s.mu.Unlock()
+	latest, syncs := read.checkpoints[group], read.syncs
 	var leftAt *sarama.OffsetFetchResponse // on a way back, the group's offsets on the target
 	if s.flow.Failback != nil {
 		if leftAt, err = s.dstAdmin.ListConsumerGroupOffsets(group, nil); err != nil && !errors.Is(err, sarama.ErrGroupIDNotFound) {
@@ -157,42 +156,20 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 				TargetTopic: p.TargetTopic, SourceOffset: -1, TargetOffset: -1})
 			continue
 		}
-		if fb := s.flow.Failback; fb != nil {
-			// A way back: a group at or before the switchover's point is
-			// inside what the forward flow copied, where the way back's own
-			// checkpoints say nothing.
-			if pt, ok := fb.Points[fmt.Sprintf("%s/%d", p.TargetTopic, p.Partition)]; ok && b.Offset <= pt.TargetEnd {
-				off, again, ok := backThroughForwardSyncs(forward[tp{p.TargetTopic, p.Partition}], b.Offset, pt)
-				// Where the group stood on the target when it left (it has
-				// only moved on since, on the other side) is at or before
-				// where it stands, and commits only go forward: the better
-				// of the two is what it goes on from.
-				left := int64(-1)
-				if leftAt != nil {
-					if lb := leftAt.GetBlock(p.TargetTopic, p.Partition); lb != nil && lb.Offset <= pt.SourceEnd {
-						left = lb.Offset
-					}
-				}
-				if !ok {
-					// Nothing to translate by: where it stood when it left,
-					// or with no offset there the partition's first record
-					// (it reads again; a consumer's auto.offset.reset could
-					// skip).
-					if left < 0 {
-						if left, err = s.dst.GetOffset(p.TargetTopic, p.Partition, sarama.OffsetOldest); err != nil {
-							return rep, fmt.Errorf("the first offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
-						}
-					}
-					kept = append(kept, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
-					off, again = left, max(0, pt.SourceEnd-left)
-				} else if left > off {
-					off, again = left, max(0, again-(left-off))
-				}
-				tr = append(tr, PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
-					SourceOffset: b.Offset, TargetOffset: off, Exact: again == 0, MayReadAgain: again})
-				res.commitAt(p.TargetTopic, p.Partition, off)
-				continue
+		// A way back: a group at or before the switchover's point is inside
+		// what the forward flow copied, where the way back's own checkpoints
+		// say nothing.
+		if pt, ok := s.flow.Failback.pointAt(p.TargetTopic, p.Partition); ok && b.Offset <= pt.TargetEnd {
+			t, synced, err := s.backInsideForward(p, b.Offset, pt, read.forward[tp{p.TargetTopic, p.Partition}], leftAt)
+			if err != nil {
+				return rep, err
 			}
+			if !synced {
+				kept = append(kept, fmt.Sprintf("%s-%d", p.Topic, p.Partition))
+			}
+			tr = append(tr, t)
+			res.commitAt(p.TargetTopic, p.Partition, t.TargetOffset)
+			continue
 		}
 		cp, ok := latest[tp{p.TargetTopic, p.Partition}]
 		if !ok || cp.UpstreamOffset != b.Offset {
@@ -237,6 +214,39 @@ func (s *MM2Side) Translate(ctx context.Context, group string) (switchover.Group
 		}
 	}
 	return rep, s.readBack(group, tr, &rep)
+}
+
+// backInsideForward translates a group at offset d of a way back's source
+// partition p, at or before the switchover's point pt, through the forward
+// flow's offset syncs inverted (backThroughForwardSyncs). Where the group
+// stood on the target when it left (leftAt; it has only moved on since, on
+// the other side) is at or before where it stands, and commits only go
+// forward: the further of the two is what it goes on from. With no sync to
+// translate by (synced false), that offset, or with none the partition's
+// first record: it reads again, where a consumer's auto.offset.reset could
+// skip.
+func (s *MM2Side) backInsideForward(p switchover.Position, d int64, pt task.SwitchPoint, syncs []mm2.OffsetSync, leftAt *sarama.OffsetFetchResponse) (PartitionTranslation, bool, error) {
+	off, again, synced := backThroughForwardSyncs(syncs, d, pt)
+	left := int64(-1)
+	if leftAt != nil {
+		if lb := leftAt.GetBlock(p.TargetTopic, p.Partition); lb != nil && lb.Offset <= pt.SourceEnd {
+			left = lb.Offset
+		}
+	}
+	switch {
+	case !synced && left < 0:
+		first, err := s.dst.GetOffset(p.TargetTopic, p.Partition, sarama.OffsetOldest)
+		if err != nil {
+			return PartitionTranslation{}, false, fmt.Errorf("the first offset of %s-%d on the target: %w", p.TargetTopic, p.Partition, err)
+		}
+		off, again = first, max(0, pt.SourceEnd-first)
+	case !synced:
+		off, again = left, max(0, pt.SourceEnd-left)
+	case left > off:
+		off, again = left, max(0, again-(left-off))
+	}
+	return PartitionTranslation{Topic: p.Topic, Partition: p.Partition, TargetTopic: p.TargetTopic,
+		SourceOffset: d, TargetOffset: off, Exact: again == 0, MayReadAgain: again}, synced, nil
 }
 
 // offsetSyncs are MM2's offset syncs in topic on the cluster at, per source
@@ -316,10 +326,11 @@ func (s *MM2Side) EmergencyTranslate(ctx context.Context, group string) (switcho
 	if err != nil {
 		return rep, err
 	}
-	latest, _, err := s.checkpointsAndSyncs(group, false)
+	read, err := s.mm2State(false)
 	if err != nil {
 		return rep, err
 	}
+	latest := read.checkpoints[group]
 	tends, err := ends(s.dst, ps, onTarget, "target")
 	if err != nil {
 		return rep, err

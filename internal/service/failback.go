@@ -134,7 +134,7 @@ func (s *Service) endWayBack(ctx context.Context, prepared, home switchover.Swit
 func failbackOf(sw switchover.Switchover) *task.Failback {
 	fb := &task.Failback{Switchover: sw.ID, Points: map[string]task.SwitchPoint{}, Topics: map[string]string{}}
 	for _, p := range sw.Report.Points {
-		fb.Points[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = task.SwitchPoint{SourceEnd: p.SourceEnd, TargetEnd: p.TargetEnd}
+		fb.Points[task.PartitionKey(p.Topic, p.Partition)] = task.SwitchPoint{SourceEnd: p.SourceEnd, TargetEnd: p.TargetEnd}
 		fb.Topics[p.Topic] = p.TargetTopic
 	}
 	return fb
@@ -155,12 +155,12 @@ func (s *Service) returns(ctx context.Context, t task.Task) ([]task.Return, erro
 		r := task.Return{Switchover: sw.ID, Points: map[string]task.ReturnPoint{}, Topics: map[string]string{}}
 		there := map[string]switchover.Point{}
 		for _, p := range sw.Report.Points {
-			there[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p
+			there[task.PartitionKey(p.Topic, p.Partition)] = p
 			r.Topics[p.Topic] = p.TargetTopic
 		}
 		// The way home's source is the peer: its target topic is ours.
 		for _, h := range sw.Failback.HomePoints {
-			key := fmt.Sprintf("%s/%d", h.TargetTopic, h.Partition)
+			key := task.PartitionKey(h.TargetTopic, h.Partition)
 			if p, ok := there[key]; ok {
 				r.Points[key] = task.ReturnPoint{From: p.SourceEnd, To: h.TargetEnd, PeerFrom: p.TargetEnd, PeerTo: h.SourceEnd}
 			}

@@ -1,7 +1,9 @@
 package task
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/kmirror/kmirror/internal/policy"
 )
@@ -126,6 +128,35 @@ type Failback struct {
 	// Topics maps each forward source topic to its target topic: the way
 	// back gives the names back (task.FailbackFlow's policy).
 	Topics map[string]string
+}
+
+// PartitionKey is how a task's per-partition runtime state (Failback.Points,
+// Return.Points) is keyed: "topic/partition".
+func PartitionKey(topic string, partition int32) string {
+	return topic + "/" + strconv.FormatInt(int64(partition), 10)
+}
+
+// SplitPartitionKey is a PartitionKey's topic and partition.
+func SplitPartitionKey(key string) (topic string, partition int32, err error) {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return "", 0, fmt.Errorf("partition key %q: want topic/partition", key)
+	}
+	p, err := strconv.ParseInt(key[i+1:], 10, 32)
+	if err != nil {
+		return "", 0, fmt.Errorf("partition key %q: %w", key, err)
+	}
+	return key[:i], int32(p), nil
+}
+
+// RenamedKey is key with its topic as names maps it; a topic names does
+// not map keeps its name (identity).
+func RenamedKey(key string, names map[string]string) string {
+	i := strings.LastIndexByte(key, '/')
+	if to, ok := names[key[:max(i, 0)]]; ok && i >= 0 && to != "" {
+		return to + key[i:]
+	}
+	return key
 }
 
 // SwitchPoint is where a partition stood when a switchover drained it.

@@ -117,3 +117,24 @@ func TestOffsetSyncsAt(t *testing.T) {
 		}
 	}
 }
+
+// A partition key splits back into what made it (topic names may hold
+// dots, never a slash) and renames by a topic map.
+func TestPartitionKey(t *testing.T) {
+	key := PartitionKey("A.orders.v1", 12)
+	if topic, p, err := SplitPartitionKey(key); key != "A.orders.v1/12" || topic != "A.orders.v1" || p != 12 || err != nil {
+		t.Fatalf("%q -> %q %d %v", key, topic, p, err)
+	}
+	for _, bad := range []string{"orders", "orders/x", "orders/99999999999"} {
+		if _, _, err := SplitPartitionKey(bad); err == nil {
+			t.Errorf("%q split without an error", bad)
+		}
+	}
+	names := map[string]string{"orders": "A.orders"}
+	if got := RenamedKey("orders/3", names); got != "A.orders/3" {
+		t.Errorf("renamed: %q", got)
+	}
+	if got := RenamedKey("pay/0", names); got != "pay/0" {
+		t.Errorf("unmapped: %q", got)
+	}
+}

@@ -236,59 +236,70 @@ func (e *Engine) start(t task.Task, current, peer cluster.Settings) error {
 		return fmt.Errorf("task %s: remove the connectors it no longer runs from %s: %w", t.Name, name, err)
 	}
 	for _, c := range conns {
-		// Written only where it differs: Connect restarts a connector on
-		// every configuration written, even the same.
-		var have connect.ConnectorInfo
-		err := untilSettled(ctx, func() (err error) { have, err = client.Connector(ctx, c.Name); return err })
-		missing := connect.IsNotFound(err)
-		if err != nil && !missing {
-			return fmt.Errorf("task %s: read connector %s on %s: %w", t.Name, c.Name, name, err)
-		}
-		switch {
-		case missing && c.Held:
-			// Never running, not even for the moment before the stop.
-			if err := untilSettled(ctx, func() error { _, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped); return err }); err != nil {
-				return fmt.Errorf("task %s: deploy connector %s on %s stopped: %w", t.Name, c.Name, name, err)
-			}
-		case missing && c.StartAt != nil:
-			if err := createAt(ctx, client, c, c.StartAt, false); err != nil {
-				return fmt.Errorf("task %s: deploy connector %s on %s at the switchover's point: %w", t.Name, c.Name, name, err)
-			}
-		case missing && c.Copy != nil && t.Rules.StartOffset == task.StartLatest:
-			if err := startAtLatest(ctx, client, c); err != nil {
-				return fmt.Errorf("task %s: deploy connector %s on %s at the source's ends (start offset latest): %w", t.Name, c.Name, name, err)
-			}
-		case missing || len(configDrift(c.Config, have.Config)) > 0:
-			if err := untilSettled(ctx, func() error { _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); return err }); err != nil {
-				return fmt.Errorf("task %s: deploy connector %s on %s: %w", t.Name, c.Name, name, err)
-			}
-		}
-		if c.StartAt != nil && !missing {
-			if err := finishStart(ctx, client, c); err != nil {
-				return fmt.Errorf("task %s: place connector %s on %s at the switchover's point: %w", t.Name, c.Name, name, err)
-			}
-		}
-		if c.Held {
-			if err := untilSettled(ctx, func() error { return client.Stop(ctx, c.Name) }); err != nil {
-				return fmt.Errorf("task %s: stop connector %s on %s while the way back runs: %w", t.Name, c.Name, name, err)
-			}
-			continue
-		}
-		if err := skipReturned(ctx, client, c); err != nil {
-			return fmt.Errorf("task %s: move connector %s on %s past what the way back wrote: %w", t.Name, c.Name, name, err)
-		}
-		if err := untilSettled(ctx, func() error { return client.Resume(ctx, c.Name) }); err != nil {
-			return fmt.Errorf("task %s: resume connector %s on %s: %w", t.Name, c.Name, name, err)
-		}
-		// A restart of the task restarts what failed on Connect too.
-		if _, err := client.Restart(ctx, c.Name, true, true); err != nil && !connect.IsNotFound(err) && !connect.IsConflict(err) {
-			e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
+		if err := e.deployConnector(ctx, client, c, t.Rules.StartOffset == task.StartLatest); err != nil {
+			return fmt.Errorf("task %s: connector %s on %s: %w", t.Name, c.Name, name, err)
 		}
 	}
 	if err := e.deployed(t.Name, &deployment{cluster: name, connectors: conns, task: t, current: current, peer: peer}, cc); err != nil {
 		return err
 	}
 	e.log.Info("task deployed on Kafka Connect", "task", t.Name, "connect_cluster", name, "connectors", len(conns))
+	return nil
+}
+
+// deployConnector brings c on Connect to its plan: created (placed where
+// its copy starts, or stopped) or its configuration brought up to date,
+// then held stopped, or moved past what a way back wrote and resumed.
+// latest: a copy connector created now starts at the source's ends.
+func (e *Engine) deployConnector(ctx context.Context, client *connect.Client, c connectplan.Connector, latest bool) error {
+	// Written only where it differs: Connect restarts a connector on
+	// every configuration written, even the same.
+	var have connect.ConnectorInfo
+	err := untilSettled(ctx, func() (err error) { have, err = client.Connector(ctx, c.Name); return err })
+	missing := connect.IsNotFound(err)
+	if err != nil && !missing {
+		return fmt.Errorf("read it: %w", err)
+	}
+	switch {
+	case missing && c.Held:
+		// Never running, not even for the moment before the stop.
+		if err := untilSettled(ctx, func() error { _, err := client.Create(ctx, c.Name, c.Config, connect.StateStopped); return err }); err != nil {
+			return fmt.Errorf("deploy it stopped: %w", err)
+		}
+	case missing && c.StartAt != nil:
+		if err := createAt(ctx, client, c, c.StartAt, false); err != nil {
+			return fmt.Errorf("deploy it at the switchover's point: %w", err)
+		}
+	case missing && c.Copy != nil && latest:
+		if err := startAtLatest(ctx, client, c); err != nil {
+			return fmt.Errorf("deploy it at the source's ends (start offset latest): %w", err)
+		}
+	case missing || len(configDrift(c.Config, have.Config)) > 0:
+		if err := untilSettled(ctx, func() error { _, _, err := client.CreateOrUpdate(ctx, c.Name, c.Config); return err }); err != nil {
+			return fmt.Errorf("deploy it: %w", err)
+		}
+	}
+	if !missing && c.StartAt != nil {
+		if err := finishStart(ctx, client, c); err != nil {
+			return fmt.Errorf("place it at the switchover's point: %w", err)
+		}
+	}
+	if c.Held {
+		if err := untilSettled(ctx, func() error { return client.Stop(ctx, c.Name) }); err != nil {
+			return fmt.Errorf("stop it while the way back runs: %w", err)
+		}
+		return nil
+	}
+	if err := skipReturned(ctx, client, c); err != nil {
+		return fmt.Errorf("move it past what the way back wrote: %w", err)
+	}
+	if err := untilSettled(ctx, func() error { return client.Resume(ctx, c.Name) }); err != nil {
+		return fmt.Errorf("resume it: %w", err)
+	}
+	// A restart of the task restarts what failed on Connect too.
+	if _, err := client.Restart(ctx, c.Name, true, true); err != nil && !connect.IsNotFound(err) && !connect.IsConflict(err) {
+		e.log.Warn("failed connector instances not restarted", "connector", c.Name, "error", err)
+	}
 	return nil
 }
 

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/IBM/sarama"
@@ -240,7 +238,7 @@ func startAtLatest(ctx context.Context, client *connect.Client, c connectplan.Co
 	}
 	next := map[string]int64{}
 	for _, p := range ends {
-		next[fmt.Sprintf("%s/%d", p.Topic, p.Partition)] = p.Next
+		next[task.PartitionKey(p.Topic, p.Partition)] = p.Next
 	}
 	return createAt(ctx, client, c, next, true)
 }
@@ -300,7 +298,7 @@ func unplaced(ctx context.Context, client *connect.Client, c connectplan.Connect
 	have := map[string]int64{} // the next offset Connect holds
 	for _, o := range kept.Offsets {
 		if pos, err := o.MirrorSource(); err == nil {
-			have[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = pos.Offset + 1
+			have[task.PartitionKey(pos.Topic, pos.Partition)] = pos.Offset + 1
 		}
 	}
 	alias := c.Config["source.cluster.alias"]
@@ -310,13 +308,12 @@ func unplaced(ctx context.Context, client *connect.Client, c connectplan.Connect
 		if h, ok := have[key]; n <= 0 || ok && (keepAny || h >= n) {
 			continue
 		}
-		topic, part, _ := strings.Cut(key, "/")
-		p, err := strconv.ParseInt(part, 10, 32)
+		topic, p, err := task.SplitPartitionKey(key)
 		if err != nil {
-			return nil, fmt.Errorf("partition %q: %w", key, err)
+			return nil, err
 		}
 		// MM2 keeps the last copied offset and goes on after it.
-		offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), n-1))
+		offs = append(offs, connect.MirrorSourceOffset(alias, topic, p, n-1))
 	}
 	return offs, nil
 }
@@ -342,7 +339,7 @@ func skipReturned(ctx context.Context, client *connect.Client, c connectplan.Con
 		next := map[string]int64{}
 		for _, o := range kept.Offsets {
 			if pos, err := o.MirrorSource(); err == nil {
-				next[fmt.Sprintf("%s/%d", pos.Topic, pos.Partition)] = pos.Offset + 1
+				next[task.PartitionKey(pos.Topic, pos.Partition)] = pos.Offset + 1
 			}
 		}
 		var offs []connect.Offset
@@ -351,12 +348,11 @@ func skipReturned(ctx context.Context, client *connect.Client, c connectplan.Con
 			if n, ok := next[key]; st.To <= 0 || ok && n >= st.To {
 				continue
 			}
-			topic, part, _ := strings.Cut(key, "/")
-			p, err := strconv.ParseInt(part, 10, 32)
+			topic, p, err := task.SplitPartitionKey(key)
 			if err != nil {
-				return nil, fmt.Errorf("partition %q: %w", key, err)
+				return nil, err
 			}
-			offs = append(offs, connect.MirrorSourceOffset(alias, topic, int32(p), st.To-1))
+			offs = append(offs, connect.MirrorSourceOffset(alias, topic, p, st.To-1))
 		}
 		return offs, nil
 	}

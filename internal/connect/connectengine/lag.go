@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"sort"
 	"sync"
 	"time"
@@ -35,8 +34,6 @@ type lagSampler struct {
 	done   chan struct{}
 
 	mu      sync.Mutex
-	rest    *connect.Client
-	restCfg connect.Config
 	sources map[string]sarama.Client // by source settings (sourceKey)
 	next    int                      // the round's first connector, in turn
 }
@@ -77,7 +74,6 @@ func (l *lagSampler) stop() {
 func (l *lagSampler) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.rest.Close()
 	for _, c := range l.sources {
 		_ = c.Close()
 	}
@@ -132,27 +128,17 @@ func (l *lagSampler) positions(dep *deployment, flow string) ([]switchover.Posit
 	return dep.progress.positions(flow)
 }
 
-// client is the sampler's REST client, made again when the cluster's
-// settings changed. Each request to one URL is bounded well inside a
-// sample's budget, and the client keeps the URL that answered last, so a
-// hung worker costs one try and the next URL answers in the same sample.
+// client is the sampler's REST client for the cluster's settings as
+// registered now (connect.Shared). Each request to one URL is bounded well
+// inside a sample's budget, and the client keeps the URL that answered
+// last, so a hung worker costs one try and the next URL answers in the same
+// sample.
 func (l *lagSampler) client() (*connect.Client, error) {
 	cfg := l.config()
 	if cfg.Timeout <= 0 || cfg.Timeout > sampleRequestTimeout {
 		cfg.Timeout = sampleRequestTimeout
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.rest != nil && reflect.DeepEqual(cfg, l.restCfg) {
-		return l.rest, nil
-	}
-	c, err := connect.New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	l.rest.Close()
-	l.rest, l.restCfg = c, cfg
-	return c, nil
+	return connect.Shared(cfg)
 }
 
 // source is the sampler's client of a source cluster, nil when it cannot

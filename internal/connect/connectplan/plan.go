@@ -15,6 +15,8 @@ package connectplan
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,25 +69,17 @@ func Name(f task.FlowSpec, role string) string { return f.Group + "." + role }
 // deleting a task removes all of them.
 func Names(t task.Task) []string {
 	var out []string
-	flows := t.Flows()
-	if back, ok := t.FailbackFlow(); ok {
-		flows = append(flows, back) // a way back's, whether prepared or not
-	}
-	for _, f := range flows {
+	for _, f := range flows(t, true) { // a way back's, whether prepared or not
 		out = append(out, Name(f, RoleSource), Name(f, RoleCheckpoint), Name(f, RoleHeartbeat))
 	}
 	return out
 }
 
-// flows are the flows t runs: its own, and the way back while one is
-// prepared (t.Failback).
-func flows(t task.Task) []task.FlowSpec {
+// flows are t's own flows and, with back, its way back (a push task's).
+func flows(t task.Task, back bool) []task.FlowSpec {
 	out := t.Flows()
-	if t.Failback == nil {
-		return out
-	}
-	if back, ok := t.FailbackFlow(); ok {
-		out = append(out, back)
+	if f, ok := t.FailbackFlow(); ok && back {
+		out = append(out, f)
 	}
 	return out
 }
@@ -120,14 +114,19 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 	}
 	sides := map[task.Side]cluster.Settings{task.SideCurrent: current, task.SidePeer: peer}
 	var out []Connector
-	for i, f := range flows(t) {
+	for i, f := range flows(t, t.Failback != nil) {
 		src, dst := sides[f.Source], sides[f.Target]
-		// A way back copies exactly the forward flow's target topics
-		// back to their sources (policy.Back).
-		wayBack := t.Failback != nil && i == len(t.Flows())
+		// The topics it copies, as the in-process engine selects them (a
+		// regex refused above leaves only the names); a way back copies
+		// exactly the forward flow's target topics back to their sources.
+		wayBack := i == len(t.Flows())
 		topics := topics
+		var pol policy.Policy
 		if wayBack {
-			topics = wayBackTopics(t.Failback)
+			pol = policy.Back(f.SourceAlias, f.TargetAlias, t.Failback.Topics)
+			topics = quoteTopics(slices.Sorted(maps.Keys(pol.Mappings)))
+		} else if pol, err = policy.Compile(f.SourceAlias, f.TargetAlias, r.Topics, r.TopicsRegex, r.RenameTopics, nil); err != nil {
+			refuse("rules.topics_regex", "%s", err.Error())
 		}
 		common := map[string]string{
 			"source.cluster.alias":            f.SourceAlias,
@@ -219,18 +218,10 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 			source[connect.ExactlyOnceSupport] = "required"
 			source["transaction.boundary"] = "poll"
 		}
-		// The topics it copies, as the in-process engine selects them (a
-		// regex refused above leaves only the names).
-		pol, err := policy.Compile(f.SourceAlias, f.TargetAlias, r.Topics, r.TopicsRegex, r.RenameTopics, nil)
-		if err != nil {
-			refuse("rules.topics_regex", "%s", err.Error())
-		}
 		copier := Connector{Name: Name(f, RoleSource), Flow: f.Name(), Config: source,
 			Copy: &Copy{Source: src, TargetTopic: pol.TargetTopic, Selects: pol.Selected}}
 		switch {
 		case wayBack:
-			pol = policy.Back(f.SourceAlias, f.TargetAlias, t.Failback.Topics)
-			copier.Copy.TargetTopic, copier.Copy.Selects = pol.TargetTopic, pol.Selected
 			copier.StartAt = wayBackStart(t.Failback)
 		case t.Failback != nil:
 			// While the way back copies to this flow's source, this flow
@@ -269,29 +260,13 @@ func Build(t task.Task, current, peer cluster.Settings, on Cluster) ([]Connector
 	return out, nil
 }
 
-// wayBackTopics is a way back's MM2 "topics": the forward flow's target
-// topics, by name.
-func wayBackTopics(fb *task.Failback) string {
-	names := make([]string, 0, len(fb.Topics))
-	for _, dst := range fb.Topics {
-		names = append(names, strings.ReplaceAll(dst, ".", `\.`))
-	}
-	sort.Strings(names)
-	return strings.Join(names, ",")
-}
-
 // wayBackStart is where a way back starts, per source partition: at the
 // switchover's point on the forward flow's target, so it copies only what
 // was written there after the switchover.
 func wayBackStart(fb *task.Failback) map[string]int64 {
 	out := make(map[string]int64, len(fb.Points))
 	for key, pt := range fb.Points {
-		topic, part, _ := strings.Cut(key, "/")
-		dst := fb.Topics[topic]
-		if dst == "" {
-			dst = topic
-		}
-		out[dst+"/"+part] = pt.TargetEnd
+		out[task.RenamedKey(key, fb.Topics)] = pt.TargetEnd
 	}
 	return out
 }
@@ -382,13 +357,18 @@ func topicsFilter(r task.Rules) (string, error) {
 		}
 		return r.TopicsRegex, nil
 	}
-	quoted := make([]string, len(r.Topics))
-	for i, name := range r.Topics {
+	return quoteTopics(r.Topics), nil
+}
+
+// quoteTopics is MM2's "topics" setting for exactly these names.
+func quoteTopics(names []string) string {
+	quoted := make([]string, len(names))
+	for i, name := range names {
 		// Topic names hold [a-zA-Z0-9._-]: only the dot means more in a
 		// regex.
 		quoted[i] = strings.ReplaceAll(name, ".", `\.`)
 	}
-	return strings.Join(quoted, ","), nil
+	return strings.Join(quoted, ",")
 }
 
 // javaCompatible refuses the regex syntax that Go and Java read differently
