@@ -387,20 +387,24 @@ func startDemo(ctx context.Context, cfg serveConfig, svc *service.Service, log *
 }
 
 func printWelcome(w io.Writer, url, passwordFile string, fresh bool, tokenSource string) {
-	fmt.Fprintf(w, "kmirror console: %s\n", url)
+	// One write: a reader of the output (a log collector, a test waiting
+	// for the URL) never sees the URL without how to sign in.
+	var b strings.Builder
+	fmt.Fprintf(&b, "kmirror console: %s\n", url)
 	switch {
 	case passwordFile != "" && fresh:
-		fmt.Fprintf(w, "  sign in as %q with the password in %s\n", account.AdminName, passwordFile)
-		fmt.Fprintln(w, "  (generated on this first start, readable only by you: change it in the console, then delete the file)")
+		fmt.Fprintf(&b, "  sign in as %q with the password in %s\n", account.AdminName, passwordFile)
+		fmt.Fprintln(&b, "  (generated on this first start, readable only by you: change it in the console, then delete the file)")
 	case passwordFile != "":
-		fmt.Fprintf(w, "  sign in as %q with the password generated on the first start into %s (unless changed since)\n", account.AdminName, passwordFile)
+		fmt.Fprintf(&b, "  sign in as %q with the password generated on the first start into %s (unless changed since)\n", account.AdminName, passwordFile)
 	default:
-		fmt.Fprintf(w, "  sign in as %q with your password (KMIRROR_ADMIN_PASSWORD on the first start, or as changed since;\n", account.AdminName)
-		fmt.Fprintln(w, "  `kmirror admin set-password admin` on this machine resets it)")
+		fmt.Fprintf(&b, "  sign in as %q with your password (KMIRROR_ADMIN_PASSWORD on the first start, or as changed since;\n", account.AdminName)
+		fmt.Fprintln(&b, "  `kmirror admin set-password admin` on this machine resets it)")
 	}
 	if tokenSource == "KMIRROR_TOKEN" {
-		fmt.Fprintln(w, "  API: Authorization: Bearer $KMIRROR_TOKEN")
+		fmt.Fprintln(&b, "  API: Authorization: Bearer $KMIRROR_TOKEN")
 	} else {
-		fmt.Fprintf(w, "  API: Authorization: Bearer $(cat %s)\n", tokenSource)
+		fmt.Fprintf(&b, "  API: Authorization: Bearer $(cat %s)\n", tokenSource)
 	}
+	_, _ = io.WriteString(w, b.String())
 }
