@@ -47,6 +47,17 @@ type produceConfig struct {
 	progress          func(Progress)
 	interval          time.Duration
 	replicationFactor int16
+	retryFor          time.Duration
+}
+
+// RetryFor keeps sending a batch the cluster did not acknowledge for about
+// d (by default about a second) before Produce gives up. The producer is
+// idempotent, so a batch sent again is written once: a stream that rides
+// out a broker's death this way never writes a key twice, where one that
+// gave up and was called again could (its next keys start at the end
+// offset, which leaves out a batch written but not yet acknowledged).
+func RetryFor(d time.Duration) ProduceOption {
+	return produceOptionFunc(func(c *produceConfig) { c.retryFor = d })
 }
 
 // WithProgress calls fn about every interval while producing, and once at the
@@ -90,6 +101,9 @@ func Produce(ctx context.Context, s cluster.Settings, topic string, partitions, 
 		return ProduceResult{}, fmt.Errorf("produce to %s: %w", s, err)
 	}
 	tuneProducer(cfg, partitions)
+	if pc.retryFor > 0 {
+		cfg.Producer.Retry.Max = max(cfg.Producer.Retry.Max, int(pc.retryFor/cfg.Producer.Retry.Backoff))
+	}
 	client, err := sarama.NewClient(s.BootstrapServers, cfg)
 	if err != nil {
 		return ProduceResult{}, fmt.Errorf("produce: connect to %s: %w", s, err)

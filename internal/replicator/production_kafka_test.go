@@ -54,7 +54,12 @@ func rf3Away(t *testing.T, pool string) *kafkatest.Cluster {
 	mu := awayPools[pool]
 	mu.Lock()
 	t.Cleanup(mu.Unlock) // registered first: runs after the test's own cleanups
-	return kafkatest.Lazy(t, pool, rf3Opts()...)
+	// Without rf3's one-minute offset retention: these tests keep a broker
+	// away for a minute or more (its restart alone took 60 s on a loaded
+	// CI machine), and a flow's progress in its group on the source would
+	// expire meanwhile, where production keeps it for 7 days.
+	return kafkatest.Lazy(t, pool, kafkatest.Brokers(3), kafkatest.MinInsyncReplicas(2),
+		kafkatest.BrokerProps(map[string]string{"log.cleaner.backoff.ms": "1000"}))
 }
 
 // rf3Task is a push task from the rf3 cluster to itself (renamed, so source

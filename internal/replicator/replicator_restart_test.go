@@ -117,10 +117,11 @@ func restartMidStream(t *testing.T, target, kill bool) {
 
 // stream produces to topic in small chunks at a bounded pace until at least
 // total records are acknowledged and done is closed, so records flow before,
-// during and after the restart. A chunk that fails (the source is down) is
-// tried again: Produce continues keys from the partitions' end offsets, so
-// records a failed chunk wrote stay unique. It returns the records
-// acknowledged, the failed chunks and the last failure.
+// during and after the restart. A chunk's batches are sent again for up to
+// a minute (idempotent: written once); a chunk that fails even so is
+// followed by the next, whose keys continue from the partitions' end
+// offsets. It returns the records acknowledged, the failed chunks and the
+// last failure.
 func stream(ctx context.Context, s cluster.Settings, topic string, partitions, total int, done <-chan struct{}) (int64, int, error) {
 	return streamEvery(ctx, s, topic, partitions, total, done, 50*time.Millisecond) // at most 5,000 records/s
 }
@@ -161,7 +162,9 @@ func streamEvery(ctx context.Context, s cluster.Settings, topic string, partitio
 			default:
 			}
 		}
-		res, err := e2e.Produce(ctx, s, topic, partitions, chunk, 200)
+		// Retries ride out a broker's death: a chunk given up on could be
+		// written later, and the next chunk's keys would repeat it.
+		res, err := e2e.Produce(ctx, s, topic, partitions, chunk, 200, e2e.RetryFor(time.Minute))
 		acked += res.Records
 		if err != nil {
 			if ctx.Err() != nil {
