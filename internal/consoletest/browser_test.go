@@ -217,16 +217,17 @@ func (b *browser) run(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
-// choose clicks a radio button or checkbox until it is checked (not at all
-// if it is already). The form moves while it is filled (messages and
-// previews come and go above the field), so a click can land where the
-// element was a moment before; a click that missed is made again.
+// choose clicks a radio button or checkbox once, when the form has
+// settled, and fails unless it is then checked (not at all if it is
+// already). The form moves while it is filled (a validation answer adds
+// or removes a message above the field), so a click made while an answer
+// is on its way could land where the element was a moment before.
 func (b *browser) choose(what, selector string) {
 	b.t.Helper()
 	b.setChecked(what, selector, true)
 }
 
-// unchoose clicks a checkbox until it is unchecked, as choose checks one.
+// unchoose clicks a checkbox once to uncheck it, as choose checks one.
 func (b *browser) unchoose(what, selector string) {
 	b.t.Helper()
 	b.setChecked(what, selector, false)
@@ -238,18 +239,29 @@ func (b *browser) setChecked(what, selector string, want bool) {
 	if b.evalBool(checked) {
 		return // a click would undo it
 	}
-	for range 5 {
-		b.run(what, chromedp.Click(chromedp.CSS(selector)))
-		deadline := time.Now().Add(2 * time.Second)
-		for time.Now().Before(deadline) {
-			if b.evalBool(checked) {
-				return
-			}
-			time.Sleep(100 * time.Millisecond) // poll the page
+	b.settled(what)
+	b.run(what, chromedp.Click(chromedp.CSS(selector)))
+	b.waitFor(what, checked, 5*time.Second)
+}
+
+// settled waits until no htmx request of the page is in flight (htmx marks
+// the element that sent one with htmx-request until its answer is
+// swapped in), seen twice 100 ms apart.
+func (b *browser) settled(what string) {
+	b.t.Helper()
+	const idle = `document.querySelector('.htmx-request') === null`
+	deadline := time.Now().Add(15 * time.Second)
+	for quiet := 0; quiet < 2; time.Sleep(100 * time.Millisecond) {
+		if b.evalBool(idle) {
+			quiet++
+			continue
+		}
+		quiet = 0
+		if time.Now().After(deadline) {
+			b.screenshot("unsettled-" + strings.ReplaceAll(what, " ", "-"))
+			b.t.Fatalf("%s: an htmx request still in flight after 15 s", what)
 		}
 	}
-	b.screenshot("failed-" + strings.ReplaceAll(what, " ", "-"))
-	b.t.Fatalf("%s: %s not checked=%t after 5 clicks", what, selector, want)
 }
 
 // screenshot saves the whole page as test-output/browser/NN-name.png.
