@@ -705,10 +705,11 @@ const stopAnswerWait = 5 * time.Second
 // StopBound is the longest a flow's stop takes, whatever its clusters do
 // (dead, leaderless, hung): the bounded waits a stop goes through, taken
 // one after another at worst (a produce answer in flight, pending syncs,
-// the sync producer's close, the progress write, the group's final
-// commit, heartbeats; docs/DESIGN.md lists them), and 8 s for the rest
-// (closing clients). A pause, delete or shutdown is never held longer.
-const StopBound = stopAnswerWait + syncFlushWait + syncCloseWait + progressWriteWait + groupStopWait + heartbeatStopWait + 8*time.Second
+// the sync producer's close, the progress write, an exactly-once flow's
+// last transaction commit, the group's final commit, heartbeats;
+// docs/DESIGN.md lists them), and 8 s for the rest (closing clients). A
+// pause, delete or shutdown is never held longer.
+const StopBound = stopAnswerWait + syncFlushWait + syncCloseWait + progressWriteWait + finalTxnWait + groupStopWait + heartbeatStopWait + 8*time.Second
 
 // produceOnce sends req to the partition's leader and waits for its answer,
 // at most answerWait, and at most stopAnswerWait past ctx: a stop does not

@@ -104,21 +104,46 @@ func txnBusy(err error) bool {
 // coordinatorCall calls f with the transaction coordinator until it
 // succeeds, fails for good, or stays busy for coordinatorWait (or ctx
 // ends). A coordinator that moved or broke is looked up again.
+//
+// Each attempt is given up when ctx ends: sarama's calls do not take a
+// context, and one to a frozen broker waits for its read timeout, looking
+// the coordinator up again several times that (over two minutes seen, ci42):
+// a produce adding its partition held the transaction's gate that long, and
+// a stop waited for it. An attempt given up on finishes in the background;
+// f must then leave nothing the caller reads (write results only into
+// variables read after a nil error).
 func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, f func(*sarama.Broker) error) error {
 	deadline := time.Now().Add(coordinatorWait)
+	type attempt struct {
+		coord *sarama.Broker
+		err   error
+	}
 	for {
-		coord, err := t.client.TransactionCoordinator(t.id)
-		if err == nil {
-			err = f(coord)
+		answer := make(chan attempt, 1)
+		go func() {
+			coord, err := t.client.TransactionCoordinator(t.id)
+			if err == nil {
+				err = f(coord)
+			}
+			answer <- attempt{coord, err}
+		}()
+		var a attempt
+		select {
+		case a = <-answer:
+		case <-ctx.Done():
+			return fmt.Errorf("the transaction coordinator has not answered yet: given up (%w)", context.Cause(ctx))
 		}
+		err := a.err
 		if err == nil || !txnBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		if connBroken(err) {
-			closeIfBroken(coord, err)
+			closeIfBroken(a.coord, err)
 		}
 		if connBroken(err) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) {
-			_ = t.client.RefreshTransactionCoordinator(t.id)
+			if !interruptible(ctx, func() { _ = t.client.RefreshTransactionCoordinator(t.id) }) {
+				return err
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -131,13 +156,16 @@ func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, 
 // init fences every earlier producer of the transactional id (aborting the
 // transaction it left open) and takes the id's producer id and epoch.
 func (t *transaction) init(ctx context.Context) error {
+	var pid int64
+	var epoch int16
 	err := t.coordinatorCall(ctx, 100*time.Millisecond, func(*sarama.Broker) (err error) {
-		t.pid, t.epoch, err = clustercheck.InitTransactions(t.client, t.id, t.timeout)
+		pid, epoch, err = clustercheck.InitTransactions(t.client, t.id, t.timeout)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("start exactly-once transactions on the target: %w", clustercheck.ExplainTransactions(err, t.id, t.timeout))
 	}
+	t.pid, t.epoch = pid, epoch
 	return nil
 }
 
@@ -207,10 +235,11 @@ func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool)
 // Kafka adds all or none); any other refusal is the error.
 func (t *transaction) addPartitions(ctx context.Context, pending map[string][]int32) ([]topicPart, error) {
 	var unknown []topicPart
+	pid, epoch := t.pid, t.epoch
 	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
 		unknown = unknown[:0]
 		resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
-			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TopicPartitions: pending})
+			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch, TopicPartitions: pending})
 		if err != nil {
 			return err
 		}
@@ -228,7 +257,10 @@ func (t *transaction) addPartitions(ctx context.Context, pending map[string][]in
 		}
 		return failed
 	})
-	return unknown, err
+	if err != nil {
+		return nil, err // an attempt given up on may still write unknown
+	}
+	return unknown, nil
 }
 
 // join holds the gate for a produce attempt of a batch of topic-part, with
@@ -500,9 +532,10 @@ func (t *transaction) writeProgress(ctx context.Context, recs []*sarama.Record) 
 
 // end commits (or aborts) the open transaction.
 func (t *transaction) end(ctx context.Context, commit bool) error {
+	pid, epoch := t.pid, t.epoch
 	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
 		resp, err := coord.EndTxn(&sarama.EndTxnRequest{Version: txnVersion(t.client.Config().Version),
-			TransactionalID: t.id, ProducerID: t.pid, ProducerEpoch: t.epoch, TransactionResult: commit})
+			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch, TransactionResult: commit})
 		if err != nil {
 			return err
 		}

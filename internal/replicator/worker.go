@@ -220,7 +220,12 @@ func (w *worker) run(ctx context.Context) error {
 		for _, pc := range pcs {
 			pc.AsyncClose()
 		}
-		if err := w.commitTxn(ctx, states); err != nil {
+		// The stop has ended ctx: the last commit gets a context of its
+		// own, bounded, as the coordinator's calls give up when theirs ends.
+		fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), finalTxnWait)
+		err := w.commitTxn(fctx, states)
+		fcancel()
+		if err != nil {
 			w.state.setError(err.Error())
 			w.log.Warn("final transaction commit failed; what was copied since the last commit is aborted and copied again (never seen by read_committed readers)", "error", err)
 		}
@@ -642,6 +647,11 @@ func (w *worker) targetReplaced(dst sarama.Client, p Partition, ps *partState, s
 	w.log.Warn(msg)
 	w.state.setError(msg)
 }
+
+// finalTxnWait bounds a stopping exactly-once worker's last commit (a
+// frozen target's coordinator would otherwise hold the stop for its read
+// timeouts).
+const finalTxnWait = 15 * time.Second
 
 // syncFlushWait bounds how long a stopping worker waits for its offset syncs.
 const syncFlushWait = 5 * time.Second
