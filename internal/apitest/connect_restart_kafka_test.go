@@ -19,7 +19,6 @@ import (
 // kmirror with back-off, counted on the flow, and copies everything once the
 // topic is allowed again — no operator action.
 func TestFailedConnectorTaskIsRestartedAutomatically(t *testing.T) {
-	t.Parallel() // a pooled Connect cluster of its own (connectServer)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, _, east, cc := connectServer(t)

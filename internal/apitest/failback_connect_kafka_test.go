@@ -31,7 +31,6 @@ import (
 // The second round finds groups on both sides and the way back's
 // connectors created afresh.
 func TestFailbackOnConnect(t *testing.T) {
-	t.Parallel() // a pooled Connect cluster of its own (connectServer)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

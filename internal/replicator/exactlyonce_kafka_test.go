@@ -680,7 +680,7 @@ func dumpBatches(t *testing.T, s cluster.Settings, topic string, p int32) {
 // commits; it says so, naming the progress topic, and once the broker is
 // back it commits again, every record once on the target.
 func TestExactlyOnceProgressLeaderDownSaysSoAndCopiesNothingTwice(t *testing.T) {
-	k := rf3Away(t, "rf3-away-3")
+	k := rf3Away(t, "rf3-away-1")
 	s := k.Settings(cluster.Plaintext, "")
 	topic := kafkatest.NewTopic(t, k, 3, nil)
 	tk := exactlyOnce(rf3Task("eos-progress-away", "PA", "PB", topic))
