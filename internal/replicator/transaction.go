@@ -105,14 +105,18 @@ func txnBusy(err error) bool {
 // succeeds, fails for good, or stays busy for coordinatorWait (or ctx
 // ends). A coordinator that moved or broke is looked up again.
 //
-// Each attempt is given up when ctx ends: sarama's calls do not take a
-// context, and one to a frozen broker waits for its read timeout, looking
-// the coordinator up again several times that (over two minutes seen, ci42):
-// a produce adding its partition held the transaction's gate that long, and
-// a stop waited for it. An attempt given up on finishes in the background;
-// f must then leave nothing the caller reads (write results only into
-// variables read after a nil error).
-func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, f func(*sarama.Broker) error) error {
+// There is always one attempt, and an attempt under way when ctx ends is
+// waited for at most answerWait (as a produce answer in flight is): sarama's
+// calls take no context, and one to a frozen broker waits for its read
+// timeout, looking the coordinator up again several times that (over two
+// minutes seen, ci42) — a produce adding its partition held the
+// transaction's gate that long, and a stop waited for it. A healthy
+// coordinator answers well within answerWait, so a stop does not lose the
+// commit it interrupts. An attempt given up on finishes in the background:
+// f writes its results only into variables the caller reads after a nil
+// error. answerWait < 0 waits for every answer (init: an InitProducerId
+// left behind could fence the worker that starts next).
+func (t *transaction) coordinatorCall(ctx context.Context, pause, answerWait time.Duration, f func(*sarama.Broker) error) error {
 	deadline := time.Now().Add(coordinatorWait)
 	type attempt struct {
 		coord *sarama.Broker
@@ -127,11 +131,9 @@ func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, 
 			}
 			answer <- attempt{coord, err}
 		}()
-		var a attempt
-		select {
-		case a = <-answer:
-		case <-ctx.Done():
-			return fmt.Errorf("the transaction coordinator has not answered yet: given up (%w)", context.Cause(ctx))
+		a, answered := awaitAnswer(ctx, answer, answerWait)
+		if !answered {
+			return fmt.Errorf("the transaction coordinator gave no answer within %s of the stop: given up (%w)", answerWait, context.Cause(ctx))
 		}
 		err := a.err
 		if err == nil || !txnBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
@@ -141,7 +143,12 @@ func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, 
 			closeIfBroken(a.coord, err)
 		}
 		if connBroken(err) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) {
-			if !interruptible(ctx, func() { _ = t.client.RefreshTransactionCoordinator(t.id) }) {
+			refreshed := make(chan struct{}, 1)
+			go func() {
+				_ = t.client.RefreshTransactionCoordinator(t.id)
+				refreshed <- struct{}{}
+			}()
+			if _, ok := awaitAnswer(ctx, refreshed, answerWait); !ok {
 				return err
 			}
 		}
@@ -153,12 +160,31 @@ func (t *transaction) coordinatorCall(ctx context.Context, pause time.Duration, 
 	}
 }
 
+// awaitAnswer receives from answer, waiting at most wait once ctx has
+// ended (for ever when wait < 0). ok is false when it gave up.
+func awaitAnswer[T any](ctx context.Context, answer <-chan T, wait time.Duration) (a T, ok bool) {
+	select {
+	case a = <-answer:
+		return a, true
+	case <-ctx.Done():
+	}
+	if wait < 0 {
+		return <-answer, true
+	}
+	select {
+	case a = <-answer:
+		return a, true
+	case <-time.After(wait):
+		return a, false
+	}
+}
+
 // init fences every earlier producer of the transactional id (aborting the
 // transaction it left open) and takes the id's producer id and epoch.
 func (t *transaction) init(ctx context.Context) error {
 	var pid int64
 	var epoch int16
-	err := t.coordinatorCall(ctx, 100*time.Millisecond, func(*sarama.Broker) (err error) {
+	err := t.coordinatorCall(ctx, 100*time.Millisecond, -1, func(*sarama.Broker) (err error) {
 		pid, epoch, err = clustercheck.InitTransactions(t.client, t.id, t.timeout)
 		return err
 	})
@@ -236,7 +262,7 @@ func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool)
 func (t *transaction) addPartitions(ctx context.Context, pending map[string][]int32) ([]topicPart, error) {
 	var unknown []topicPart
 	pid, epoch := t.pid, t.epoch
-	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
+	err := t.coordinatorCall(ctx, 20*time.Millisecond, stopAnswerWait, func(coord *sarama.Broker) error {
 		unknown = unknown[:0]
 		resp, err := coord.AddPartitionsToTxn(&sarama.AddPartitionsToTxnRequest{Version: txnVersion(t.client.Config().Version),
 			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch, TopicPartitions: pending})
@@ -533,7 +559,7 @@ func (t *transaction) writeProgress(ctx context.Context, recs []*sarama.Record) 
 // end commits (or aborts) the open transaction.
 func (t *transaction) end(ctx context.Context, commit bool) error {
 	pid, epoch := t.pid, t.epoch
-	err := t.coordinatorCall(ctx, 20*time.Millisecond, func(coord *sarama.Broker) error {
+	err := t.coordinatorCall(ctx, 20*time.Millisecond, stopAnswerWait, func(coord *sarama.Broker) error {
 		resp, err := coord.EndTxn(&sarama.EndTxnRequest{Version: txnVersion(t.client.Config().Version),
 			TransactionalID: t.id, ProducerID: pid, ProducerEpoch: epoch, TransactionResult: commit})
 		if err != nil {
