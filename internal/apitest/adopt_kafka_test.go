@@ -19,7 +19,6 @@ import (
 // MM2's offsets, so the target holds every record exactly once, and the
 // MM2 connector is gone.
 func TestAdoptMM2Connector(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)
@@ -149,7 +148,6 @@ func TestAdoptMM2Connector(t *testing.T) {
 // offsets, so each side holds the other's records exactly once, and both
 // MM2 connectors are gone.
 func TestAdoptMM2PairAsBidirectionalTask(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,19 +29,7 @@ import (
 	"github.com/kmirror/kmirror/web"
 )
 
-func TestMain(m *testing.M) {
-	// Each Connect test waits for the Connect cluster (apiConnect) inside
-	// its parallel slot: with go test's -parallel alone the waiting ones
-	// would hold the slots the package's other long tests (the switchover
-	// drills, the token test) need, which then started last.
-	flag.Parse()
-	if p := flag.Lookup("test.parallel"); p != nil {
-		if n, err := strconv.Atoi(p.Value.String()); err == nil && n < 24 {
-			_ = p.Value.Set("24")
-		}
-	}
-	kafkatest.Main(m, 2)
-}
+func TestMain(m *testing.M) { kafkatest.Main(m, 2) }
 
 const token = "integration-token"
 

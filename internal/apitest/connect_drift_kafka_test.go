@@ -21,7 +21,6 @@ import (
 // where it differs: a re-apply with nothing drifted writes nothing to
 // Connect's config topic.
 func TestDriftedConnectorIsShownAndReapplied(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

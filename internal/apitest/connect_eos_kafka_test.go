@@ -25,7 +25,6 @@ import (
 // exactly once: Connect at least once duplicated up to what was copied
 // since its last offset flush.
 func TestExactlyOnceTaskOnConnectThroughAWorkerKill(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)
@@ -131,11 +130,10 @@ func TestExactlyOnceTaskOnConnectThroughAWorkerKill(t *testing.T) {
 
 // exactlyOnceConnect is the package's Connect cluster whose workers run
 // exactly-once source connectors (2 workers writing to west), registered
-// on s as "ec", the test's alone until it ends (one of its tests kills a
-// worker).
+// on s as "ec".
 func exactlyOnceConnect(t *testing.T, s *server, west *kafkatest.Cluster) *kafkatest.ConnectCluster {
 	t.Helper()
-	cc := kafkatest.PooledConnect(t, "api-eos", 1, west, kafkatest.WorkerProps(map[string]string{"exactly.once.source.support": "enabled"}))
+	cc := kafkatest.LazyConnect(t, "api-eos", west, kafkatest.WorkerProps(map[string]string{"exactly.once.source.support": "enabled"}))
 	if code, body := s.call(http.MethodPost, "/api/v1/connect-clusters", map[string]any{
 		"name": "ec", "urls": cc.URLs(), "kafka_cluster": "west"}); code != http.StatusCreated {
 		t.Fatalf("register the exactly-once Connect cluster: %d %v", code, body)
@@ -168,7 +166,6 @@ func waitCommitted(ctx context.Context, t *testing.T, src cluster.Settings, srcT
 // through KIP-618) -> embedded: each engine continues from the other's
 // committed progress, and read_committed readers see every record once.
 func TestExactlyOnceMoveBetweenEnginesCopiesNothingTwice(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)

@@ -20,7 +20,6 @@ import (
 // process (every caller shares one client per Connect cluster that starts
 // at the URL that answered last), and one in the status poll.
 func TestHungFirstWorkerURLBesideARealOne(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

@@ -22,7 +22,6 @@ import (
 // partition, order), records of aborted transactions do not, its status
 // is Connect's, and deleting it deletes the connectors.
 func TestTaskOnConnectCopiesFaithfully(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)
@@ -163,8 +162,7 @@ func connectTask(name string, topics ...string) map[string]any {
 
 // connectServer is the API with east (the source side) and west
 // registered, and Connect cluster "wc" (2 workers writing to west)
-// registered; the workers' logs are shown when the test fails. The
-// Connect cluster is the test's alone until it ends (apiConnect).
+// registered; the workers' logs are shown when the test fails.
 func connectServer(t *testing.T) (s *server, west, east *kafkatest.Cluster, cc *kafkatest.ConnectCluster) {
 	t.Helper()
 	return connectServerWith(t, kafkatest.Shared(t, 1))
@@ -175,7 +173,7 @@ func connectServer(t *testing.T) (s *server, west, east *kafkatest.Cluster, cc *
 func connectServerWith(t *testing.T, east *kafkatest.Cluster) (*server, *kafkatest.Cluster, *kafkatest.Cluster, *kafkatest.ConnectCluster) {
 	t.Helper()
 	west := kafkatest.Shared(t, 0)
-	cc := apiConnect(t, west)
+	cc := kafkatest.LazyConnect(t, "api", west)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
@@ -189,19 +187,6 @@ func connectServerWith(t *testing.T, east *kafkatest.Cluster) (*server, *kafkate
 		t.Fatalf("register the Connect cluster: %d %v", code, body)
 	}
 	return s, west, east, cc
-}
-
-// apiConnect is the package's Connect cluster (2 workers writing to west),
-// the test's alone until it ends: the Connect tests take it one after the
-// other, as they would alone (one kills a worker, others watch statuses
-// through rebalances of their own connectors), while the package's other
-// parallel tests run beside them. Those (the switchover drills, the token
-// test) used to run after the Connect tests, in CI's last three minutes,
-// with the CPU 65-76 % idle (ci45). More Connect clusters at once made CI
-// CPU-bound (two or three: 1.3 % idle, load 30-45, ci42/ci43) and flaky.
-func apiConnect(t *testing.T, west *kafkatest.Cluster) *kafkatest.ConnectCluster {
-	t.Helper()
-	return kafkatest.PooledConnect(t, "api", 1, west)
 }
 
 func keys[V any](m map[string]V) []string {

@@ -23,7 +23,6 @@ import (
 // 2 MiB record is copied as the embedded engine copies it (the connectors'
 // producer may send requests up to connectplan.MaxRequestBytes).
 func TestLatestAndLargeRecordsOnConnect(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)

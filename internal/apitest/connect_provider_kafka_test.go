@@ -21,7 +21,6 @@ import (
 // resolve it and copy, and neither Connect's REST API nor its config topic
 // holds the password.
 func TestConfigProviderWithAPathReachesKafkaOnConnect(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

@@ -19,7 +19,6 @@ import (
 // kmirror with back-off, counted on the flow, and copies everything once the
 // topic is allowed again — no operator action.
 func TestFailedConnectorTaskIsRestartedAutomatically(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, _, east, cc := connectServer(t)

@@ -16,11 +16,10 @@ import (
 // (inline PEM keystore) and its target with OAUTHBEARER (Kafka's own login
 // handler, tokens from the test's identity provider): every record copied.
 func TestTaskOnConnectOverClientCertificateAndOAuth(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	west, east := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
-	cc := apiConnect(t, west)
+	cc := kafkatest.LazyConnect(t, "api", west)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Connect worker logs:\n%s", cc.LogTails(60))
@@ -73,7 +72,6 @@ func TestTaskOnConnectOverClientCertificateAndOAuth(t *testing.T) {
 // and runs a task when registered with one; without it the check names the
 // refusal.
 func TestConnectOverHTTPSWithClientCertificate(t *testing.T) {
-	t.Parallel() // a Connect cluster of its own (one worker)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	west, east := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)

@@ -22,7 +22,6 @@ import (
 // it left off on the source with no record skipped (every record counted,
 // the few read twice reported).
 func TestFailoverOfConnectTaskContinuesOnTheTarget(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)
@@ -180,7 +179,6 @@ func consumeGroup(t *testing.T, s cluster.Settings, group, topic string, want in
 // again. It shares the apitest Connect cluster and leaves it whole (the
 // killed worker restarted, the group Stable with both).
 func TestConnectWorkerKilledMidCopyTaskCarriesOn(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

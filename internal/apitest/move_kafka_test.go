@@ -17,7 +17,6 @@ import (
 // copies nothing twice: each engine continues from the other's progress.
 // Every record is checked at the end, duplicates counted.
 func TestMoveBetweenEnginesCopiesNothingTwice(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	s, west, east, cc := connectServer(t)

@@ -28,7 +28,6 @@ import (
 // cores, and three CI runs in four failed one of those on timing (ci23-26,
 // 2026-12-05).
 func TestPlannedSwitchoverOnConnect(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s, west, east, _ := connectServer(t)
@@ -104,7 +103,6 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 // may-be-read-again and may-be-lost are never fewer than what really
 // happens.
 func TestEmergencySwitchoverOnConnect(t *testing.T) {
-	t.Parallel() // waits for the Connect cluster, beside the package's other parallel tests (apiConnect)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	a := kafkatest.Lazy(t, "emergency-connect-a")

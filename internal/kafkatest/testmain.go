@@ -261,38 +261,6 @@ func LazyConnect(t testing.TB, name string, kafka *Cluster, opts ...ConnectOpt) 
 	return l.cc
 }
 
-// The pools PooledConnect hands Connect clusters out of, by name: each
-// channel holds the numbers of the pool's clusters no test holds.
-var connectPools = map[string]chan int{}
-
-// PooledConnect gives t one of size Connect clusters on kafka to itself
-// until t ends: LazyConnect clusters named name-1 ... name-size, each
-// started by the first test that takes it. A test waits while every
-// cluster of the pool is taken. Tests that would disturb one another on a
-// shared cluster (a worker killed, connectors and rebalances of their own,
-// statuses they watch change) run side by side this way, each as if the
-// cluster were its alone, as they did one after the other on one cluster.
-// Call it before anything the test cleans up on the cluster (the cluster
-// goes back to the pool after the test's later cleanups). Later callers'
-// size and opts are ignored: one name, one pool.
-func PooledConnect(t testing.TB, name string, size int, kafka *Cluster, opts ...ConnectOpt) *ConnectCluster {
-	t.Helper()
-	skipShort(t)
-	lazyMu.Lock()
-	free, ok := connectPools[name]
-	if !ok {
-		free = make(chan int, size)
-		for i := range size {
-			free <- i + 1
-		}
-		connectPools[name] = free
-	}
-	lazyMu.Unlock()
-	i := <-free
-	t.Cleanup(func() { free <- i })
-	return LazyConnect(t, fmt.Sprintf("%s-%d", name, i), kafka, opts...)
-}
-
 // NewConnect starts a Connect cluster of the test's own (for a test that
 // must not disturb a shared one) and closes it when the test ends,
 // printing the tail of every worker's log if the test failed.
