@@ -362,8 +362,23 @@ const settleWait = 5 * time.Second
 // cannot be asked (no leader) fails as a produce would, and is retried.
 func (t *transaction) settle(ctx context.Context, tp topicPart) error {
 	deadline := time.Now().Add(settleWait)
+	type openAt struct {
+		lso, end int64
+		err      error
+	}
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		lso, end, err := openRange(t.client, tp)
+		// Asked in the background and given up a while after a stop, as
+		// coordinatorCall's attempts are: a produce holds the gate here.
+		answer := make(chan openAt, 1)
+		go func() {
+			lso, end, err := openRange(t.client, tp)
+			answer <- openAt{lso, end, err}
+		}()
+		a, ok := awaitAnswer(ctx, answer, stopAnswerWait)
+		if !ok {
+			return fmt.Errorf("target %s-%d gave no answer within %s of the stop: given up (%w)", tp.topic, tp.part, stopAnswerWait, context.Cause(ctx))
+		}
+		lso, end, err := a.lso, a.end, a.err
 		if err != nil {
 			return err
 		}
@@ -548,7 +563,11 @@ func (t *transaction) writeProgress(ctx context.Context, recs []*sarama.Record) 
 		if !retriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return t.explain(fmt.Sprintf("write progress to %s on the target", t.progressTopic), err)
 		}
-		_ = t.client.RefreshMetadata(t.progressTopic)
+		refreshed := make(chan error, 1)
+		go func() { refreshed <- t.client.RefreshMetadata(t.progressTopic) }()
+		if _, ok := awaitAnswer(ctx, refreshed, stopAnswerWait); !ok {
+			return t.explain(fmt.Sprintf("write progress to %s on the target", t.progressTopic), err)
+		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(retryBackoff(attempt, 0)):
