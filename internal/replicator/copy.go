@@ -680,7 +680,7 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 		}
 		// Not waited for past a stop: a broker that does not answer holds
 		// a metadata refresh for as long as the client's retries last.
-		if !interruptible(ctx, func() { _ = dst.RefreshMetadata(topic) }) {
+		if !interruptible(ctx, 0, func() { _ = dst.RefreshMetadata(topic) }) {
 			return -1, err
 		}
 		select {

@@ -276,7 +276,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			p   plan
 			err error
 		)
-		if !interruptible(ctx, func() { p, err = pl.run() }) {
+		if !interruptible(ctx, 0, func() { p, err = pl.run() }) {
 			return nil
 		}
 		if err != nil && current == nil {
@@ -319,7 +319,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
 			unstoredFrom = task.StartEarliest // later rounds find partitions written after the start
 		}
-		if !interruptible(ctx, func() { r.checkInternals(dst, dstAdmin, syncClient, syncAdmin) }) {
+		if !interruptible(ctx, 0, func() { r.checkInternals(dst, dstAdmin, syncClient, syncAdmin) }) {
 			return nil
 		}
 		r.state.set(task.StateRunning, "")
@@ -357,18 +357,29 @@ func (r *Replicator) checkInternals(dst sarama.Client, dstAdmin sarama.ClusterAd
 	}
 }
 
-// interruptible runs f and says whether it ended before ctx did. When ctx
-// ends first it returns at once: planning and the internal topics' checks
-// ask the clusters, and one that stops answering (a hung broker) must not
-// hold a pause or delete. f then ends in the background once its clients
-// fail or are closed; it touches only the planner and the flow's state.
-func interruptible(ctx context.Context, f func()) bool {
+// interruptible runs f and says whether it ended before ctx did, or
+// within grace after (grace < 0: whenever it ends). Otherwise it returns
+// false and f ends in the background once its clients fail or are closed:
+// planning, the internal topics' checks and an exactly-once flow's calls to
+// the transaction coordinator ask the clusters through sarama, which takes
+// no context, and one that stops answering (a hung broker) must not hold a
+// pause, delete or stop. f writes only what the caller reads after true.
+func interruptible(ctx context.Context, grace time.Duration, f func()) bool {
 	done := make(chan struct{})
 	go func() { defer close(done); f() }()
 	select {
 	case <-done:
 		return true
 	case <-ctx.Done():
+	}
+	if grace < 0 {
+		<-done
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(grace):
 		return false
 	}
 }

@@ -118,37 +118,24 @@ func txnBusy(err error) bool {
 // left behind could fence the worker that starts next).
 func (t *transaction) coordinatorCall(ctx context.Context, pause, answerWait time.Duration, f func(*sarama.Broker) error) error {
 	deadline := time.Now().Add(coordinatorWait)
-	type attempt struct {
-		coord *sarama.Broker
-		err   error
-	}
 	for {
-		answer := make(chan attempt, 1)
-		go func() {
-			coord, err := t.client.TransactionCoordinator(t.id)
-			if err == nil {
+		var coord *sarama.Broker
+		var err error
+		if !interruptible(ctx, answerWait, func() {
+			if coord, err = t.client.TransactionCoordinator(t.id); err == nil {
 				err = f(coord)
 			}
-			answer <- attempt{coord, err}
-		}()
-		a, answered := awaitAnswer(ctx, answer, answerWait)
-		if !answered {
+		}) {
 			return fmt.Errorf("the transaction coordinator gave no answer within %s of the stop: given up (%w)", answerWait, context.Cause(ctx))
 		}
-		err := a.err
 		if err == nil || !txnBusy(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return err
 		}
 		if connBroken(err) {
-			closeIfBroken(a.coord, err)
+			closeIfBroken(coord, err)
 		}
 		if connBroken(err) || errors.Is(err, sarama.ErrNotCoordinatorForConsumer) || errors.Is(err, sarama.ErrConsumerCoordinatorNotAvailable) {
-			refreshed := make(chan struct{}, 1)
-			go func() {
-				_ = t.client.RefreshTransactionCoordinator(t.id)
-				refreshed <- struct{}{}
-			}()
-			if _, ok := awaitAnswer(ctx, refreshed, answerWait); !ok {
+			if !interruptible(ctx, answerWait, func() { _ = t.client.RefreshTransactionCoordinator(t.id) }) {
 				return err
 			}
 		}
@@ -157,25 +144,6 @@ func (t *transaction) coordinatorCall(ctx context.Context, pause, answerWait tim
 			return err
 		case <-time.After(pause):
 		}
-	}
-}
-
-// awaitAnswer receives from answer, waiting at most wait once ctx has
-// ended (for ever when wait < 0). ok is false when it gave up.
-func awaitAnswer[T any](ctx context.Context, answer <-chan T, wait time.Duration) (a T, ok bool) {
-	select {
-	case a = <-answer:
-		return a, true
-	case <-ctx.Done():
-	}
-	if wait < 0 {
-		return <-answer, true
-	}
-	select {
-	case a = <-answer:
-		return a, true
-	case <-time.After(wait):
-		return a, false
 	}
 }
 
@@ -362,23 +330,14 @@ const settleWait = 5 * time.Second
 // cannot be asked (no leader) fails as a produce would, and is retried.
 func (t *transaction) settle(ctx context.Context, tp topicPart) error {
 	deadline := time.Now().Add(settleWait)
-	type openAt struct {
-		lso, end int64
-		err      error
-	}
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
-		// Asked in the background and given up a while after a stop, as
-		// coordinatorCall's attempts are: a produce holds the gate here.
-		answer := make(chan openAt, 1)
-		go func() {
-			lso, end, err := openRange(t.client, tp)
-			answer <- openAt{lso, end, err}
-		}()
-		a, ok := awaitAnswer(ctx, answer, stopAnswerWait)
-		if !ok {
+		// Given up a while after a stop, as coordinatorCall's attempts
+		// are: a produce holds the gate here.
+		var lso, end int64
+		var err error
+		if !interruptible(ctx, stopAnswerWait, func() { lso, end, err = openRange(t.client, tp) }) {
 			return fmt.Errorf("target %s-%d gave no answer within %s of the stop: given up (%w)", tp.topic, tp.part, stopAnswerWait, context.Cause(ctx))
 		}
-		lso, end, err := a.lso, a.end, a.err
 		if err != nil {
 			return err
 		}
@@ -563,9 +522,7 @@ func (t *transaction) writeProgress(ctx context.Context, recs []*sarama.Record) 
 		if !retriable(err) || time.Now().After(deadline) || ctx.Err() != nil {
 			return t.explain(fmt.Sprintf("write progress to %s on the target", t.progressTopic), err)
 		}
-		refreshed := make(chan error, 1)
-		go func() { refreshed <- t.client.RefreshMetadata(t.progressTopic) }()
-		if _, ok := awaitAnswer(ctx, refreshed, stopAnswerWait); !ok {
+		if !interruptible(ctx, stopAnswerWait, func() { _ = t.client.RefreshMetadata(t.progressTopic) }) {
 			return t.explain(fmt.Sprintf("write progress to %s on the target", t.progressTopic), err)
 		}
 		select {
