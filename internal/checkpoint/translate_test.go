@@ -81,6 +81,57 @@ func TestHistoryBound(t *testing.T) {
 	}
 }
 
+// At its bound the history keeps exactly the newest points, through many
+// times its limit of adds with rewinds among them (the drop reslices; the
+// array is copied only when append reaches its end).
+func TestHistoryBoundOverManyAdds(t *testing.T) {
+	const limit = 100
+	h := NewHistory(limit)
+	var model []SyncPoint
+	up := int64(0)
+	for i := range 50 * limit {
+		up += 3
+		if i%97 == 96 {
+			up -= 30 // a re-copy after a restart supersedes the last points
+		}
+		p := pt(up, up+int64(i/10))
+		h.Add(p)
+		n := len(model)
+		for n > 0 && model[n-1].Upstream >= p.Upstream {
+			n--
+		}
+		model = append(model[:n], p)
+		if len(model) > limit {
+			model = model[len(model)-limit:]
+		}
+		if h.Len() != len(model) || h.Oldest() != model[0].Upstream {
+			t.Fatalf("add %d: len %d oldest %d, want %d and %d", i, h.Len(), h.Oldest(), len(model), model[0].Upstream)
+		}
+	}
+	if cap(h.points) > 3*limit {
+		t.Fatalf("history holds an array of %d points for a limit of %d", cap(h.points), limit)
+	}
+	for _, p := range model {
+		if got, ok := h.Translate(p.Upstream, nil); !ok || got != p.Downstream {
+			t.Fatalf("translate %d: %d %v, want %d", p.Upstream, got, ok, p.Downstream)
+		}
+	}
+}
+
+// A sync a second per partition from a transactional source keeps the
+// history at its bound for hours: an add there must not cost the bound.
+func BenchmarkHistoryAddAtItsBound(b *testing.B) {
+	h := NewHistory(0)
+	for i := range int64(100_000) {
+		h.Add(pt(2*i, i))
+	}
+	up := int64(200_000)
+	b.ResetTimer()
+	for i := range b.N {
+		h.Add(pt(up+2*int64(i), up/2+int64(i)))
+	}
+}
+
 // randomCopy builds a copy from steps (each copies, 0..1, or skips, 2, an
 // upstream record) and the history one writer emits for it: down[u] is the
 // downstream offset of upstream u (-1 skipped), d the next downstream.
