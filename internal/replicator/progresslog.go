@@ -318,7 +318,7 @@ func lastStableOffsets(client sarama.Client, parts []tp) (map[tp]int64, error) {
 // that just moved).
 func listOffsets(client sarama.Client, parts []tp, at int64) (map[tp]int64, error) {
 	out := make(map[tp]int64, len(parts))
-	failed, err := listOffsetsOnce(client, parts, at, out)
+	failed, err := listOffsetsOnce(client, parts, at, sarama.ReadCommitted, out)
 	if len(failed) == 0 {
 		return out, nil
 	}
@@ -333,15 +333,18 @@ func listOffsets(client sarama.Client, parts []tp, at int64) (map[tp]int64, erro
 	if rerr := client.RefreshMetadata(topics...); rerr != nil {
 		return nil, err
 	}
-	if failed, err = listOffsetsOnce(client, failed, at, out); len(failed) > 0 {
+	if failed, err = listOffsetsOnce(client, failed, at, sarama.ReadCommitted, out); len(failed) > 0 {
 		return nil, err
 	}
 	return out, nil
 }
 
-// listOffsetsOnce asks each partition's leader once, adding what it learns
-// to out; failed are the partitions it did not learn, err why.
-func listOffsetsOnce(client sarama.Client, parts []tp, at int64, out map[tp]int64) (failed []tp, err error) {
+// listOffsetsOnce asks each partition's leader once, in one request per
+// broker, adding what it learns to out; failed are the partitions it did
+// not learn, err why. At sarama.OffsetNewest, iso says which end:
+// sarama.ReadCommitted the last stable offset, sarama.ReadUncommitted the
+// high watermark.
+func listOffsetsOnce(client sarama.Client, parts []tp, at int64, iso sarama.IsolationLevel, out map[tp]int64) (failed []tp, err error) {
 	reqs := map[*sarama.Broker]*sarama.OffsetRequest{}
 	asked := map[*sarama.Broker][]tp{}
 	var errs []error
@@ -357,7 +360,7 @@ func listOffsetsOnce(client sarama.Client, parts []tp, at int64, out map[tp]int6
 		}
 		if reqs[leader] == nil {
 			reqs[leader] = sarama.NewOffsetRequest(client.Config().Version)
-			reqs[leader].IsolationLevel = sarama.ReadCommitted
+			reqs[leader].IsolationLevel = iso
 		}
 		reqs[leader].AddBlock(p.topic, p.partition, at, 1)
 		asked[leader] = append(asked[leader], p)

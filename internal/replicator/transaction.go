@@ -52,29 +52,24 @@ type transaction struct {
 	mu sync.Mutex
 	// added are the partitions in the open transaction; openedAt is when
 	// the first was added (zero: none open).
-	added    map[topicPart]bool
+	added    map[tp]bool
 	openedAt time.Time
 	// addMu lets one AddPartitionsToTxn out at a time.
 	addMu sync.Mutex
 	// settled are the target partitions whose last transaction's marker
 	// was seen (or that hold nothing open of ours); a partition outside it
 	// is checked before it joins a transaction (settle). Guarded by addMu.
-	settled map[topicPart]bool
+	settled map[tp]bool
 
 	task, flow    string // the progress records' keys
 	progressTopic string
 	progressSeq   int32 // sequence on the progress topic's partition 0; commit's alone
 }
 
-type topicPart struct {
-	topic string
-	part  int32
-}
-
 func newTransaction(target sarama.Client, id string, f Flow) *transaction {
 	return &transaction{id: id, client: target, timeout: task.TransactionTimeout(f.TransactionInterval), task: f.Task, flow: f.Name(),
 		progressTopic: f.ProgressTopic,
-		added:         map[topicPart]bool{}, settled: map[topicPart]bool{}, pid: -1, epoch: -1}
+		added:         map[tp]bool{}, settled: map[tp]bool{}, pid: -1, epoch: -1}
 }
 
 // txnVersion is the version sarama's transaction manager uses for
@@ -172,8 +167,8 @@ func (t *transaction) init(ctx context.Context) error {
 // transaction timeout ends it (seen: 415 records copied again after a
 // kill -9 at a commit). Bounded by the transaction timeout.
 func (t *transaction) progressSettled(ctx context.Context) error {
-	tp := topicPart{t.progressTopic, 0}
-	lso, end, err := openRange(t.client, tp)
+	part := tp{t.progressTopic, 0}
+	lso, end, err := openRange(t.client, part)
 	if err != nil || lso >= end {
 		return nil // nothing open, or not there yet (checked before its first write)
 	}
@@ -187,7 +182,7 @@ func (t *transaction) progressSettled(ctx context.Context) error {
 			return ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-		if lso, err = lastStableOffset(t.client, tp.topic, tp.part); err != nil {
+		if lso, err = lastStableOffset(t.client, part.topic, part.partition); err != nil {
 			return fmt.Errorf("last stable offset of %s: %w", t.progressTopic, err)
 		}
 	}
@@ -197,10 +192,10 @@ func (t *transaction) progressSettled(ctx context.Context) error {
 // endOver runs an empty transaction over tps and ends it (commit or
 // abort): its markers close what the producer id left open there (see
 // worker.closeLeftovers). Partitions that do not exist are left out.
-func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool) error {
+func (t *transaction) endOver(ctx context.Context, tps []tp, commit bool) error {
 	pending := map[string][]int32{}
-	for _, tp := range tps {
-		pending[tp.topic] = append(pending[tp.topic], tp.part)
+	for _, part := range tps {
+		pending[part.topic] = append(pending[part.topic], part.partition)
 	}
 	for len(pending) > 0 {
 		unknown, err := t.addPartitions(ctx, pending)
@@ -210,10 +205,10 @@ func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool)
 		if len(unknown) == 0 {
 			break
 		}
-		for _, tp := range unknown { // asked again without them
-			pending[tp.topic] = slices.DeleteFunc(pending[tp.topic], func(p int32) bool { return p == tp.part })
-			if len(pending[tp.topic]) == 0 {
-				delete(pending, tp.topic)
+		for _, part := range unknown { // asked again without them
+			pending[part.topic] = slices.DeleteFunc(pending[part.topic], func(p int32) bool { return p == part.partition })
+			if len(pending[part.topic]) == 0 {
+				delete(pending, part.topic)
 			}
 		}
 	}
@@ -227,8 +222,8 @@ func (t *transaction) endOver(ctx context.Context, tps []topicPart, commit bool)
 // (AddPartitionsToTxn), asking again while the coordinator is busy. It
 // returns those the target does not have (the others were not added then:
 // Kafka adds all or none); any other refusal is the error.
-func (t *transaction) addPartitions(ctx context.Context, pending map[string][]int32) ([]topicPart, error) {
-	var unknown []topicPart
+func (t *transaction) addPartitions(ctx context.Context, pending map[string][]int32) ([]tp, error) {
+	var unknown []tp
 	pid, epoch := t.pid, t.epoch
 	err := t.coordinatorCall(ctx, 20*time.Millisecond, stopAnswerWait, func(coord *sarama.Broker) error {
 		unknown = unknown[:0]
@@ -243,7 +238,7 @@ func (t *transaction) addPartitions(ctx context.Context, pending map[string][]in
 				switch {
 				case errors.Is(pe.Err, sarama.ErrNoError), errors.Is(pe.Err, sarama.ErrOperationNotAttempted):
 				case errors.Is(pe.Err, sarama.ErrUnknownTopicOrPartition):
-					unknown = append(unknown, topicPart{topic, pe.Partition})
+					unknown = append(unknown, tp{topic, pe.Partition})
 				case failed == nil:
 					failed = pe.Err
 				}
@@ -266,7 +261,7 @@ func (t *transaction) join(ctx context.Context, topic string, part int32) error 
 		t.gate.RUnlock()
 		return fmt.Errorf("transaction not committed: %w", *why)
 	}
-	if err := t.add(ctx, topicPart{topic, part}); err != nil {
+	if err := t.add(ctx, tp{topic, part}); err != nil {
 		t.gate.RUnlock()
 		return err
 	}
@@ -276,11 +271,11 @@ func (t *transaction) join(ctx context.Context, topic string, part int32) error 
 // leave lets a commit go ahead of the partition's next batch.
 func (t *transaction) leave() { t.gate.RUnlock() }
 
-// add puts tp in the open transaction unless it is in already. Adds go one
+// add puts part in the open transaction unless it is in already. Adds go one
 // at a time: they are rare (a partition's first batch in a transaction).
-func (t *transaction) add(ctx context.Context, tp topicPart) error {
+func (t *transaction) add(ctx context.Context, part tp) error {
 	t.mu.Lock()
-	in := t.added[tp]
+	in := t.added[part]
 	t.mu.Unlock()
 	if in {
 		return nil
@@ -288,29 +283,29 @@ func (t *transaction) add(ctx context.Context, tp topicPart) error {
 	t.addMu.Lock()
 	defer t.addMu.Unlock()
 	t.mu.Lock()
-	in = t.added[tp]
+	in = t.added[part]
 	t.mu.Unlock()
 	if in {
 		return nil
 	}
-	if tp.topic != t.progressTopic && !t.settled[tp] {
-		if err := t.settle(ctx, tp); err != nil {
+	if part.topic != t.progressTopic && !t.settled[part] {
+		if err := t.settle(ctx, part); err != nil {
 			return err
 		}
-		t.settled[tp] = true
+		t.settled[part] = true
 	}
-	unknown, err := t.addPartitions(ctx, map[string][]int32{tp.topic: {tp.part}})
+	unknown, err := t.addPartitions(ctx, map[string][]int32{part.topic: {part.partition}})
 	if err == nil && len(unknown) > 0 {
 		err = sarama.ErrUnknownTopicOrPartition // retried as a produce would be
 	}
 	if err != nil {
-		return t.explain(fmt.Sprintf("add %s-%d to the transaction", tp.topic, tp.part), err)
+		return t.explain(fmt.Sprintf("add %s-%d to the transaction", part.topic, part.partition), err)
 	}
 	t.mu.Lock()
 	if len(t.added) == 0 {
 		t.openedAt = time.Now()
 	}
-	t.added[tp] = true
+	t.added[part] = true
 	t.mu.Unlock()
 	return nil
 }
@@ -319,7 +314,7 @@ func (t *transaction) add(ctx context.Context, tp topicPart) error {
 // before it counts as skipped.
 const settleWait = 5 * time.Second
 
-// settle waits until nothing of ours is open on tp (its last stable offset
+// settle waits until nothing of ours is open on part (its last stable offset
 // is its end): the last transaction's marker landed. Kafka skips the marker
 // of a partition without a leader when the coordinator writes them, and
 // records written there in the next transaction would share one open range
@@ -328,15 +323,15 @@ const settleWait = 5 * time.Second
 // does not come is an error that restarts the worker, whose start closes
 // the range as the progress says (worker.closeLeftovers); a partition that
 // cannot be asked (no leader) fails as a produce would, and is retried.
-func (t *transaction) settle(ctx context.Context, tp topicPart) error {
+func (t *transaction) settle(ctx context.Context, part tp) error {
 	deadline := time.Now().Add(settleWait)
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 100*time.Millisecond) {
 		// Given up a while after a stop, as coordinatorCall's attempts
 		// are: a produce holds the gate here.
 		var lso, end int64
 		var err error
-		if !interruptible(ctx, stopAnswerWait, func() { lso, end, err = openRange(t.client, tp) }) {
-			return fmt.Errorf("target %s-%d gave no answer within %s of the stop: given up (%w)", tp.topic, tp.part, stopAnswerWait, context.Cause(ctx))
+		if !interruptible(ctx, stopAnswerWait, func() { lso, end, err = openRange(t.client, part) }) {
+			return fmt.Errorf("target %s-%d gave no answer within %s of the stop: given up (%w)", part.topic, part.partition, stopAnswerWait, context.Cause(ctx))
 		}
 		if err != nil {
 			return err
@@ -345,19 +340,19 @@ func (t *transaction) settle(ctx context.Context, tp topicPart) error {
 			return nil
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("target %s-%d holds records of this flow's last transaction still open at offsets %d-%d after %s: Kafka skipped its marker while the partition had no leader; the flow starts again to close them as its progress says", tp.topic, tp.part, lso, end-1, settleWait)
+			return fmt.Errorf("target %s-%d holds records of this flow's last transaction still open at offsets %d-%d after %s: Kafka skipped its marker while the partition had no leader; the flow starts again to close them as its progress says", part.topic, part.partition, lso, end-1, settleWait)
 		}
 		time.Sleep(pause) // the marker is written just after the commit
 	}
 }
 
-// openRange is where read_committed readers of tp stop now (its last
+// openRange is where read_committed readers of part stop now (its last
 // stable offset) and its end: below the end, a transaction is open there.
-func openRange(client sarama.Client, tp topicPart) (lso, end int64, err error) {
-	if lso, err = lastStableOffset(client, tp.topic, tp.part); err != nil {
+func openRange(client sarama.Client, part tp) (lso, end int64, err error) {
+	if lso, err = lastStableOffset(client, part.topic, part.partition); err != nil {
 		return 0, 0, err
 	}
-	end, err = client.GetOffset(tp.topic, tp.part, sarama.OffsetNewest)
+	end, err = client.GetOffset(part.topic, part.partition, sarama.OffsetNewest)
 	return lso, end, err
 }
 
@@ -484,8 +479,8 @@ func (t *transaction) commit(ctx context.Context, states []*partState) ([]commit
 	}
 	t.addMu.Lock()
 	t.mu.Lock()
-	for tp := range t.added {
-		delete(t.settled, tp) // its marker is on its way: seen before its next write
+	for part := range t.added {
+		delete(t.settled, part) // its marker is on its way: seen before its next write
 	}
 	clear(t.added)
 	t.openedAt = time.Time{}
@@ -502,7 +497,7 @@ func (t *transaction) commit(ctx context.Context, states []*partState) ([]commit
 
 // writeProgress produces progress records into the open transaction.
 func (t *transaction) writeProgress(ctx context.Context, recs []*sarama.Record) error {
-	if err := t.add(ctx, topicPart{t.progressTopic, 0}); err != nil {
+	if err := t.add(ctx, tp{t.progressTopic, 0}); err != nil {
 		return err
 	}
 	now := time.Now().Truncate(time.Millisecond)

@@ -206,7 +206,12 @@ func (w *worker) run(ctx context.Context) error {
 			return err
 		}
 	}
-	consumer, err := sarama.NewConsumerFromClient(src)
+	// The start round's offset lookups, learned in a few requests (see
+	// knownOffsets); the consumer asks through it too.
+	srcAt, dstAt := newKnownOffsets(src), newKnownOffsets(dst)
+	srcAt.learn(w.sourceParts(), sarama.OffsetNewest, sarama.OffsetOldest)
+	dstAt.learn(w.targetParts(), sarama.OffsetNewest)
+	consumer, err := sarama.NewConsumerFromClient(srcAt)
 	if err != nil {
 		return fmt.Errorf("consumer on source %s: %w", w.flow.Source.Alias, err)
 	}
@@ -278,10 +283,12 @@ func (w *worker) run(ctx context.Context) error {
 		slots <- struct{}{}
 		starting.Go(func() {
 			defer func() { <-slots }()
-			attempts[i].pc, attempts[i].err = w.startPartition(src, dst, consumer, p, ps, stored, &storedMu)
+			attempts[i].pc, attempts[i].err = w.startPartition(srcAt, dstAt, consumer, p, ps, stored, &storedMu)
 		})
 	}
 	starting.Wait()
+	srcAt.forget()
+	dstAt.forget()
 	var startErr error
 	for i, p := range w.asg.Partitions {
 		a := attempts[i]
@@ -401,6 +408,23 @@ loop:
 		return err
 	}
 	return nil
+}
+
+// sourceParts and targetParts are the worker's partitions on each side.
+func (w *worker) sourceParts() []tp {
+	parts := make([]tp, len(w.asg.Partitions))
+	for i, p := range w.asg.Partitions {
+		parts[i] = tp{p.Source, p.Partition}
+	}
+	return parts
+}
+
+func (w *worker) targetParts() []tp {
+	parts := make([]tp, len(w.asg.Partitions))
+	for i, p := range w.asg.Partitions {
+		parts[i] = tp{p.Target, p.Partition}
+	}
+	return parts
 }
 
 // startParallel is how many partitions of a worker start at once.
@@ -557,19 +581,27 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 // be), aborted where it is not, committed where the progress does not say
 // (a duplicate can be counted; a loss could not be undone).
 func (w *worker) closeLeftovers(ctx context.Context, dst sarama.Client, stored map[Partition]storedProgress) error {
-	var commit, abort []topicPart
+	var commit, abort []tp
+	parts := w.targetParts()
+	lsos, ends := make(map[tp]int64, len(parts)), make(map[tp]int64, len(parts))
+	// One request per broker for every partition; one not learned is not
+	// there yet, or unavailable: checked before its first write
+	// (transaction.settle).
+	_, _ = listOffsetsOnce(dst, parts, sarama.OffsetNewest, sarama.ReadCommitted, lsos)
+	_, _ = listOffsetsOnce(dst, parts, sarama.OffsetNewest, sarama.ReadUncommitted, ends)
 	for _, p := range w.asg.Partitions {
-		tp := topicPart{p.Target, p.Partition}
-		lso, end, err := openRange(dst, tp)
-		if err != nil || lso >= end {
-			continue // nothing open; or not there yet, or unavailable: checked before its first write (transaction.settle)
+		part := tp{p.Target, p.Partition}
+		lso, ok := lsos[part]
+		end, known := ends[part]
+		if !ok || !known || lso >= end {
+			continue // nothing open, or not learned
 		}
 		outcome := "committed (the flow's progress covers it)"
 		if sp := stored[p]; sp.down >= 0 && sp.down <= lso {
-			abort = append(abort, tp)
+			abort = append(abort, part)
 			outcome = "aborted (the flow's progress does not cover it)"
 		} else {
-			commit = append(commit, tp)
+			commit = append(commit, part)
 		}
 		msg := fmt.Sprintf("target %s-%d held an open transaction of this flow from an earlier run at offsets %d-%d (Kafka skipped its marker while the partition had no leader): %s",
 			p.Target, p.Partition, lso, end-1, outcome)
