@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -250,14 +251,60 @@ type newTopic struct {
 	configs    map[string]string
 }
 
-// createAll creates the target topics in one CreateTopics request (sarama's
-// admin sends one a topic) and returns each topic's error, nil when it was
-// created or exists. A topic refused (rights, a policy, a name) fails alone.
+// createAll creates the target topics in as few CreateTopics requests as
+// the target's controller takes (sarama's admin sends one a topic) and
+// returns each topic's error, nil when it was created or exists. A topic
+// refused (rights, a policy, a name) fails alone.
 func (p *planner) createAll(todo []newTopic) map[string]error {
 	errs := make(map[string]error, len(todo))
-	if len(todo) == 0 {
-		return errs
+	for _, batch := range createBatches(todo) {
+		maps.Copy(errs, p.createBatch(batch))
 	}
+	if p.applied == nil {
+		p.applied = map[string]map[string]string{}
+	}
+	for _, t := range todo {
+		if errs[t.pair.Target] == nil {
+			p.applied[t.pair.Target] = t.configs
+		}
+	}
+	return errs
+}
+
+// createRecords bounds the metadata records one CreateTopics request makes
+// the target's controller write: a KRaft controller refuses a request over
+// 10,000 as a whole ("Unable to perform excessively large batch
+// operation", POLICY_VIOLATION), so 500 topics of 20 partitions asked at
+// once were never created and their copy waited for ever. Half of it,
+// for margin.
+const createRecords = 5000
+
+// createBatches splits todo into requests of at most createRecords
+// records each (a topic's: one for the topic, one a partition, one a
+// config); a topic larger than that goes alone, as the controller's
+// answer for it alone is the one to show.
+func createBatches(todo []newTopic) [][]newTopic {
+	var batches [][]newTopic
+	var cur []newTopic
+	n := 0
+	for _, t := range todo {
+		r := 1 + int(t.partitions) + len(t.configs)
+		if len(cur) > 0 && n+r > createRecords {
+			batches = append(batches, cur)
+			cur, n = nil, 0
+		}
+		cur = append(cur, t)
+		n += r
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// createBatch creates todo's topics in one CreateTopics request.
+func (p *planner) createBatch(todo []newTopic) map[string]error {
+	errs := make(map[string]error, len(todo))
 	// A task without a replication factor leaves it to the target's
 	// default.replication.factor: -1 asks the broker to apply it.
 	rf := p.flow.ReplicationFactor
@@ -304,14 +351,6 @@ func (p *planner) createAll(todo []newTopic) map[string]error {
 		}
 		if len(details) > 0 {
 			_, _ = p.dst.RefreshController()
-		}
-	}
-	if p.applied == nil {
-		p.applied = map[string]map[string]string{}
-	}
-	for _, t := range todo {
-		if errs[t.pair.Target] == nil {
-			p.applied[t.pair.Target] = t.configs
 		}
 	}
 	return errs
