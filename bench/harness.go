@@ -142,7 +142,13 @@ func newHarness(ctx context.Context, cfg config, out io.Writer) (_ *harness, err
 	// figures mean nothing and which runs in CI beside other tests.
 	var wg sync.WaitGroup
 	var serr, derr error
-	opts := []kafkatest.Opt{kafkatest.HeapMB(1024), kafkatest.Brokers(cfg.brokers)}
+	// A deleted topic's files (and their descriptors) go a second after
+	// the delete rather than Kafka's minute: the wide scenario deletes
+	// one copier's 10,000 target partitions before the next copier makes
+	// its own, and two sets at once pass the machine's 20,000 open files
+	// (the target broker failed with "Too many open files").
+	opts := []kafkatest.Opt{kafkatest.HeapMB(1024), kafkatest.Brokers(cfg.brokers),
+		kafkatest.BrokerProps(map[string]string{"log.segment.delete.delay.ms": "1000"})}
 	if cfg.brokers >= 3 {
 		opts = append(opts, kafkatest.MinInsyncReplicas(2))
 	}
