@@ -343,8 +343,9 @@ func kmirrorChild(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	embeddedengine.LimitMemory(budget)
-	eng := embeddedengine.New(replicator.Options{Budget: replicator.NewBudget(budget)}, log)
+	b := replicator.NewBudget(budget)
+	embeddedengine.LimitMemory(b)
+	eng := embeddedengine.New(replicator.Options{Budget: b}, log)
 	if err := spec.StartAll(func(task.Task) (engine.Runner, error) { return eng, nil }); err != nil {
 		return err
 	}

@@ -28,10 +28,11 @@ func (b *bufferMemory) Set(s string) error {
 	return nil
 }
 
-// options are the replicators' options with this budget.
+// options are the replicators' options with this budget, and the
+// process's heap bounded by what it commits (embeddedengine.LimitMemory):
+// called once a process.
 func (b bufferMemory) options() replicator.Options {
-	return replicator.Options{Budget: replicator.NewBudget(int64(b))}
+	budget := replicator.NewBudget(int64(b))
+	embeddedengine.LimitMemory(budget)
+	return replicator.Options{Budget: budget}
 }
-
-// limitMemory bounds the process's heap by the budget (embeddedengine.LimitMemory).
-func (b bufferMemory) limitMemory() { embeddedengine.LimitMemory(int64(b)) }

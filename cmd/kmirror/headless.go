@@ -52,7 +52,6 @@ func headlessCommand(ctx context.Context, args []string, getenv func(string) str
 		return err
 	}
 	log := lf.logger(stderr)
-	buffer.limitMemory()
 	eng := embeddedengine.New(buffer.options(), log)
 	// Tasks on Kafka Connect are deployed there and watched from here;
 	// stopping kmirror leaves them running on Connect.

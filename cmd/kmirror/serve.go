@@ -137,7 +137,6 @@ func serve(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) error
 	}
 	// The engine runs every task of this process; closing it stops them
 	// gracefully, progress committed.
-	cfg.BufferMemory.limitMemory()
 	eng := embeddedengine.New(cfg.BufferMemory.options(), log)
 	defer eng.Close()
 	// Tasks on Kafka Connect: closing that engine only ends its polls; the

@@ -201,16 +201,18 @@ func TuneGC() {
 // clients, partition state, the console, and the collector's own slack.
 const MemoryOverhead = 224 << 20
 
-// LimitMemory sets the Go runtime's soft memory limit to the buffer budget
-// (replicator.Budget) plus MemoryOverhead, when the operator did not set
-// GOMEMLIMIT: with GCPercent the heap may grow to three times what is live
-// before a collection, and at a thousand partitions that headroom, not the
+// LimitMemory sets the Go runtime's soft memory limit to what the buffer
+// budget commits (replicator.Budget.Committed: the budget, or more when
+// its partitions' floors pass it) plus MemoryOverhead, and keeps it there
+// as partitions join and leave, when the operator did not set GOMEMLIMIT:
+// with GCPercent the heap may grow to three times what is live before a
+// collection, and at a thousand partitions that headroom, not the
 // records, made most of the peak RSS (bench/results/2026-12-02-1000-partitions.md).
 // Past the limit the collector runs more often (at most half the CPU, the
 // runtime's cap); it never refuses memory.
-func LimitMemory(bufferBytes int64) {
+func LimitMemory(b *replicator.Budget) {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(bufferBytes + MemoryOverhead)
+		b.OnCommitted(func(committed int64) { debug.SetMemoryLimit(committed + MemoryOverhead) })
 	}
 }
 

@@ -3,6 +3,7 @@ package replicator
 import (
 	"bytes"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -164,5 +165,27 @@ func TestProduceConnectionsGrowWithPartitionsUpToTheCap(t *testing.T) {
 		if got := produceConns(c.partitions); got != c.want {
 			t.Errorf("produceConns(%d) = %d, want %d", c.partitions, got, c.want)
 		}
+	}
+}
+
+// What the budget commits is its total until its partitions' floors pass
+// it, and the soft memory limit is told each change (not the same value
+// twice): left at the total, the collector ran all the time at 10,000
+// partitions.
+func TestCommittedFollowsThePartitionsFloors(t *testing.T) {
+	b := NewBudget(64 * minShare) // floors pass it beyond 64 partitions
+	var told []int64
+	b.OnCommitted(func(c int64) { told = append(told, c) })
+	leave40 := b.join(40)
+	leave100 := b.join(100)
+	if got, want := b.Committed(), int64(140*minShare); got != want {
+		t.Fatalf("140 partitions commit %d, want %d (their floors)", got, want)
+	}
+	leave100()
+	leave100() // a second leave changes nothing
+	leave40()
+	want := []int64{64 * minShare, 140 * minShare, 64 * minShare}
+	if !slices.Equal(told, want) {
+		t.Fatalf("told %v, want %v", told, want)
 	}
 }
