@@ -196,17 +196,18 @@ func fastPathTable(rs []result, scenarios []string, partitions int) (string, int
 	var b strings.Builder
 	b.WriteString("| scenario | throughput / `mm2-tuned` (>= 4) | throughput / `bare-franz` (>= 1.0) | CPU s/GB / `bare-franz` (<= 1.0) | p99 / `mm2-tuned` (<= 0.5) | peak RSS MiB (<= 256 at 6 partitions) |\n|---|--:|--:|--:|--:|--:|\n")
 	met, total := 0, 0
-	cell := func(v float64, ok bool, measured bool) string {
+	cellN := func(v float64, digits int, ok bool, measured bool) string {
 		if !measured || math.IsNaN(v) || math.IsInf(v, 0) {
 			return "—"
 		}
 		total++
 		if ok {
 			met++
-			return num(v, 2) + " met"
+			return num(v, digits) + " met"
 		}
-		return num(v, 2) + " MISS"
+		return num(v, digits) + " MISS"
 	}
+	cell := func(v float64, ok bool, measured bool) string { return cellN(v, 2, ok, measured) }
 	for _, sc := range scenarios {
 		r, ok := find(rs, sc, keyKmirrorTypical)
 		if !ok {
@@ -220,7 +221,7 @@ func fastPathTable(rs []result, scenarios []string, partitions int) (string, int
 		p99 := r.P99 / mm2.P99
 		rss := "—"
 		if partitions == 6 {
-			rss = cell(r.PeakRSSMB, r.PeakRSSMB <= 256, true)
+			rss = cellN(r.PeakRSSMB, 0, r.PeakRSSMB <= 256, true)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", sc,
 			cell(tpMM2, tpMM2 >= 4, mok), cell(tpBare, tpBare >= 1, bok), cell(cpu, cpu <= 1, bok),
