@@ -41,7 +41,10 @@
 // not translated (reported), never guessed.
 package checkpoint
 
-import "sort"
+import (
+	"slices"
+	"sort"
+)
 
 // SyncPoint is one offset sync of a partition.
 type SyncPoint struct {
@@ -104,8 +107,13 @@ func NewHistory(limit int) *History {
 	return &History{max: limit}
 }
 
-// Add records a sync.
-func (h *History) Add(p SyncPoint) {
+// Add records a sync. bounded are the oldest points it dropped to stay
+// within its limit (none until the history is full): their writer deletes
+// them from its history topic, which otherwise keeps a point a distance
+// change for its whole retention (a transactional source makes one a
+// transaction: millions a month a partition, each read at a restart). Points a rewind superseded or a reset dropped are not in
+// it: a later point may have the same key.
+func (h *History) Add(p SyncPoint) (bounded []SyncPoint) {
 	n := len(h.points)
 	if p.Prev == TargetReset || n > 0 && p.Upstream > h.points[n-1].Upstream && p.Downstream < h.points[n-1].Downstream {
 		// The target went back: what the earlier syncs map to is gone.
@@ -124,8 +132,11 @@ func (h *History) Add(p SyncPoint) {
 		// whole history on each was O(limit) per sync. append copies the
 		// kept points only when the array's end is reached, about once
 		// per limit adds.
-		h.points = h.points[len(h.points)-h.max:]
+		drop := len(h.points) - h.max
+		bounded = slices.Clone(h.points[:drop])
+		h.points = h.points[drop:]
 	}
+	return bounded
 }
 
 // PrevFor is the Prev of a new distance-change sync at upstream up by a

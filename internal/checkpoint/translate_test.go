@@ -1,6 +1,9 @@
 package checkpoint
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // history is what one writer emits: each sync linked to the one before.
 func history(points ...SyncPoint) *History {
@@ -95,17 +98,24 @@ func TestHistoryBoundOverManyAdds(t *testing.T) {
 			up -= 30 // a re-copy after a restart supersedes the last points
 		}
 		p := pt(up, up+int64(i/10))
-		h.Add(p)
+		bounded := h.Add(p)
 		n := len(model)
 		for n > 0 && model[n-1].Upstream >= p.Upstream {
 			n--
 		}
 		model = append(model[:n], p)
+		var dropped []SyncPoint
 		if len(model) > limit {
+			dropped = slices.Clone(model[:len(model)-limit])
 			model = model[len(model)-limit:]
 		}
 		if h.Len() != len(model) || h.Oldest() != model[0].Upstream {
 			t.Fatalf("add %d: len %d oldest %d, want %d and %d", i, h.Len(), h.Oldest(), len(model), model[0].Upstream)
+		}
+		// Only what the bound pushed out is returned (its writer deletes
+		// it from the history topic), never what a rewind superseded.
+		if !slices.Equal(bounded, dropped) {
+			t.Fatalf("add %d: dropped by the bound %v, want %v", i, bounded, dropped)
 		}
 	}
 	if cap(h.points) > 3*limit {

@@ -874,7 +874,7 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 			point = &p
 		}
 		ps.sync = syncState{have: true, up: up, down: down, at: now}
-		s := pendingSync{mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, point}
+		s := pendingSync{sync: mm2.OffsetSync{Topic: ps.Source, Partition: ps.Partition.Partition, UpstreamOffset: up, DownstreamOffset: down}, change: point}
 		if ps.exactlyOnce {
 			// Only committed records are synced: recorded and written
 			// when the transaction commits (partState.committed).
@@ -882,7 +882,7 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 			continue
 		}
 		if point != nil {
-			ps.hist.Add(*point)
+			s.forget = ps.hist.Add(*point)
 			ps.syncPending = append(ps.syncPending, heldSync{*point, now})
 		}
 		c.syncs = append(c.syncs, s)
@@ -895,7 +895,7 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 	// Queued outside the lock: emit may wait while the sync producer is
 	// backed up, and its acknowledgements need the lock (syncDurable).
 	for _, s := range c.syncs {
-		c.w.syncs.emit(ctx, ps, s.sync, s.change)
+		c.w.syncs.emit(ctx, ps, s)
 	}
 	var bytes int64
 	for _, n := range b.sizes[lo:hi] {
@@ -913,4 +913,7 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 type pendingSync struct {
 	sync   mm2.OffsetSync
 	change *checkpoint.SyncPoint // a distance change, for the sync history; nil for a periodic sync
+	// forget are the history's points the change pushed out of its bound
+	// (checkpoint.History.Add): deleted from the history topic.
+	forget []checkpoint.SyncPoint
 }

@@ -285,6 +285,10 @@ type Options struct {
 	// written to the flow's progress topic (every clean stop writes it
 	// too). Default 10s.
 	ProgressLogInterval time.Duration
+	// SyncHistoryLimit is how many distance-change syncs a partition's
+	// history keeps (in memory and in the flow's sync-history topic: the
+	// oldest are deleted from it). Default 100,000 (checkpoint.NewHistory).
+	SyncHistoryLimit int
 	// CheckpointInterval is how often consumer-group offsets are translated
 	// and synced when the flow syncs them. Default 60s (the original product's "once a
 	// minute").

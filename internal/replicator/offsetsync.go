@@ -11,7 +11,6 @@ import (
 
 	"github.com/kmirror/kmirror/internal/checkpoint"
 	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/mm2"
 )
 
 // syncState is the last offset sync emitted for a partition.
@@ -130,33 +129,25 @@ const syncQueueWait = time.Second
 // history record holds progress back until written, so it is waited for,
 // but at most syncQueueWait past ctx: one not queued by then stays pending,
 // and the records from it on are copied and synced again at the next start.
-func (w *syncWriter) emit(ctx context.Context, ps *partState, s mm2.OffsetSync, change *checkpoint.SyncPoint) {
-	sync := &sarama.ProducerMessage{
+func (w *syncWriter) emit(ctx context.Context, ps *partState, pending pendingSync) {
+	s, change := pending.sync, pending.change
+	w.offer(ctx, &sarama.ProducerMessage{
 		Topic: w.topic, Partition: 0,
 		Key:      sarama.ByteEncoder(s.Key()),
 		Value:    sarama.ByteEncoder(s.Value()),
 		Metadata: syncRef{},
-	}
-	// The producer's input is unbuffered: a send that does not wait at all
-	// fails whenever its dispatcher is busy for a moment. So a healthy
-	// producer is waited for up to syncQueueWait; once that ran out,
-	// records are dropped at once until one is written again.
-	if w.backedUp.Load() {
-		select {
-		case w.prod.Input() <- sync:
-		default:
-		}
-	} else {
-		t := time.NewTimer(syncQueueWait)
-		select {
-		case w.prod.Input() <- sync:
-		case <-t.C:
-			if w.backedUp.CompareAndSwap(false, true) {
-				w.log.Warn("offset syncs are backed up; MM2's records are dropped until they are written again (MM2's readers translate from older syncs meanwhile; kmirror's sync history is kept)", "topic", w.topic)
-			}
-		case <-ctx.Done():
-		}
-		t.Stop()
+	})
+	// Points the history's bound dropped are deleted from its topic
+	// (a tombstone each; compaction removes them), so the topic holds
+	// what a restart keeps, not every distance change of its 30-day
+	// retention. Best effort, as MM2's record: one not written leaves a point
+	// a restart drops again.
+	for _, p := range pending.forget {
+		w.offer(ctx, &sarama.ProducerMessage{
+			Topic: w.history, Partition: 0,
+			Key:      sarama.ByteEncoder(checkpoint.HistoryKey(s.Topic, s.Partition, p)),
+			Metadata: syncRef{},
+		})
 	}
 	if change != nil {
 		m := &sarama.ProducerMessage{
@@ -178,6 +169,31 @@ func (w *syncWriter) emit(ctx context.Context, ps *partState, s mm2.OffsetSync, 
 			}
 			t.Stop()
 		}
+	}
+}
+
+// offer queues an untracked record: MM2's sync, or a history tombstone.
+// The producer's input is unbuffered: a send that does not wait at all
+// fails whenever its dispatcher is busy for a moment. So a healthy
+// producer is waited for up to syncQueueWait; once that ran out, records
+// are dropped at once until one is written again.
+func (w *syncWriter) offer(ctx context.Context, m *sarama.ProducerMessage) {
+	if w.backedUp.Load() {
+		select {
+		case w.prod.Input() <- m:
+		default:
+		}
+		return
+	}
+	t := time.NewTimer(syncQueueWait)
+	defer t.Stop()
+	select {
+	case w.prod.Input() <- m:
+	case <-t.C:
+		if w.backedUp.CompareAndSwap(false, true) {
+			w.log.Warn("offset syncs are backed up; MM2's records are dropped until they are written again (MM2's readers translate from older syncs meanwhile; kmirror's sync history is kept)", "topic", w.topic)
+		}
+	case <-ctx.Done():
 	}
 }
 

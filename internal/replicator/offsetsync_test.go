@@ -27,7 +27,7 @@ func TestEverySyncReachesAHealthyProducer(t *testing.T) {
 	for e := range emitters {
 		wg.Go(func() {
 			for i := range each {
-				w.emit(context.Background(), nil, mm2.OffsetSync{Topic: "t", Partition: int32(e), UpstreamOffset: int64(i), DownstreamOffset: int64(i)}, nil)
+				w.emit(context.Background(), nil, pendingSync{sync: mm2.OffsetSync{Topic: "t", Partition: int32(e), UpstreamOffset: int64(i), DownstreamOffset: int64(i)}})
 			}
 		})
 	}

@@ -81,6 +81,7 @@ func New(flow Flow, opts Options, log *slog.Logger) *Replicator {
 		state: newFlowState(flow.Name()),
 	}
 	r.state.degradedAfter = r.opts.DegradedAfter
+	r.state.histLimit = r.opts.SyncHistoryLimit
 	if flow.Returns != nil {
 		r.state.returns, r.state.returnedBack = flow.Returns.Points, flow.Returns.BackHistoryTopic != ""
 	}

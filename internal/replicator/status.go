@@ -109,9 +109,9 @@ func (p *partState) committed(sp storedProgress) []pendingSync {
 	p.txnCommitted = sp
 	out := p.txnSyncs
 	p.txnSyncs = nil
-	for _, s := range out {
+	for i, s := range out {
 		if s.change != nil {
-			p.hist.Add(*s.change)
+			out[i].forget = p.hist.Add(*s.change)
 			p.syncPending = append(p.syncPending, heldSync{*s.change, now})
 		}
 	}
@@ -217,6 +217,7 @@ func (p *partState) failure() (bool, string) {
 type flowState struct {
 	name          string
 	degradedAfter time.Duration // Options.DegradedAfter
+	histLimit     int           // Options.SyncHistoryLimit: points a partition's sync history keeps
 	restarts      atomic.Int64
 
 	mu        sync.Mutex
@@ -444,7 +445,7 @@ func (s *flowState) partition(p Partition) *partState {
 		// for a key, and readers (snapshot, the copy loop) take no lock for
 		// them. What may change between planning rounds (MaxBytes, TopicID)
 		// is read from the worker's assignment, or kept under mu (topicID).
-		ps = &partState{Partition: p, hist: checkpoint.NewHistory(0), progDown: -1, returns: s.returns[key]}
+		ps = &partState{Partition: p, hist: checkpoint.NewHistory(s.histLimit), progDown: -1, returns: s.returns[key]}
 		if s.returnedBack && len(ps.returns) > 0 {
 			ps.returned = checkpoint.NewHistory(0)
 		}

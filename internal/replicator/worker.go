@@ -631,7 +631,7 @@ func (w *worker) commitTxn(ctx context.Context, states []*partState) error {
 	defer cancel()
 	for _, r := range released {
 		for _, s := range r.syncs {
-			w.syncs.emit(sctx, r.ps, s.sync, s.change)
+			w.syncs.emit(sctx, r.ps, s)
 		}
 	}
 	return nil
