@@ -169,3 +169,42 @@ func TestMM2AliasesDiffer(t *testing.T) {
 		t.Errorf("%d aliases, want 8: %v", len(seen), seen)
 	}
 }
+
+// Repeats are judged by their medians, and each ratio's spread is the
+// ratio of the rows of one repeat: three runs of kmirror against three of
+// the bare copy.
+func TestMediansAndSpreadOverRepeats(t *testing.T) {
+	sc := scenario{name: "1 KiB"}
+	row := func(copier string, rep int, rate, cpu float64) result {
+		r := newResult(sc, copier)
+		r.Repeat, r.RecPerSec, r.CPUPerGB = rep, rate, cpu
+		return r
+	}
+	failed := row(keyKmirrorTypical, 4, 1, 1)
+	failed.Err = "copier failed"
+	rs := []result{
+		row(keyKmirrorTypical, 1, 90, 2), row(keyBareFranz, 1, 100, 1),
+		row(keyKmirrorTypical, 2, 120, 3), row(keyBareFranz, 2, 100, 2),
+		row(keyKmirrorTypical, 3, 100, 1), row(keyBareFranz, 3, 80, 1),
+		failed,
+	}
+	m := medians(rs)
+	if len(m) != 2 {
+		t.Fatalf("%d median rows, want 2: %+v", len(m), m)
+	}
+	if k := m[0]; k.Copier != keyKmirrorTypical || k.RecPerSec != 100 || k.CPUPerGB != 2 || k.Note != "median of 3" {
+		t.Errorf("kmirror's median row %+v: want 100 records/s, 2 CPU s/GB, of 3 (the failed repeat left out)", k)
+	}
+	spread := spreadTable(rs, []string{sc.name}, 3)
+	for _, want := range []string{
+		"| 1 KiB | throughput / `bare-franz` | 0.90, 1.20, 1.25 | 1.20 | 0.90 - 1.25 |",
+		"| 1 KiB | CPU s/GB / `bare-franz` | 2.00, 1.50, 1.00 | 1.50 | 1.00 - 2.00 |",
+	} {
+		if !strings.Contains(spread, want) {
+			t.Errorf("spread table lacks %q:\n%s", want, spread)
+		}
+	}
+	if strings.Contains(spread, "mm2-tuned") {
+		t.Errorf("a reference not measured gets no line:\n%s", spread)
+	}
+}

@@ -64,17 +64,20 @@ func (h *harness) scenarios() []scenario {
 type result struct {
 	Scenario   string
 	Copier     string
+	Repeat     int // 1..-repeats
 	Records    int64   // records timed
 	Seconds    float64 // first to last record on the target
 	RecPerSec  float64
-	MBPerSec   float64 // value bytes, 10^6
-	CPUPerGB   float64 // CPU seconds per 10^9 value bytes
-	PeakRSSMB  float64 // VmHWM, MiB
-	P50, P99   float64 // end-to-end latency, ms
-	LatRecords int     // records the latency phase timed
-	LatMissing int     // of those, never seen on the target in time
-	StartAll   float64 // wide scenarios: kmirror start to a record on every target partition, s
-	Load       string  // load averages (1, 5, 15 min) when the copier started
+	MBPerSec   float64   // value bytes, 10^6
+	CPUPerGB   float64   // CPU seconds per 10^9 value bytes
+	PeakRSSMB  float64   // VmHWM, MiB
+	P50, P99   float64   // end-to-end latency, ms
+	P999, Max  float64   // its 99.9th percentile and its largest, ms
+	P99Series  []float64 // p99 of the records sent in each second of the timed window, ms
+	LatRecords int       // records the latency phase timed
+	LatMissing int       // of those, never seen on the target in time
+	StartAll   float64   // wide scenarios: kmirror start to a record on every target partition, s
+	Load       string    // load averages (1, 5, 15 min) when the copier started
 	Note       string
 	Err        string
 }
@@ -82,7 +85,7 @@ type result struct {
 func newResult(sc scenario, copier string) result {
 	nan := math.NaN()
 	return result{Scenario: sc.name, Copier: copier, Seconds: nan, RecPerSec: nan, MBPerSec: nan,
-		CPUPerGB: nan, PeakRSSMB: nan, P50: nan, P99: nan, StartAll: nan}
+		CPUPerGB: nan, PeakRSSMB: nan, P50: nan, P99: nan, P999: nan, Max: nan, StartAll: nan}
 }
 
 // harness owns the clusters and every child of a run.
@@ -270,6 +273,20 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 	if n, err := endOffsets(h.srcClient, sc.topic()); err != nil || n != int64(sc.records) {
 		return results, fmt.Errorf("source topic %s holds %d records after the load, want %d (%v)", sc.topic(), n, sc.records, err)
 	}
+	for rep := 1; rep <= h.cfg.repeats; rep++ {
+		rs, err := h.runCopiers(ctx, sc, rep)
+		results = append(results, rs...)
+		if err != nil {
+			return results, err
+		}
+	}
+	return results, nil
+}
+
+// runCopiers measures each copier of the run once on sc's loaded topic
+// (repeat rep of -repeats).
+func (h *harness) runCopiers(ctx context.Context, sc scenario, rep int) ([]result, error) {
+	var results []result
 	for _, c := range h.copiers() {
 		if h.cfg.only != nil && !h.cfg.only[c.key] && !strings.HasPrefix(c.key, "mm2-try-") {
 			continue
@@ -299,7 +316,7 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 		} else {
 			r = h.measure(ctx, sc, c)
 		}
-		r.Load = load
+		r.Load, r.Repeat = load, rep
 		if r.Err != "" {
 			h.failed = true
 			h.logf("  %-17s FAILED: %s", c.key, r.Err)

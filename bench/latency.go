@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -13,11 +14,12 @@ import (
 )
 
 // latency produces to srcTopic at the configured fixed rate while the
-// copier p runs, and times each record from its timestamp (set when
-// produced, millisecond precision) to its arrival on dstTopic. It first
-// waits until records arrive at all (the copier has started), then lets a
-// warm-up pass untimed; a timed record not seen within 15 s of the end
-// counts as missing.
+// copier p runs, and times each record from its send time (in its value's
+// first 8 bytes, nanoseconds; every copier copies values as they are) to
+// its arrival on dstTopic. It first waits until records arrive at all
+// (the copier has started), then lets a warm-up pass untimed (records
+// whose timestamp, set when produced, is before its end); a timed record
+// not seen within 15 s of the end counts as missing.
 func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic, dstTopic string, res *result) error {
 	cons, err := kgo.NewClient(
 		kgo.SeedBrokers(h.dstBoot),
@@ -45,11 +47,15 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 	}
 	defer prod.Close()
 
+	type arrival struct {
+		sent time.Time
+		lat  time.Duration
+	}
 	var (
 		warmEnd atomic.Int64 // ms; records stamped at or after it are timed
 		seen    atomic.Int64
 		mu      sync.Mutex
-		lats    []time.Duration
+		lats    []arrival
 	)
 	warmEnd.Store(math.MaxInt64)
 	cctx, stopConsumer := context.WithCancel(ctx)
@@ -67,7 +73,11 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 			fs.EachRecord(func(r *kgo.Record) {
 				seen.Add(1)
 				if r.Timestamp.UnixMilli() >= from {
-					lats = append(lats, now.Sub(r.Timestamp))
+					sent := r.Timestamp
+					if len(r.Value) >= 8 {
+						sent = time.Unix(0, int64(binary.BigEndian.Uint64(r.Value)))
+					}
+					lats = append(lats, arrival{sent, now.Sub(sent)})
 				}
 			})
 			mu.Unlock()
@@ -105,7 +115,12 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 				if ts.UnixMilli() >= warmEnd.Load() {
 					timed++
 				}
-				prod.Produce(ctx, &kgo.Record{Topic: srcTopic, Partition: int32(sent % h.cfg.partitions), Value: value, Timestamp: ts}, onAck)
+				v := value
+				if len(v) >= 8 {
+					v = slices.Clone(value)
+					binary.BigEndian.PutUint64(v, uint64(time.Now().UnixNano()))
+				}
+				prod.Produce(ctx, &kgo.Record{Topic: srcTopic, Partition: int32(sent % h.cfg.partitions), Value: v, Timestamp: ts}, onAck)
 			}
 			select {
 			case <-ctx.Done():
@@ -157,12 +172,28 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 		}
 	}
 	mu.Lock()
-	ds := slices.Clone(lats)
+	got := slices.Clone(lats)
 	mu.Unlock()
 	res.LatRecords = timed
-	res.LatMissing = max(0, timed-len(ds))
-	if len(ds) == 0 {
+	res.LatMissing = max(0, timed-len(got))
+	if len(got) == 0 {
 		return fmt.Errorf("no latency record of %d reached %s", timed, dstTopic)
+	}
+	// p99 of each second of the timed window, by send time: a stall shows
+	// as the seconds it lasted, which one p99 over the window hides.
+	perSec := make([][]time.Duration, int(h.cfg.latDuration/time.Second)+1)
+	ds := make([]time.Duration, 0, len(got)+res.LatMissing)
+	for _, a := range got {
+		ds = append(ds, a.lat)
+		if i := int(a.sent.Sub(warm) / time.Second); i >= 0 && i < len(perSec) {
+			perSec[i] = append(perSec[i], a.lat)
+		}
+	}
+	for _, sec := range perSec {
+		if len(sec) > 0 {
+			slices.Sort(sec)
+			res.P99Series = append(res.P99Series, ms(percentile(sec, 0.99)))
+		}
 	}
 	// Missing records count as the wait since the end, a lower bound.
 	for range res.LatMissing {
@@ -171,6 +202,8 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 	slices.Sort(ds)
 	res.P50 = ms(percentile(ds, 0.50))
 	res.P99 = ms(percentile(ds, 0.99))
+	res.P999 = ms(percentile(ds, 0.999))
+	res.Max = ms(ds[len(ds)-1])
 	if res.LatMissing > 0 {
 		res.Note = joinNote(res.Note, fmt.Sprintf("%d of %d latency records missing", res.LatMissing, timed))
 	}

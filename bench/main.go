@@ -84,6 +84,7 @@ type config struct {
 	latRate        int
 	latDuration    time.Duration
 	latWarmup      time.Duration
+	repeats        int // each scenario's copiers measured this many times, interleaved
 	copyTimeout    time.Duration
 	window         time.Duration
 	timeout        time.Duration
@@ -111,6 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.widePartitions, "wide-partitions", 20, "partitions of each topic of the 1000p scenario")
 	fs.IntVar(&c.latRate, "lat-rate", 5000, "records/s produced during a latency phase")
 	fs.DurationVar(&c.latDuration, "lat-duration", 12*time.Second, "timed length of a latency phase (after the copier is live and a warm-up)")
+	fs.IntVar(&c.repeats, "repeats", 1, "measure each scenario's copiers this many times, interleaved (kmirror, MM2, bare, kmirror, ...): the tables use each row's median and a table gives each ratio's spread over the repeats")
 	fs.DurationVar(&c.window, "window", 40*time.Second, "time a slow copier over at most this long from its first record (rate over a partial copy)")
 	fs.DurationVar(&c.copyTimeout, "copy-timeout", 2*time.Minute, "give up a copier that shows no record on the target after this long")
 	fs.DurationVar(&c.timeout, "timeout", 25*time.Minute, "give up the whole run after this long")
@@ -172,6 +174,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		default:
 			errs = append(errs, fmt.Errorf("-scenarios: unknown scenario %q: use 1k, 100b, 1000p", k))
 		}
+	}
+	if c.repeats < 1 || c.repeats > 9 {
+		errs = append(errs, errors.New("-repeats must be 1 to 9"))
 	}
 	if c.records1K < 1 || c.records100 < 1 {
 		errs = append(errs, errors.New("-records-1k and -records-100 must be at least 1"))

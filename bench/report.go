@@ -71,16 +71,21 @@ func num(v float64, prec int) string {
 // resultsTable is the main table in Markdown (also printed).
 func resultsTable(rs []result) string {
 	var b strings.Builder
-	b.WriteString("| scenario | copier | records timed | seconds | records/s | MB/s | CPU s/GB | peak RSS MiB | p50 ms | p99 ms | load at start | notes |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
+	b.WriteString("| scenario | copier | records timed | seconds | records/s | MB/s | CPU s/GB | peak RSS MiB | p50 ms | p99 ms | p99.9 ms | max ms | load at start | notes |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|\n")
+	repeated := slices.ContainsFunc(rs, func(r result) bool { return r.Repeat > 1 })
 	for _, r := range rs {
 		note := r.Note
 		if r.Err != "" {
 			note = "FAILED: " + strings.ReplaceAll(firstLine(r.Err), "|", "/")
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-			r.Scenario, r.Copier, r.Records, num(r.Seconds, 1), num(r.RecPerSec, 0), num(r.MBPerSec, 1),
-			num(r.CPUPerGB, 1), num(r.PeakRSSMB, 0), num(r.P50, 1), num(r.P99, 1), r.Load, note)
+		copier := r.Copier
+		if repeated && r.Repeat > 0 {
+			copier = fmt.Sprintf("%s #%d", r.Copier, r.Repeat)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, copier, r.Records, num(r.Seconds, 1), num(r.RecPerSec, 0), num(r.MBPerSec, 1),
+			num(r.CPUPerGB, 1), num(r.PeakRSSMB, 0), num(r.P50, 1), num(r.P99, 1), num(r.P999, 1), num(r.Max, 1), r.Load, note)
 	}
 	return b.String()
 }
@@ -187,6 +192,141 @@ func eosTable(rs []result, scenarios []string) (string, int, int) {
 	return b.String(), met, total
 }
 
+// medians collapses the repeats of each scenario's copier into one row of
+// medians (the tables judge those); a row that failed in any repeat is
+// left out of its median.
+func medians(rs []result) []result {
+	type key struct{ sc, copier string }
+	var order []key
+	groups := map[key][]result{}
+	for _, r := range rs {
+		k := key{r.Scenario, r.Copier}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		if r.Err == "" {
+			groups[k] = append(groups[k], r)
+		} else if len(groups[k]) == 0 {
+			groups[k] = nil
+		}
+	}
+	med := func(g []result, f func(result) float64) float64 {
+		vs := make([]float64, 0, len(g))
+		for _, r := range g {
+			if v := f(r); !math.IsNaN(v) {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) == 0 {
+			return math.NaN()
+		}
+		slices.Sort(vs)
+		if len(vs)%2 == 1 {
+			return vs[len(vs)/2]
+		}
+		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	var out []result
+	for _, k := range order {
+		g := groups[k]
+		if len(g) == 0 {
+			continue
+		}
+		m := g[0]
+		m.Repeat = 0
+		m.Records = int64(med(g, func(r result) float64 { return float64(r.Records) }))
+		m.Seconds = med(g, func(r result) float64 { return r.Seconds })
+		m.RecPerSec = med(g, func(r result) float64 { return r.RecPerSec })
+		m.MBPerSec = med(g, func(r result) float64 { return r.MBPerSec })
+		m.CPUPerGB = med(g, func(r result) float64 { return r.CPUPerGB })
+		m.PeakRSSMB = med(g, func(r result) float64 { return r.PeakRSSMB })
+		m.P50 = med(g, func(r result) float64 { return r.P50 })
+		m.P99 = med(g, func(r result) float64 { return r.P99 })
+		m.P999 = med(g, func(r result) float64 { return r.P999 })
+		m.Max = med(g, func(r result) float64 { return r.Max })
+		m.StartAll = med(g, func(r result) float64 { return r.StartAll })
+		m.P99Series = nil
+		m.Note = fmt.Sprintf("median of %d", len(g))
+		out = append(out, m)
+	}
+	return out
+}
+
+// spreadTable gives, for the typical task, each fast-path ratio per
+// repeat (kmirror's row of repeat i against the reference's of repeat i,
+// measured minutes apart) with its median and range: how far one run's
+// ratio can be trusted.
+func spreadTable(all []result, scenarios []string, repeats int) string {
+	var b strings.Builder
+	b.WriteString("| scenario | ratio | per repeat | median | min - max |\n|---|---|---|--:|---|\n")
+	for _, sc := range scenarios {
+		for _, q := range []struct {
+			name, ref string
+			value     func(result) float64
+		}{
+			{"throughput / `bare-franz`", keyBareFranz, func(r result) float64 { return r.RecPerSec }},
+			{"CPU s/GB / `bare-franz`", keyBareFranz, func(r result) float64 { return r.CPUPerGB }},
+			{"throughput / `mm2-tuned`", keyMM2Tuned, func(r result) float64 { return r.RecPerSec }},
+			{"p99 / `mm2-tuned`", keyMM2Tuned, func(r result) float64 { return r.P99 }},
+		} {
+			var ratios []float64
+			var cells []string
+			for rep := 1; rep <= repeats; rep++ {
+				k, kok := findRepeat(all, sc, keyKmirrorTypical, rep)
+				ref, rok := findRepeat(all, sc, q.ref, rep)
+				v := q.value(k) / q.value(ref)
+				if !kok || !rok || math.IsNaN(v) || math.IsInf(v, 0) {
+					cells = append(cells, "—")
+					continue
+				}
+				ratios = append(ratios, v)
+				cells = append(cells, num(v, 2))
+			}
+			if len(ratios) == 0 {
+				continue
+			}
+			sorted := slices.Sorted(slices.Values(ratios))
+			median := sorted[len(sorted)/2]
+			if len(sorted)%2 == 0 {
+				median = (sorted[len(sorted)/2-1] + median) / 2
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s - %s |\n", sc, q.name, strings.Join(cells, ", "),
+				num(median, 2), num(sorted[0], 2), num(sorted[len(sorted)-1], 2))
+		}
+	}
+	return b.String()
+}
+
+// findRepeat is a scenario's row of a copier in repeat rep.
+func findRepeat(rs []result, scenario, copier string, rep int) (result, bool) {
+	for _, r := range rs {
+		if r.Scenario == scenario && r.Copier == copier && r.Repeat == rep && r.Err == "" {
+			return r, true
+		}
+	}
+	return result{}, false
+}
+
+// p99Series lists each row's per-second p99 latencies.
+func p99Series(rs []result) string {
+	var b strings.Builder
+	for _, r := range rs {
+		if len(r.P99Series) == 0 || r.Err != "" {
+			continue
+		}
+		cells := make([]string, len(r.P99Series))
+		for i, v := range r.P99Series {
+			cells[i] = num(v, 1)
+		}
+		name := r.Copier
+		if r.Repeat > 1 || slices.ContainsFunc(rs, func(o result) bool { return o.Repeat > 1 }) {
+			name = fmt.Sprintf("%s #%d", r.Copier, r.Repeat)
+		}
+		fmt.Fprintf(&b, "- %s, `%s`: %s\n", r.Scenario, name, strings.Join(cells, " "))
+	}
+	return b.String()
+}
+
 // fastPathTable judges the typical task's row against the fast path's
 // targets: at least 4x tuned MM2's throughput and the bare franz-go
 // copy's, at most its CPU per GB, at most half tuned MM2's p99 latency,
@@ -264,6 +404,13 @@ func (h *harness) report(rs []result) error {
 		return cmp.Compare(order[a.Copier], order[b.Copier])
 	})
 	table := resultsTable(rs)
+	all := rs
+	var spread string
+	if h.cfg.repeats > 1 {
+		spread = spreadTable(all, scenarios, h.cfg.repeats)
+		rs = medians(rs)
+		table += "\n" + resultsTable(rs)
+	}
 	ratios, met, total := ratiosTable(rs, scenarios, keyMM2)
 	// The same targets against MM2 tuned and MM2 on Connect, where measured:
 	// kmirror against MM2 at its best, not only at its defaults.
@@ -278,6 +425,9 @@ func (h *harness) report(rs []result) error {
 	if t, m, n := fastPathTable(rs, scenarios, h.cfg.partitions); n > 0 {
 		fmt.Fprintf(&also, "## The fast path's targets, typical task (%d of %d met)\n\n%s\n", m, n, t)
 		met, total = met+m, total+n
+	}
+	if spread != "" {
+		fmt.Fprintf(&also, "## Spread over the %d repeats (typical task; the tables above judge the medians)\n\n%s\n", h.cfg.repeats, spread)
 	}
 	if t, m, n := eosTable(rs, scenarios); n > 0 {
 		fmt.Fprintf(&also, "## exactly once against at least once (%d of %d met)\n\n%s\n", m, n, t)
@@ -306,8 +456,8 @@ func (h *harness) report(rs []result) error {
 	fmt.Fprintf(&b, "Command: `%s`. Machine: %d CPUs (%s/%s), Go %s, Apache Kafka %s (two %s KRaft clusters, 1 GiB heaps, 127.0.0.1, broker files under %s).\n",
 		h.commandLine(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), h.jars.Version, h.shape(), filepath.Dir(h.dst.Dir()))
 	fmt.Fprintf(&b, "kmirror source: %s. Load averages (1, 5, 15 min) at the start: %s, at the end: %s.\n", h.revision, h.loadStart, loadAvg())
-	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed). Run took %s.\n\n",
-		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, time.Since(h.began).Round(time.Second))
+	fmt.Fprintf(&b, "Source topics: %d partitions, no compression anywhere. Latency phases: %d records/s for %s (first %s not timed; send time in each value, nanoseconds). Copiers measured %d time(s) each, interleaved. Run took %s.\n\n",
+		h.cfg.partitions, h.cfg.latRate, h.cfg.latDuration, h.cfg.latWarmup, h.cfg.repeats, time.Since(h.began).Round(time.Second))
 	fmt.Fprintf(&b, "Throughput is timed from the first to the last record on the target (end offsets polled every 100 ms), "+
 		"or over the first %s of a slower copy; MB are value bytes (10^6). CPU s/GB and peak RSS (VmHWM) are the copier "+
 		"process's own over that interval; for the perf tools they cover the whole JVM run. Latency is record timestamp "+
@@ -315,6 +465,9 @@ func (h *harness) report(rs []result) error {
 		"(a copier timed over a partial copy is restarted on the empty latency topic instead), after a warm-up. "+
 		"The machine is shared with other test suites: compare ratios from one run, not absolute numbers across runs.\n\n", h.cfg.window)
 	b.WriteString("## Results\n\n" + table + "\n")
+	if series := p99Series(all); series != "" {
+		b.WriteString("## p99 latency, second by second (ms, by send time over the timed window)\n\n" + series + "\n")
+	}
 	fmt.Fprintf(&b, "## kmirror against the targets (%d of %d met)\n\n%s\n", met, total, ratios)
 	b.WriteString(also.String())
 	if len(wides) > 0 {
