@@ -64,7 +64,7 @@ func (h *harness) scenarios() []scenario {
 type result struct {
 	Scenario   string
 	Copier     string
-	Repeat     int // 1..-repeats
+	Repeat     int     // 1..-repeats
 	Records    int64   // records timed
 	Seconds    float64 // first to last record on the target
 	RecPerSec  float64
