@@ -112,7 +112,10 @@ func TestAcknowledgeSyncsEveryDistanceChangeInsideABatch(t *testing.T) {
 	cfg.Producer.Return.Successes = true
 	prod := mocks.NewAsyncProducer(t, cfg)
 	ps := &partState{Partition: Partition{Source: "orders", Target: "A.orders", Partition: 3}, hist: checkpoint.NewHistory(0), progDown: -1}
-	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: &syncWriter{topic: "syncs", history: "history", prod: prod, log: slog.Default()}, log: slog.Default()}
+	sw := &syncWriter{topic: "syncs", history: "history", prod: prod, log: slog.Default()}
+	sw.startFeed()
+	t.Cleanup(func() { close(sw.stop); sw.stopFeed(); <-sw.fed })
+	w := &worker{opts: Options{SyncInterval: time.Hour}, syncs: sw, log: slog.Default()}
 	c := &partitionCopy{w: w, ps: ps}
 
 	var b batch

@@ -48,16 +48,39 @@ func shouldSync(s syncState, up, down int64, now time.Time, maxAge time.Duration
 // (progress.commit): if it is lost, the records from it on are copied again
 // and synced again. MM2's record of it is for MM2's readers and not waited
 // for.
+//
+// The copy hands its syncs over (emit) and goes on: feed writes them, in
+// order, off the copy path, so a slow or leaderless sync partition holds
+// back progress (as it must) but never the copy's fetching and sending.
+// Only a queue of maxQueuedSyncs makes emit wait.
 type syncWriter struct {
 	topic, history string
 	prod           sarama.AsyncProducer
 	onErr          func(error)
 	log            *slog.Logger
 	done           chan struct{}
-	// backedUp is set while MM2 records are dropped (emit), so that is
+	// backedUp is set while MM2 records are dropped (offer), so that is
 	// logged once per backlog.
 	backedUp atomic.Bool
+
+	qmu   sync.Mutex
+	queue []queuedSync
+	wake  chan struct{} // cap 1: the queue has syncs for feed
+	room  chan struct{} // cap 1: feed took the queue
+	stop  chan struct{} // closed by close: feed writes what is queued, then ends
+	fed   chan struct{} // closed when feed ended
+	// stopFeed ends feed's waits syncCloseWait after close.
+	stopFeed context.CancelFunc
 }
+
+type queuedSync struct {
+	ps *partState
+	s  pendingSync
+}
+
+// maxQueuedSyncs bounds the syncs waiting for feed (about 100 bytes each):
+// past it, emit waits for room, as a producer's full buffer would make it.
+const maxQueuedSyncs = 100_000
 
 // syncRef is what a sync's acknowledgement needs.
 type syncRef struct {
@@ -90,6 +113,7 @@ func newSyncWriter(s cluster.Settings, clientID, topic, history string, log *slo
 		return nil, err
 	}
 	w := &syncWriter{topic: topic, history: history, prod: prod, onErr: onErr, log: log, done: make(chan struct{})}
+	w.startFeed()
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() {
@@ -115,21 +139,86 @@ func newSyncWriter(s cluster.Settings, clientID, topic, history string, log *slo
 	return w, nil
 }
 
-// syncQueueWait is how long emit waits to queue MM2's record before it
+// syncQueueWait is how long offer waits to queue MM2's record before it
 // counts the sync producer as backed up.
 const syncQueueWait = time.Second
 
-// emit queues a sync; change is set for a distance change (see syncWriter).
-//
-// The copy does not wait on MM2's record for long: once the producer was
-// backed up for syncQueueWait (a sync partition without a leader holds its
-// retries for minutes, and its queue fills in seconds) the records are
-// dropped until one is written again. MM2's readers then translate from
-// older syncs, behind and never ahead, and a later sync supersedes them. A
-// history record holds progress back until written, so it is waited for,
-// but at most syncQueueWait past ctx: one not queued by then stays pending,
-// and the records from it on are copied and synced again at the next start.
+// emit hands a sync over to feed, which writes it (see write); change is
+// set for a distance change. It waits only while maxQueuedSyncs are
+// queued, until ctx ends: a distance change not queued by then stays
+// pending, and the records from it on are copied and synced again at the
+// next start.
 func (w *syncWriter) emit(ctx context.Context, ps *partState, pending pendingSync) {
+	for {
+		w.qmu.Lock()
+		if len(w.queue) < maxQueuedSyncs {
+			w.queue = append(w.queue, queuedSync{ps, pending})
+			w.qmu.Unlock()
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+			return
+		}
+		w.qmu.Unlock()
+		select {
+		case <-w.room:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// startFeed starts feed, which writes what emit queues, until close.
+func (w *syncWriter) startFeed() {
+	w.wake, w.room = make(chan struct{}, 1), make(chan struct{}, 1)
+	w.stop, w.fed = make(chan struct{}), make(chan struct{})
+	var ctx context.Context
+	ctx, w.stopFeed = context.WithCancel(context.Background())
+	go w.feed(ctx)
+}
+
+// feed writes the queued syncs in the order they were emitted until close;
+// then what is still queued, until ctx ends (syncCloseWait after close).
+func (w *syncWriter) feed(ctx context.Context) {
+	defer close(w.fed)
+	stopping := false
+	for {
+		w.qmu.Lock()
+		batch := w.queue
+		w.queue = nil
+		w.qmu.Unlock()
+		if len(batch) == 0 {
+			if stopping {
+				return
+			}
+			select {
+			case <-w.wake:
+			case <-w.stop:
+				stopping = true
+			}
+			continue
+		}
+		select {
+		case w.room <- struct{}{}:
+		default:
+		}
+		for _, q := range batch {
+			w.write(ctx, q.ps, q.s)
+		}
+	}
+}
+
+// write queues one sync's records on the producer.
+//
+// MM2's record is not waited for long: once the producer was backed up
+// for syncQueueWait (a sync partition without a leader holds its retries
+// for minutes, and its queue fills in seconds) the records are dropped
+// until one is written again. MM2's readers then translate from older
+// syncs, behind and never ahead, and a later sync supersedes them. A
+// history record holds progress back until written, so it is waited for,
+// until ctx ends.
+func (w *syncWriter) write(ctx context.Context, ps *partState, pending pendingSync) {
 	s, change := pending.sync, pending.change
 	w.offer(ctx, &sarama.ProducerMessage{
 		Topic: w.topic, Partition: 0,
@@ -156,18 +245,9 @@ func (w *syncWriter) emit(ctx context.Context, ps *partState, pending pendingSyn
 			Value:    sarama.ByteEncoder(checkpoint.HistoryValue(*change)),
 			Metadata: syncRef{ps: ps, upstream: change.Upstream, tracked: true},
 		}
-		// Waited for; after a stop, up to syncQueueWait more, so a batch
-		// acknowledged as the flow stops still gets its sync written and
-		// its progress committed.
 		select {
 		case w.prod.Input() <- m:
 		case <-ctx.Done():
-			t := time.NewTimer(syncQueueWait)
-			select {
-			case w.prod.Input() <- m:
-			case <-t.C:
-			}
-			t.Stop()
 		}
 	}
 }
@@ -202,16 +282,23 @@ func (w *syncWriter) offer(ctx context.Context, m *sarama.ProducerMessage) {
 // offset-syncs cluster is away.
 const syncCloseWait = 10 * time.Second
 
-// close flushes pending syncs, waiting at most syncCloseWait. Syncs not
-// written by then held progress back (it was committed before them), so
-// their records are copied and synced again at the next start; the
-// producer finishes or gives up in the background.
+// close writes what is queued and flushes the producer, waiting at most
+// syncCloseWait in all. Syncs not written by then held progress back (it
+// was committed before them), so their records are copied and synced
+// again at the next start; the producer finishes or gives up in the
+// background.
 func (w *syncWriter) close() (flushed bool) {
+	deadline := time.Now().Add(syncCloseWait)
+	close(w.stop)
+	t := time.AfterFunc(syncCloseWait, w.stopFeed)
+	defer t.Stop()
+	<-w.fed // its waits end with stopFeed at the latest: nothing is sent after AsyncClose
+	w.stopFeed()
 	w.prod.AsyncClose()
 	select {
 	case <-w.done:
 		return true
-	case <-time.After(syncCloseWait):
+	case <-time.After(time.Until(deadline)):
 		return false
 	}
 }

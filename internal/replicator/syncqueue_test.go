@@ -1,0 +1,110 @@
+package replicator
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmirror/kmirror/internal/cluster"
+	"github.com/kmirror/kmirror/internal/embedded"
+	"github.com/kmirror/kmirror/internal/task"
+)
+
+// A slow sync topic holds progress back, never the copy: every record of a
+// transactional source is a distance change (its commit marker takes an
+// offset), so each is a sync the history waits for. With the sync topics'
+// writes held by their broker, the code before handed each sync to the
+// sync producer on the copy path and the copy stood still once the
+// producer's buffers were full; the copy now goes on, and once the writes
+// are let go the syncs are written and progress catches up.
+func TestSlowSyncTopicDoesNotHoldTheCopy(t *testing.T) {
+	const txns = 25000
+	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	dst, err := embedded.Start("B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dst.Close)
+	produceOneRecordTransactions(t, src.ListenAddrs(), "orders", txns)
+
+	a := cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+	f := pushFlow(t, a, dst.Settings(), task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
+	var armed, held atomic.Bool
+	armed.Store(true)
+	release := make(chan struct{})
+	src.ControlKey(kmsg.Produce.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		src.KeepControl()
+		if !armed.Load() {
+			return nil, nil, false
+		}
+		for _, tp := range r.(*kmsg.ProduceRequest).Topics {
+			if tp.Topic == f.OffsetSyncsTopic || tp.Topic == f.SyncHistoryTopic {
+				held.Store(true)
+				src.SleepControl(func() { <-release })
+				break
+			}
+		}
+		return nil, nil, false
+	})
+	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond})
+	letGo := func() {
+		if armed.CompareAndSwap(true, false) {
+			close(release)
+		}
+	}
+	t.Cleanup(letGo) // before the flow's stop
+	waitFor(t, func() error {
+		if got := r.Status().Records; got < txns {
+			return fmt.Errorf("%d of %d records copied while the sync topics' writes are held (held: %v)", got, txns, held.Load())
+		}
+		return nil
+	})
+	if !held.Load() {
+		t.Fatal("no sync write was held: the test proves nothing")
+	}
+	letGo()
+	// Once written, the syncs let progress pass them: the flow's stored
+	// position reaches the source's end (two offsets a transaction).
+	waitFor(t, func() error {
+		st := r.Status()
+		if len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 2*txns {
+			return fmt.Errorf("progress %+v, want next offset %d", st.Partitions, 2*txns)
+		}
+		return nil
+	})
+}
+
+// produceOneRecordTransactions commits n transactions of one record each
+// to partition 0 of topic.
+func produceOneRecordTransactions(t *testing.T, addrs []string, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.TransactionalID("one-"+topic), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i := range n {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
