@@ -599,8 +599,18 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 		var base int64
 		var err error
 		if c.w.txn != nil && !c.holding {
+			// Shown (DEGRADED after DegradedAfter) if it lasts: a target
+			// coordinator that does not answer holds the join, or the
+			// commit it waits behind, for its client's retries, minutes
+			// with no error to report while the flow looked RUNNING.
+			if since.IsZero() {
+				ps.stall(fmt.Sprintf("produce to %s-%d waits for the target's transaction coordinator (joining the open transaction, or behind its commit)", topic, part), time.Now())
+			}
 			if err = c.w.txn.join(ctx, topic, part); err == nil {
 				c.holding = true
+				if since.IsZero() {
+					ps.unstall()
+				}
 			}
 		}
 		if err == nil {
