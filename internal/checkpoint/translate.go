@@ -41,10 +41,7 @@
 // not translated (reported), never guessed.
 package checkpoint
 
-import (
-	"slices"
-	"sort"
-)
+import "sort"
 
 // SyncPoint is one offset sync of a partition.
 type SyncPoint struct {
@@ -111,8 +108,10 @@ func NewHistory(limit int) *History {
 // within its limit (none until the history is full): their writer deletes
 // them from its history topic, which otherwise keeps a point a distance
 // change for its whole retention (a transactional source makes one a
-// transaction: millions a month a partition, each read at a restart). Points a rewind superseded or a reset dropped are not in
-// it: a later point may have the same key.
+// transaction: millions a month a partition, each read at a restart).
+// Points a rewind superseded or a reset dropped are not in it (a later
+// point may have the same key), nor the first point after a reset or
+// after the target went back (see the loop).
 func (h *History) Add(p SyncPoint) (bounded []SyncPoint) {
 	n := len(h.points)
 	if p.Prev == TargetReset || n > 0 && p.Upstream > h.points[n-1].Upstream && p.Downstream < h.points[n-1].Downstream {
@@ -133,7 +132,14 @@ func (h *History) Add(p SyncPoint) (bounded []SyncPoint) {
 		// kept points only when the array's end is reached, about once
 		// per limit adds.
 		drop := len(h.points) - h.max
-		bounded = slices.Clone(h.points[:drop])
+		for _, d := range h.points[:drop] {
+			// The first point after the target went back stays in the
+			// topic: the points before it were never deleted there, and a
+			// restart replaying the topic needs it to drop them again.
+			if d.Prev != TargetReset && !(h.hasFloor && d == h.floor) {
+				bounded = append(bounded, d)
+			}
+		}
 		h.points = h.points[drop:]
 	}
 	return bounded

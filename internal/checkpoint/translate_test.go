@@ -497,3 +497,30 @@ func TestInflationFromStart(t *testing.T) {
 		t.Fatalf("empty history: %d", got)
 	}
 }
+
+// The first point after the target went back is never returned for
+// deletion: the topic still holds the points before it (never deleted
+// there), and a restart replaying the topic needs it to drop them again.
+func TestBoundKeepsTheFloorInTheTopic(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		floor SyncPoint
+	}{
+		{"target created again", SyncPoint{Upstream: 20, Downstream: 0, Prev: TargetReset}},
+		{"target went back", pt(20, 5)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := NewHistory(2)
+			h.Add(pt(0, 0))
+			h.Add(pt(10, 10))
+			h.Add(tc.floor)
+			h.Add(pt(30, 15))
+			if got := h.Add(pt(40, 25)); len(got) != 0 {
+				t.Fatalf("the bound pushed out the floor and returned %v for deletion, want none", got)
+			}
+			if got := h.Add(pt(50, 35)); !slices.Equal(got, []SyncPoint{pt(30, 15)}) {
+				t.Fatalf("returned %v, want the point after the floor", got)
+			}
+		})
+	}
+}

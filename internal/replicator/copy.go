@@ -1,6 +1,7 @@
 package replicator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -594,7 +595,7 @@ const produceRetryFor = 2 * time.Minute
 func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest, rb *sarama.RecordBatch) (int64, error) {
 	ps, dst := c.ps, c.dst
 	topic, part := ps.Target, ps.Partition.Partition
-	var since time.Time
+	var since, joinFrom time.Time // joinFrom: the join this produce waits in, shown as its stall
 	for attempt := 0; ; attempt++ {
 		var base int64
 		var err error
@@ -603,14 +604,20 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 			// coordinator that does not answer holds the join, or the
 			// commit it waits behind, for its client's retries, minutes
 			// with no error to report while the flow looked RUNNING.
+			waiting := fmt.Sprintf("produce to %s-%d waits for the target's transaction coordinator (joining the open transaction, or behind its commit)", topic, part)
+			shown := false
 			if since.IsZero() {
-				ps.stall(fmt.Sprintf("produce to %s-%d waits for the target's transaction coordinator (joining the open transaction, or behind its commit)", topic, part), time.Now())
+				now := time.Now()
+				if shown = ps.stallUnlessStalled(waiting, now); shown && joinFrom.IsZero() {
+					joinFrom = now
+				}
 			}
 			if err = c.w.txn.join(ctx, topic, part); err == nil {
 				c.holding = true
-				if since.IsZero() {
-					ps.unstall()
+				if shown {
+					ps.unstallIf(waiting)
 				}
+				joinFrom = time.Time{}
 			}
 		}
 		if err == nil {
@@ -670,7 +677,9 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 			return -1, err
 		}
 		if since.IsZero() {
-			since = time.Now()
+			// A join waited on already counts: DEGRADED does not start
+			// over at its error.
+			since = cmp.Or(joinFrom, time.Now())
 			msg := fmt.Sprintf("produce to %s-%d: %v; retrying for up to %s", topic, part, err, produceRetryFor)
 			if denied {
 				// Rights are an operator's fix: this partition waits for

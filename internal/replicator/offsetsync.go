@@ -66,7 +66,7 @@ type syncWriter struct {
 	qmu   sync.Mutex
 	queue []queuedSync
 	wake  chan struct{} // cap 1: the queue has syncs for feed
-	room  chan struct{} // cap 1: feed took the queue
+	room  chan struct{} // closed when feed takes the queue: every emit waiting for room goes on
 	stop  chan struct{} // closed by close: feed writes what is queued, then ends
 	fed   chan struct{} // closed when feed ended
 	// stopFeed ends feed's waits syncCloseWait after close.
@@ -160,9 +160,13 @@ func (w *syncWriter) emit(ctx context.Context, ps *partState, pending pendingSyn
 			}
 			return
 		}
+		if w.room == nil {
+			w.room = make(chan struct{})
+		}
+		room := w.room
 		w.qmu.Unlock()
 		select {
-		case <-w.room:
+		case <-room:
 		case <-ctx.Done():
 			return
 		}
@@ -171,7 +175,7 @@ func (w *syncWriter) emit(ctx context.Context, ps *partState, pending pendingSyn
 
 // startFeed starts feed, which writes what emit queues, until close.
 func (w *syncWriter) startFeed() {
-	w.wake, w.room = make(chan struct{}, 1), make(chan struct{}, 1)
+	w.wake = make(chan struct{}, 1)
 	w.stop, w.fed = make(chan struct{}), make(chan struct{})
 	var ctx context.Context
 	ctx, w.stopFeed = context.WithCancel(context.Background())
@@ -187,6 +191,10 @@ func (w *syncWriter) feed(ctx context.Context) {
 		w.qmu.Lock()
 		batch := w.queue
 		w.queue = nil
+		if w.room != nil {
+			close(w.room)
+			w.room = nil
+		}
 		w.qmu.Unlock()
 		if len(batch) == 0 {
 			if stopping {
@@ -198,10 +206,6 @@ func (w *syncWriter) feed(ctx context.Context) {
 				stopping = true
 			}
 			continue
-		}
-		select {
-		case w.room <- struct{}{}:
-		default:
 		}
 		for _, q := range batch {
 			w.write(ctx, q.ps, q.s)
@@ -298,7 +302,7 @@ func (w *syncWriter) close() (flushed bool) {
 	select {
 	case <-w.done:
 		return true
-	case <-time.After(time.Until(deadline)):
+	case <-time.After(max(time.Until(deadline), time.Second)):
 		return false
 	}
 }

@@ -183,6 +183,28 @@ func (p *partState) stall(reason string, since time.Time) {
 // unstall clears stall once a write went through.
 func (p *partState) unstall() { p.stall("", time.Time{}) }
 
+// stallUnlessStalled is stall when nothing else holds the partition back
+// (another reason, set by its other goroutine, stays shown); it says
+// whether it set reason.
+func (p *partState) stallUnlessStalled(reason string, since time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled != "" {
+		return false
+	}
+	p.stalled, p.stalledSince = reason, since
+	return true
+}
+
+// unstallIf clears the stall if it is still reason.
+func (p *partState) unstallIf(reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stalled == reason {
+		p.stalled, p.stalledSince = "", time.Time{}
+	}
+}
+
 // health reads, under one lock, whether the partition failed for good (and
 // why), else why it holds its flow back: its writes retried, or its
 // progress held by an unwritten offset sync (syncErr says why), for longer
