@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -21,18 +18,7 @@ import (
 // (a connection's requests are served in order), and the copy stood still
 // for as long as each commit took.
 func TestProgressCommitsDoNotHoldTheCopy(t *testing.T) {
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := embedded.Start("B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
-	a := cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
-	b := dst.Settings()
+	src, a, b := fakeSourceTo(t, 1, "orders", 1)
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
 

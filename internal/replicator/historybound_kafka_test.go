@@ -92,17 +92,7 @@ func TestSyncHistoryTopicKeepsTheHistorysBound(t *testing.T) {
 // partition 0 of topic: the record at 2i, its commit marker at 2i+1.
 func produceTransactionsOfOne(t *testing.T, s cluster.Settings, topic string, n int) {
 	t.Helper()
-	cfg, err := s.Config("kmirror-txn-one")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Producer.Idempotent, cfg.Producer.RequiredAcks, cfg.Producer.Return.Successes = true, sarama.WaitForAll, true
-	cfg.Producer.Transaction.ID, cfg.Producer.Partitioner, cfg.Net.MaxOpenRequests = "one-"+topic, sarama.NewManualPartitioner, 1
-	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := transactionalProducer(t, s, "one-"+topic)
 	for i := range n {
 		if err := p.BeginTxn(); err != nil {
 			t.Fatal(err)
@@ -114,4 +104,22 @@ func produceTransactionsOfOne(t *testing.T, s cluster.Settings, topic string, n 
 			t.Fatal(err)
 		}
 	}
+}
+
+// transactionalProducer is a sarama producer with transactional id id
+// (manual partitions), closed when t ends.
+func transactionalProducer(t *testing.T, s cluster.Settings, id string) sarama.SyncProducer {
+	t.Helper()
+	cfg, err := s.Config("kmirror-test-" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Producer.Idempotent, cfg.Producer.RequiredAcks, cfg.Producer.Return.Successes = true, sarama.WaitForAll, true
+	cfg.Producer.Transaction.ID, cfg.Producer.Partitioner, cfg.Net.MaxOpenRequests = id, sarama.NewManualPartitioner, 1
+	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }

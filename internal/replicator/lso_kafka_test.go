@@ -24,17 +24,7 @@ func TestLastStableOffsetsOfManyPartitions(t *testing.T) {
 		t.Fatal(err) // partition 0: +44 offsets, every transaction ended
 	}
 	// An open transaction on partition 1: its records are past the LSO.
-	cfg, err := s.Config("lso-test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Producer.Idempotent, cfg.Producer.RequiredAcks, cfg.Producer.Return.Successes = true, sarama.WaitForAll, true
-	cfg.Producer.Transaction.ID, cfg.Producer.Partitioner, cfg.Net.MaxOpenRequests = "lso-"+topic, sarama.NewManualPartitioner, 1
-	p, err := sarama.NewSyncProducer(s.BootstrapServers, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
+	p := transactionalProducer(t, s, "lso-"+topic)
 	if err := p.BeginTxn(); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,25 @@ import (
 // These tests run on in-process kfake clusters for speed; the same behaviour
 // is proven on real Apache Kafka in replicator_kafka_test.go.
 
+// fakeSourceTo is a kfake source ("A") of brokers seeded with topic
+// (partitions), whose requests a test can hold (ControlKey), and an
+// embedded target ("B"); both closed when t ends.
+func fakeSourceTo(t *testing.T, brokers int, topic string, partitions int32) (src *kfake.Cluster, a, b cluster.Settings) {
+	t.Helper()
+	src, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(partitions, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	dst, err := embedded.Start("B")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dst.Close)
+	a = cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+	return src, a, dst.Settings()
+}
+
 func startFakes(t *testing.T) (a, b cluster.Settings) {
 	t.Helper()
 	cs, err := embedded.StartAll([]string{"A", "B"})

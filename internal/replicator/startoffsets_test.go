@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -23,23 +20,13 @@ import (
 // again). Every record is still copied, from where each partition starts.
 func TestStartLooksOffsetsUpPerBroker(t *testing.T) {
 	const partitions = 48
-	src, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(partitions, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := embedded.Start("B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
+	src, a, b := fakeSourceTo(t, 3, "orders", partitions)
 	var lookups atomic.Int64
 	src.ControlKey(kmsg.ListOffsets.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
 		src.KeepControl()
 		lookups.Add(1)
 		return nil, nil, false
 	})
-	a := cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
 	var msgs []*sarama.ProducerMessage
 	for p := range int32(partitions) {
 		for i := range 3 {
@@ -48,7 +35,7 @@ func TestStartLooksOffsetsUpPerBroker(t *testing.T) {
 	}
 	produce(t, a, msgs...)
 	lookups.Store(0) // the test producer's own
-	f := pushFlow(t, a, dst.Settings(), task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond})
 	waitFor(t, func() error {

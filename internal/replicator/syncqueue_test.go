@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -25,20 +22,9 @@ import (
 // are let go the syncs are written and progress catches up.
 func TestSlowSyncTopicDoesNotHoldTheCopy(t *testing.T) {
 	const txns = 25000
-	src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := embedded.Start("B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
+	src, a, b := fakeSourceTo(t, 1, "orders", 1)
 	produceOneRecordTransactions(t, src.ListenAddrs(), "orders", txns)
-
-	a := cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
-	f := pushFlow(t, a, dst.Settings(), task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
+	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
 	var armed, held atomic.Bool
 	armed.Store(true)
