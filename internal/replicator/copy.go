@@ -911,8 +911,8 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 	ps.progDown = base + int64(hi-lo)
 	ps.forgetRewrittenLoss(ps.progDown)
 	ps.mu.Unlock()
-	// Queued outside the lock: emit may wait while the sync producer is
-	// backed up, and its acknowledgements need the lock (syncDurable).
+	// Queued outside the lock: emit waits while the sync queue is full,
+	// and the syncs' acknowledgements need the lock (syncDurable).
 	for _, s := range c.syncs {
 		c.w.syncs.emit(ctx, ps, s)
 	}
