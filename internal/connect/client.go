@@ -259,6 +259,11 @@ func (e *Error) hint() string {
 	case http.StatusRequestTimeout, http.StatusGatewayTimeout:
 		return "the worker did not finish in time: retry, and check the worker's log if it persists"
 	}
+	if e.Status >= 500 && strings.Contains(e.Msg, "rebalance") {
+		// Connect answers 500 for a request that reached a worker
+		// expecting a rebalance (a connector just created or deleted).
+		return "the Connect cluster is about to rebalance: retry in a few seconds"
+	}
 	if e.Status >= 500 {
 		return "the worker failed: check its log"
 	}

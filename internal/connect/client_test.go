@@ -199,6 +199,8 @@ func TestErrorsCarryConnectsAnswer(t *testing.T) {
 		{400, `{"error_code":400,"message":"Connector configuration is invalid"}`, "invalid", "ValidateConfig", false, false},
 		{401, `<html>Unauthorized</html>`, "<html>Unauthorized</html>", "username and password", false, false},
 		{500, `{"error_code":500,"message":"Request timed out"}`, "Request timed out", "check its log", false, false},
+		// Seen right after connectors were deleted (TestFailbackOnConnect, ci52).
+		{500, `{"error_code":500,"message":"Request cannot be completed because a rebalance is expected"}`, "rebalance is expected", "about to rebalance: retry", false, false},
 	}
 	for _, tt := range tests {
 		t.Run(http.StatusText(tt.status), func(t *testing.T) {
