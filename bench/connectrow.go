@@ -41,9 +41,9 @@ type connectRow struct {
 // for them. Per scenario: the row's peak RSS is the fresh workers'.
 func (h *harness) startConnect(ctx context.Context, sc scenario) (*connectRow, error) {
 	began := time.Now()
-	opts := []kafkatest.ConnectOpt{kafkatest.ConnectName(connectName + "-" + sc.key),
+	opts := []kafkatest.ConnectOpt{kafkatest.ConnectName(connectName + "-" + sc.id()),
 		kafkatest.Workers(connectWorkers), kafkatest.WorkerHeapMB(connectHeapMB),
-		kafkatest.ConnectDir(filepath.Join(h.work, "connect-"+sc.key))}
+		kafkatest.ConnectDir(filepath.Join(h.work, "connect-"+sc.id()))}
 	if !h.cfg.quick {
 		opts = append(opts, kafkatest.ConnectFullSpeed())
 	}
@@ -56,7 +56,7 @@ func (h *harness) startConnect(ctx context.Context, sc scenario) (*connectRow, e
 		_ = cc.Close()
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(h.work, "connect-engine-"+sc.key+".log"))
+	logf, err := os.Create(filepath.Join(h.work, "connect-engine-"+sc.id()+".log"))
 	if err != nil {
 		_ = cc.Close()
 		return nil, err
@@ -78,7 +78,7 @@ func startConnectTask(h *harness, sc scenario, topics []string, phase string) (c
 	if h.connect == nil {
 		return nil, errors.New("no Kafka Connect cluster for the mm2-connect row")
 	}
-	name := "bench-connect-" + sc.key + "-" + phase
+	name := "bench-connect-" + sc.id() + "-" + phase
 	t := task.Task{
 		Name: name, Type: task.TypeKafkaReplication, Engine: task.ConnectEngine(connectName),
 		Current: task.Current{Cluster: "source", Alias: aliasConnect},

@@ -148,11 +148,11 @@ const (
 func mm2Alias(key string, sc scenario) string {
 	switch key {
 	case keyMM2:
-		return "mm" + sc.key
+		return "mm" + sc.id()
 	case keyMM2Tuned:
-		return "mt" + sc.key
+		return "mt" + sc.id()
 	default:
-		return "mx" + strings.TrimPrefix(key, "mm2-try-") + "-" + sc.key
+		return "mx" + strings.TrimPrefix(key, "mm2-try-") + "-" + sc.id()
 	}
 }
 
@@ -168,7 +168,7 @@ func (h *harness) copiers() []copier {
 		return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
 			argv := []string{h.self, "-src", h.srcBoot, "-dst", h.dstBoot, "-prefix", prefix, "-topics", strings.Join(topics, ","),
 				"-partitions", strconv.Itoa(h.partitionsOf(sc)), "-workers", strconv.Itoa(workers)}
-			return h.children.start(role, filepath.Join(h.work, role+"-"+sc.key+"-"+phase+".log"), argv, []string{childEnv + "=" + role})
+			return h.children.start(role, filepath.Join(h.work, role+"-"+sc.id()+"-"+phase+".log"), argv, []string{childEnv + "=" + role})
 		}
 	}
 	list := []copier{
@@ -209,20 +209,20 @@ const (
 // engine in a child process.
 func startKmirror(row kmirrorRow) func(*harness, scenario, []string, string) (copyRun, error) {
 	return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
-		name := "bench-defaults-" + sc.key
+		name := "bench-defaults-" + sc.id()
 		alias := aliasKmirror
 		rules := task.Rules{Direction: task.DirectionPush, Topics: topics, Tasks: workers,
 			StartOffset: task.StartEarliest, Compression: "none", ReplicationFactor: int(h.rf())}
 		if row != kmirrorDefaults {
-			name = "bench-typical-" + sc.key
+			name = "bench-typical-" + sc.id()
 			rules.RenameTopics, rules.AddSourceHeader, rules.SyncConsumerOffsets = true, true, true
 		}
 		switch row {
 		case kmirrorEOS:
-			name, alias = "bench-eos-"+sc.key, aliasEOS
+			name, alias = "bench-eos-"+sc.id(), aliasEOS
 			rules.Delivery = task.DeliveryExactlyOnce
 		case kmirrorEOS100:
-			name, alias = "bench-eos100-"+sc.key, aliasEOS100
+			name, alias = "bench-eos100-"+sc.id(), aliasEOS100
 			rules.Delivery, rules.TransactionIntervalMs = task.DeliveryExactlyOnce, 100
 		case kmirrorDefaults, kmirrorTypical: // at least once
 		}
@@ -266,7 +266,7 @@ func startKmirror(row kmirrorRow) func(*harness, scenario, []string, string) (co
 // connect-mirror-maker.sh and kafka-run-class.sh.
 func mm2With(key string, tuning []string) func(*harness, scenario, []string, string) (copyRun, error) {
 	return func(h *harness, sc scenario, topics []string, phase string) (copyRun, error) {
-		return startMM2(h, sc, topics, mm2Alias(key, sc), key+"-"+sc.key+"-"+phase, tuning)
+		return startMM2(h, sc, topics, mm2Alias(key, sc), key+"-"+sc.id()+"-"+phase, tuning)
 	}
 }
 

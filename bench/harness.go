@@ -30,9 +30,21 @@ type scenario struct {
 	// topics and partitions shape a wide scenario (many topics, wide.go);
 	// zero for the 6-partition ones (-partitions).
 	topics, partitions int
+	rep                int // the repeat being measured (-repeats), 1 for the first
 }
 
 func (s scenario) wide() bool { return s.topics > 0 }
+
+// id names what one repeat of a copier on the scenario creates (its task,
+// MM2's alias and internal topics, its latency topic): each repeat copies
+// afresh, as the first does, rather than resume from the one before (MM2
+// resumed at the source's end and copied nothing).
+func (s scenario) id() string {
+	if s.rep > 1 {
+		return fmt.Sprintf("%s-r%d", s.key, s.rep)
+	}
+	return s.key
+}
 
 // partitionsOf is how many partitions each source topic of sc has.
 func (h *harness) partitionsOf(sc scenario) int {
@@ -286,6 +298,7 @@ func (h *harness) runScenario(ctx context.Context, sc scenario) ([]result, error
 // runCopiers measures each copier of the run once on sc's loaded topic
 // (repeat rep of -repeats).
 func (h *harness) runCopiers(ctx context.Context, sc scenario, rep int) ([]result, error) {
+	sc.rep = rep
 	var results []result
 	for _, c := range h.copiers() {
 		if h.cfg.only != nil && !h.cfg.only[c.key] && !strings.HasPrefix(c.key, "mm2-try-") {
@@ -350,7 +363,7 @@ func (h *harness) measure(ctx context.Context, sc scenario, c copier) result {
 		res.Err = err.Error()
 		return res
 	}
-	latSrc := fmt.Sprintf("lat-%s-%s", sc.key, c.key)
+	latSrc := fmt.Sprintf("lat-%s-%s", sc.id(), c.key)
 	if err := h.createTopic(h.srcAdmin, latSrc, h.cfg.partitions); err != nil {
 		return fail(err)
 	}

@@ -84,9 +84,9 @@ func (h *harness) producerPerf(ctx context.Context, sc scenario) result {
 // the consumer group the offset-syncing copiers translate.
 func (h *harness) consumerPerf(ctx context.Context, sc scenario) result {
 	res := newResult(sc, keyConsumerPerf)
-	out, cpu, rss, err := h.runTool(ctx, keyConsumerPerf+"-"+sc.key, "org.apache.kafka.tools.ConsumerPerformance",
+	out, cpu, rss, err := h.runTool(ctx, keyConsumerPerf+"-"+sc.id(), "org.apache.kafka.tools.ConsumerPerformance",
 		"--bootstrap-server", h.srcBoot, "--topic", sc.topic(), "--num-records", strconv.Itoa(sc.records),
-		"--group", "bench-perf-"+sc.key, "--timeout", "60000")
+		"--group", "bench-perf-"+sc.id(), "--timeout", "60000")
 	if err != nil {
 		res.Err = err.Error()
 		return res
