@@ -604,17 +604,17 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 			// coordinator that does not answer holds the join, or the
 			// commit it waits behind, for its client's retries, minutes
 			// with no error to report while the flow looked RUNNING.
-			waiting := fmt.Sprintf("produce to %s-%d waits for the target's transaction coordinator (joining the open transaction, or behind its commit)", topic, part)
-			shown := false
+			var waiting string // set while this join is the partition's shown stall
 			if since.IsZero() {
 				now := time.Now()
-				if shown = ps.stallUnlessStalled(waiting, now); shown && joinFrom.IsZero() {
-					joinFrom = now
+				reason := fmt.Sprintf("produce to %s-%d waits for the target's transaction coordinator (joining the open transaction, or behind its commit)", topic, part)
+				if ps.stallUnlessStalled(reason, now) {
+					waiting, joinFrom = reason, cmp.Or(joinFrom, now)
 				}
 			}
 			if err = c.w.txn.join(ctx, topic, part); err == nil {
 				c.holding = true
-				if shown {
+				if waiting != "" {
 					ps.unstallIf(waiting)
 				}
 				joinFrom = time.Time{}

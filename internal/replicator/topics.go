@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"sort"
 	"strconv"
 	"time"
@@ -258,7 +257,7 @@ type newTopic struct {
 func (p *planner) createAll(todo []newTopic) map[string]error {
 	errs := make(map[string]error, len(todo))
 	for _, batch := range createBatches(todo) {
-		maps.Copy(errs, p.createBatch(batch))
+		p.createBatch(batch, errs)
 	}
 	if p.applied == nil {
 		p.applied = map[string]map[string]string{}
@@ -302,9 +301,9 @@ func createBatches(todo []newTopic) [][]newTopic {
 	return batches
 }
 
-// createBatch creates todo's topics in one CreateTopics request.
-func (p *planner) createBatch(todo []newTopic) map[string]error {
-	errs := make(map[string]error, len(todo))
+// createBatch creates todo's topics in one CreateTopics request, setting
+// each topic's error in errs.
+func (p *planner) createBatch(todo []newTopic, errs map[string]error) {
 	// A task without a replication factor leaves it to the target's
 	// default.replication.factor: -1 asks the broker to apply it.
 	rf := p.flow.ReplicationFactor
@@ -353,7 +352,6 @@ func (p *planner) createBatch(todo []newTopic) map[string]error {
 			_, _ = p.dst.RefreshController()
 		}
 	}
-	return errs
 }
 
 // awaitLeaders waits, up to leaderWait, until every partition of the

@@ -209,8 +209,8 @@ func (w *worker) run(ctx context.Context) error {
 	// The start round's offset lookups, learned in a few requests (see
 	// knownOffsets); the consumer asks through it too.
 	srcAt, dstAt := newKnownOffsets(src), newKnownOffsets(dst)
-	srcAt.learn(w.sourceParts(), sarama.OffsetNewest, sarama.OffsetOldest)
-	dstAt.learn(w.targetParts(), sarama.OffsetNewest)
+	srcAt.learn(w.parts(sourceTopic), sarama.OffsetNewest, sarama.OffsetOldest)
+	dstAt.learn(w.parts(targetTopic), sarama.OffsetNewest)
 	consumer, err := sarama.NewConsumerFromClient(srcAt)
 	if err != nil {
 		return fmt.Errorf("consumer on source %s: %w", w.flow.Source.Alias, err)
@@ -410,22 +410,18 @@ loop:
 	return nil
 }
 
-// sourceParts and targetParts are the worker's partitions on each side.
-func (w *worker) sourceParts() []tp {
+// parts are the worker's partitions on one side: topic is Partition's
+// source or target topic.
+func (w *worker) parts(topic func(Partition) string) []tp {
 	parts := make([]tp, len(w.asg.Partitions))
 	for i, p := range w.asg.Partitions {
-		parts[i] = tp{p.Source, p.Partition}
+		parts[i] = tp{topic(p), p.Partition}
 	}
 	return parts
 }
 
-func (w *worker) targetParts() []tp {
-	parts := make([]tp, len(w.asg.Partitions))
-	for i, p := range w.asg.Partitions {
-		parts[i] = tp{p.Target, p.Partition}
-	}
-	return parts
-}
+func sourceTopic(p Partition) string { return p.Source }
+func targetTopic(p Partition) string { return p.Target }
 
 // startParallel is how many partitions of a worker start at once.
 const startParallel = 16
@@ -582,7 +578,7 @@ func (w *worker) startPartition(src, dst sarama.Client, consumer sarama.Consumer
 // (a duplicate can be counted; a loss could not be undone).
 func (w *worker) closeLeftovers(ctx context.Context, dst sarama.Client, stored map[Partition]storedProgress) error {
 	var commit, abort []tp
-	parts := w.targetParts()
+	parts := w.parts(targetTopic)
 	lsos, ends := make(map[tp]int64, len(parts)), make(map[tp]int64, len(parts))
 	// One request per broker for every partition; one not learned is not
 	// there yet, or unavailable: checked before its first write
