@@ -62,7 +62,16 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 			}
 		}
 	})
-	if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": names}); code != http.StatusCreated {
+	// Records on the target do not mean the deploy has finished: a worker
+	// that answered "a rebalance is expected" leaves it to its next try
+	// (every 5 s), and until then a switchover is refused with "try again
+	// shortly" — as an operator would, asked again.
+	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": names})
+	for deadline := time.Now().Add(time.Minute); code == http.StatusBadRequest && strings.Contains(fmt.Sprint(body), "not deployed on Kafka Connect yet") && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		code, body = s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": names})
+	}
+	if code != http.StatusCreated {
 		t.Fatalf("start the switchover: %d %v", code, body)
 	}
 	done := awaitSwitchovers(t, s, []string{name}, 4*time.Minute)[name]
@@ -88,7 +97,7 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 	}
 	// MM2 cannot give renamed topics back: the way back is refused,
 	// naming the field, and nothing changes.
-	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
+	code, body = s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
 	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body), "rules.rename_topics") {
 		t.Fatalf("the way back of a renamed task on Connect: %d %v", code, body)
 	}
