@@ -3,6 +3,7 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"maps"
 	"runtime/pprof"
 	"strings"
@@ -34,7 +35,7 @@ func runStoppable(t *testing.T, tk task.Task, opts Options, src, dst cluster.Set
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := New(flows[0], opts, nil)
+	r := New(flows[0], opts, failureLog(t))
 	done := make(chan struct{})
 	go func() { defer close(done); _ = r.Run(ctx) }()
 	var took time.Duration
@@ -64,6 +65,35 @@ func runStoppable(t *testing.T, tk task.Task, opts Options, src, dst cluster.Set
 	t.Cleanup(func() { stop() })
 	return r, stop
 }
+
+// failureLog is a flow's logger for a test: it logs as the default logger
+// does, and keeps the warnings and errors, which a failed test prints in
+// its own output (the package's interleaved log of parallel tests is cut
+// in CI's view, and a flow's restart, for one, says why only there).
+func failureLog(t *testing.T) *slog.Logger {
+	var mu sync.Mutex
+	var kept []string
+	keep := writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		kept = append(kept, strings.TrimSpace(string(p)))
+		return len(p), nil
+	})
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		// The first ones say what went wrong; a long outage repeats.
+		t.Logf("the flow's warnings and errors (%d, the first %d):\n%s", len(kept), min(len(kept), 40), strings.Join(kept[:min(len(kept), 40)], "\n"))
+	})
+	return slog.New(slog.NewMultiHandler(slog.Default().Handler(), slog.NewTextHandler(keep, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // waitState polls the flow's status until check passes, for up to limit,
 // and returns the status and how long it took.
@@ -134,14 +164,33 @@ func TestInternalPartitionLeaderlessDegradesAndStopStaysPrompt(t *testing.T) {
 		return nil
 	})
 	t.Logf("DEGRADED %s after the kill: %s", time.Since(killed).Round(time.Millisecond), st.Reason)
+	// The workers start again meanwhile (a larger max.message.bytes on the
+	// target topic is a new plan): they cannot read the progress topic,
+	// and go on from what this process copied instead of failing the flow.
+	restarts := st.Restarts
+	bigger := "2097152"
+	alter := mustAdmin(t, k) // the first admin's broker was the one killed
+	err := alter.IncrementalAlterConfig(sarama.TopicResource, target, map[string]sarama.IncrementalAlterConfigsEntry{
+		"max.message.bytes": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &bigger}}, false)
+	_ = alter.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ = waitState(t, r, time.Minute, func(st engine.FlowStatus) error {
+		if !strings.Contains(st.LastError, "goes on from what this kmirror copied") {
+			return fmt.Errorf("want the workers started again from what was copied")
+		}
+		return nil
+	})
+	t.Logf("workers started again with the progress topic away: %s", st.LastError)
 	// Offset syncs pile up for the partition without a leader: hundreds
 	// per partition, more than the sync producer holds.
 	time.Sleep(time.Until(killed.Add(45 * time.Second)))
 	sent := steady()
 	verifyCopy(t, s, topic, s, target, int64(300+sent), e2e.VerifyOptions{})
 	t.Logf("with broker %d killed, the data copied on: %d records produced while it died, all copied %s after the kill", away, sent, time.Since(killed).Round(time.Millisecond))
-	if st = r.Status(); st.State != task.StateDegraded {
-		t.Fatalf("state %s (%s) with broker %d still away, want DEGRADED", st.State, st.Reason, away)
+	if st = r.Status(); st.State != task.StateDegraded || st.Restarts != restarts {
+		t.Fatalf("state %s (%s), %d restarts of the flow with broker %d still away, want DEGRADED, %d", st.State, st.Reason, st.Restarts, away, restarts)
 	}
 	t.Logf("stopped in %s with broker %d away", stop().Round(time.Millisecond), away)
 

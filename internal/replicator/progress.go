@@ -102,14 +102,25 @@ func parseCommitMetadata(meta string, sp storedProgress) storedProgress {
 
 // load returns the stored progress per partition, offset -1 where none is
 // stored: the further of the group's and the progress log's.
-func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error) {
+//
+// When the log cannot be read (its partition has no leader) and known
+// has every partition's progress, known stands in for the log and
+// logErr says why: known is what this process copied, which the log
+// holds at most (it is written from it), so a flow restarted while its
+// progress topic is away goes on where it was. Without known (a fresh
+// start, or exactly-once, whose progress is the log's committed
+// transactions) the start waits for the log.
+func (p *progress) load(parts []Partition, known func(Partition) (storedProgress, bool)) (stored map[Partition]storedProgress, logErr, err error) {
 	fromGroup, err := p.loadGroup(parts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fromLog, err := p.log.read(parts)
 	if err != nil {
-		return nil, err
+		fromLog, logErr = fromMemory(parts, known, err)
+		if fromLog == nil {
+			return nil, nil, err
+		}
 	}
 	for pt, sp := range fromLog {
 		if sp.offset > fromGroup[pt].offset {
@@ -125,7 +136,23 @@ func (p *progress) load(parts []Partition) (map[Partition]storedProgress, error)
 			fromGroup[pt] = g
 		}
 	}
-	return fromGroup, nil
+	return fromGroup, logErr, nil
+}
+
+// fromMemory is every partition's progress from known, nil if it lacks one.
+func fromMemory(parts []Partition, known func(Partition) (storedProgress, bool), logErr error) (map[Partition]storedProgress, error) {
+	if known == nil {
+		return nil, nil
+	}
+	out := make(map[Partition]storedProgress, len(parts))
+	for _, pt := range parts {
+		sp, ok := known(pt)
+		if !ok {
+			return nil, nil
+		}
+		out[pt] = sp
+	}
+	return out, logErr
 }
 
 func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, error) {
@@ -187,25 +214,31 @@ func (p *progress) commit(ctx context.Context, states []*partState, final bool) 
 	return joinCommit(groupErr, logErr, final)
 }
 
-// joinCommit is a commit's outcome: a final commit whose progress-log write
-// succeeded stored every position even if the group's failed (a start
-// takes the further of the two), and says so (storedInLog).
+// joinCommit is a commit's outcome: a final commit that reached one of the
+// two stores stored every position even if the other failed (a start
+// takes the further of the two), and says so (storedOnce).
 func joinCommit(groupErr, logErr error, final bool) error {
-	if final && groupErr != nil && logErr == nil {
-		return storedInLog{groupErr}
+	switch {
+	case final && groupErr != nil && logErr == nil:
+		return storedOnce{groupErr, "the progress log on the target"}
+	case final && groupErr == nil && logErr != nil:
+		return storedOnce{logErr, "the source's consumer group"}
 	}
 	return errors.Join(groupErr, logErr)
 }
 
-// storedInLog is a final commit that reached the progress log but not the
-// source's group: a restart copies nothing again.
-type storedInLog struct{ error }
-
-func (e storedInLog) Error() string {
-	return e.error.Error() + "; the progress log on the target holds every position, so nothing is copied again"
+// storedOnce is a final commit that reached one of the two stores of
+// progress (in): a restart copies nothing again.
+type storedOnce struct {
+	error
+	in string
 }
 
-func (e storedInLog) Unwrap() error { return e.error }
+func (e storedOnce) Error() string {
+	return e.error.Error() + "; " + e.in + " holds every position, so nothing is copied again"
+}
+
+func (e storedOnce) Unwrap() error { return e.error }
 
 // groupStopWait bounds how long a stopping flow waits for the source's
 // group coordinator to answer a commit.

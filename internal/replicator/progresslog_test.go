@@ -191,7 +191,7 @@ func TestGroupCommitWaitIsBoundedByTheStop(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no answer within") || !strings.Contains(err.Error(), "group g") {
 		t.Fatalf("commit after the stop: %v; want an error saying group g did not answer", err)
 	}
-	if !errors.As(err, new(storedInLog)) || !strings.Contains(err.Error(), "nothing is copied again") {
+	if !errors.As(err, new(storedOnce)) || !strings.Contains(err.Error(), "the progress log on the target holds every position, so nothing is copied again") {
 		t.Fatalf("final commit with the log written: %v; want it to say the log holds the position", err)
 	}
 	err = p.commit(context.Background(), nil, false)
@@ -207,10 +207,10 @@ func TestGroupCommitWaitIsBoundedByTheStop(t *testing.T) {
 	}
 }
 
-// Only a final commit whose log write succeeded says nothing is copied
-// again: a periodic log write may not have been due, and a failed one
-// stored nothing.
-func TestCommitSaysStoredOnlyWhenTheFinalLogWriteSucceeded(t *testing.T) {
+// Only a final commit that reached one of the two stores says nothing is
+// copied again: a periodic log write may not have been due, and a failed
+// one stored nothing.
+func TestCommitSaysStoredOnlyWhenAFinalWriteSucceeded(t *testing.T) {
 	group, logErr := errors.New("group down"), errors.New("log down")
 	for _, c := range []struct {
 		name            string
@@ -218,16 +218,21 @@ func TestCommitSaysStoredOnlyWhenTheFinalLogWriteSucceeded(t *testing.T) {
 		final, stored   bool
 	}{
 		{"final, log written", group, nil, true, true},
+		{"final, group written", nil, logErr, true, true},
 		{"final, log failed too", group, logErr, true, false},
+		{"periodic, group written", nil, logErr, false, false},
 		{"periodic, log maybe not due", group, nil, false, false},
 		{"final, all written", nil, nil, true, false},
 	} {
 		err := joinCommit(c.groupErr, c.logEr, c.final)
-		if got := errors.As(err, new(storedInLog)); got != c.stored {
-			t.Errorf("%s: %v: stored in log %v, want %v", c.name, err, got, c.stored)
+		if got := errors.As(err, new(storedOnce)); got != c.stored {
+			t.Errorf("%s: %v: stored once %v, want %v", c.name, err, got, c.stored)
 		}
 		if c.groupErr != nil && !errors.Is(err, c.groupErr) {
 			t.Errorf("%s: %v does not carry the group's error", c.name, err)
+		}
+		if c.logEr != nil && !errors.Is(err, c.logEr) {
+			t.Errorf("%s: %v does not carry the log's error", c.name, err)
 		}
 	}
 }

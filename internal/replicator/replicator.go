@@ -28,6 +28,10 @@ type Replicator struct {
 	// historyLoaded: the offset-syncs topic was read once; later syncs come
 	// from this process's own acknowledgements.
 	historyLoaded bool
+	// ranBefore: the flow's start was read from (or written to) its
+	// progress topic once; a later run of this process needs not read it
+	// again, so a restart while that topic has no leader still starts.
+	ranBefore bool
 
 	mu   sync.Mutex
 	ckpt *checkpointer // the running checkpointer, for on-demand syncs (failover)
@@ -181,22 +185,25 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	if _, err := ensureInternalTopic(dst, dstAdmin, r.flow.ProgressTopic, r.flow.ReplicationFactor, progressTopicConfig); err != nil {
 		return err
 	}
-	waitLeader(ctx, dst, r.flow.ProgressTopic, 10*time.Second)
-	startLog, err := newProgressLog(dst, r.flow.ProgressTopic, r.flow, r.opts.ProgressLogInterval)
-	if err != nil {
-		return err
-	}
-	ranBefore, err := startLog.started()
-	startLog.close()
-	if err != nil {
-		return err
-	}
 	// Partitions without progress start at the task's start offset only in
 	// the flow's first planning round ever; any found later start at their
 	// first record (progressLog.started).
 	unstoredFrom := task.StartEarliest
-	if !ranBefore {
-		unstoredFrom = r.flow.StartOffset
+	if !r.ranBefore {
+		waitLeader(ctx, dst, r.flow.ProgressTopic, 10*time.Second)
+		startLog, err := newProgressLog(dst, r.flow.ProgressTopic, r.flow, r.opts.ProgressLogInterval)
+		if err != nil {
+			return err
+		}
+		ranBefore, err := startLog.started()
+		startLog.close()
+		if err != nil {
+			return err
+		}
+		if !ranBefore {
+			unstoredFrom = r.flow.StartOffset
+		}
+		r.ranBefore = true
 	}
 	syncClient, syncAdmin, err := adminClient(r.flow.OffsetSyncs, id+"-offset-syncs")
 	if err != nil {

@@ -197,9 +197,18 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
 	}
-	stored, err := prog.load(w.asg.Partitions)
+	var known func(Partition) (storedProgress, bool)
+	if w.txn == nil {
+		known = w.copied
+	}
+	stored, logErr, err := prog.load(w.asg.Partitions, known)
 	if err != nil {
 		return err
+	}
+	if logErr != nil {
+		msg := fmt.Sprintf("%v; the flow goes on from what this kmirror copied (a restart of kmirror waits for the topic)", logErr)
+		w.state.setError(msg)
+		w.log.Warn(msg)
 	}
 	if w.txn != nil {
 		if err := w.closeLeftovers(ctx, dst, stored); err != nil {
@@ -238,8 +247,8 @@ func (w *worker) run(ctx context.Context) error {
 		if err := prog.commit(ctx, states, true); err != nil {
 			w.state.setError(err.Error())
 			msg := "final progress commit failed; records since the last commit will be copied again"
-			if errors.As(err, new(storedInLog)) {
-				msg = "final commit to the source's group failed; the progress log holds the position"
+			if errors.As(err, new(storedOnce)) {
+				msg = "final progress commit reached one of its two stores; that one holds the position"
 			}
 			w.log.Warn(msg, "error", err)
 		}
@@ -316,8 +325,14 @@ func (w *worker) run(ctx context.Context) error {
 		return err
 	}
 	if err := prog.commit(ctx, states, true); err != nil {
-		cleanup()
-		return err
+		if !errors.As(err, new(storedOnce)) {
+			cleanup()
+			return err
+		}
+		// One store has them (the other is away: an internal topic
+		// without a leader, a group coordinator moving): enough.
+		w.state.setError(err.Error())
+		w.log.Warn("start positions stored in one place only", "error", err)
 	}
 
 	var copiers sync.WaitGroup
@@ -408,6 +423,18 @@ loop:
 		return err
 	}
 	return nil
+}
+
+// copied is the progress this process made on p, for a restart that
+// cannot read the progress log (progress.load); false when it made none.
+// A partition stopped for good is not started, so it needs none.
+func (w *worker) copied(p Partition) (storedProgress, bool) {
+	ps := w.state.partition(p)
+	if failed, _ := ps.failure(); failed {
+		return noProgress, true
+	}
+	sp := ps.committable()
+	return sp, sp.offset >= 0
 }
 
 // parts are the worker's partitions on one side: topic is Partition's
