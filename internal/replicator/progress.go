@@ -104,12 +104,14 @@ func parseCommitMetadata(meta string, sp storedProgress) storedProgress {
 // stored: the further of the group's and the progress log's.
 //
 // When the log cannot be read (its partition has no leader) and known
-// has every partition's progress, known stands in for the log and
-// logErr says why: known is what this process copied, which the log
-// holds at most (it is written from it), so a flow restarted while its
-// progress topic is away goes on where it was. Without known (a fresh
-// start, or exactly-once, whose progress is the log's committed
-// transactions) the start waits for the log.
+// has every partition's progress, known is the progress and logErr says
+// why: known is what this process copied, and both stores are written
+// from it, so a flow restarted while its progress topic is away goes on
+// where it was. It is taken over the group's, which may lag it (a
+// commit that failed) and knows no target topic id: a target topic
+// replaced under the copy would go unseen. Without known (a fresh start,
+// or exactly-once, whose progress is the log's committed transactions)
+// the start waits for the log.
 func (p *progress) load(parts []Partition, known func(Partition) (storedProgress, bool)) (stored map[Partition]storedProgress, logErr, err error) {
 	fromGroup, err := p.loadGroup(parts)
 	if err != nil {
@@ -117,10 +119,10 @@ func (p *progress) load(parts []Partition, known func(Partition) (storedProgress
 	}
 	fromLog, err := p.log.read(parts)
 	if err != nil {
-		fromLog, logErr = fromMemory(parts, known, err)
-		if fromLog == nil {
-			return nil, nil, err
+		if mem := fromMemory(parts, known); mem != nil {
+			return mem, err, nil
 		}
+		return nil, nil, err
 	}
 	for pt, sp := range fromLog {
 		if sp.offset > fromGroup[pt].offset {
@@ -136,23 +138,23 @@ func (p *progress) load(parts []Partition, known func(Partition) (storedProgress
 			fromGroup[pt] = g
 		}
 	}
-	return fromGroup, logErr, nil
+	return fromGroup, nil, nil
 }
 
 // fromMemory is every partition's progress from known, nil if it lacks one.
-func fromMemory(parts []Partition, known func(Partition) (storedProgress, bool), logErr error) (map[Partition]storedProgress, error) {
+func fromMemory(parts []Partition, known func(Partition) (storedProgress, bool)) map[Partition]storedProgress {
 	if known == nil {
-		return nil, nil
+		return nil
 	}
 	out := make(map[Partition]storedProgress, len(parts))
 	for _, pt := range parts {
 		sp, ok := known(pt)
 		if !ok {
-			return nil, nil
+			return nil
 		}
 		out[pt] = sp
 	}
-	return out, logErr
+	return out
 }
 
 func (p *progress) loadGroup(parts []Partition) (map[Partition]storedProgress, error) {

@@ -236,3 +236,51 @@ func TestCommitSaysStoredOnlyWhenAFinalWriteSucceeded(t *testing.T) {
 		}
 	}
 }
+
+// Workers started again while the progress log cannot be read go on from
+// what this process copied, not from the group's position, which may lag
+// it and knows no target topic id: here the target topic was replaced and
+// its copy started over at 0 while the group still says 1000, and the
+// group's position would resume ahead of what the new topic holds. A
+// partition without progress in this process, or exactly-once (no known),
+// waits for the log.
+func TestLoadWithoutTheLogTakesWhatThisProcessCopied(t *testing.T) {
+	a, b := startFakes(t)
+	createTopic(t, a, "orders", 1)
+	src, _ := admin(t, a)
+	dst, _ := admin(t, b)
+	f := Flow{Task: "t", Source: Endpoint{Alias: "A"}, Target: Endpoint{Alias: "B"}}
+	part := Partition{Source: "orders", Target: "A.orders", Partition: 0}
+	plog, err := newProgressLog(dst, "no-progress-topic", f, time.Hour) // never created: unreadable
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plog.close()
+	p, err := newProgress(src, "kmirror.t", plog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	committed := &partState{Partition: part}
+	committed.next.Store(1000)
+	committed.progDown = 1000
+	if err := p.commitGroup([]*partState{committed}); err != nil {
+		t.Fatal(err)
+	}
+	memory := storedProgress{offset: 0, down: 0, targetTopicID: "new-target-id"}
+	known := func(Partition) (storedProgress, bool) { return memory, true }
+	stored, logErr, err := p.load([]Partition{part}, known)
+	if err != nil || logErr == nil {
+		t.Fatalf("load without the log: err %v, log error %v; want the log's error only", err, logErr)
+	}
+	if got := stored[part]; got != memory {
+		t.Fatalf("resumed from %+v, want what this process copied, %+v", got, memory)
+	}
+	for name, k := range map[string]func(Partition) (storedProgress, bool){
+		"no progress in this process": func(Partition) (storedProgress, bool) { return noProgress, false },
+		"exactly once":                nil,
+	} {
+		if _, _, err := p.load([]Partition{part}, k); err == nil {
+			t.Errorf("%s: load without the log succeeded; want it to wait for the log", name)
+		}
+	}
+}
