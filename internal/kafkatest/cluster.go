@@ -42,6 +42,9 @@ type options struct {
 	minISR       int
 	props        map[string]string
 	fullSpeed    bool
+	// dumpClasses: the broker writes the classes it loaded there as it
+	// exits (classes.go's training run).
+	dumpClasses string
 }
 
 func defaults() options {
@@ -446,6 +449,10 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	if err != nil {
 		return nil, fmt.Errorf("java is not installed: install OpenJDK 17 or newer: %w", err)
 	}
+	var classes []string // the class archive's flag, for tests' brokers
+	if !o.fullSpeed && o.dumpClasses == "" {
+		classes = archiveFlag(classArchive(ctx, jars, java))
+	}
 	// Format every node at once: each is a JVM start of a few seconds.
 	err = forEach(nodes, func(n *node) error {
 		heap := o.heapMB
@@ -453,7 +460,7 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 			heap = min(heap, 256)
 		}
 		props := filepath.Join(n.dir, "config", "server.properties")
-		jvm := append(jvmFlags(heap, o.fullSpeed),
+		jvm := append(append(jvmFlags(heap, o.fullSpeed), classes...),
 			// Kafka 4 reads no OAuth URL it was not allowed to.
 			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+idp.JWKSURL()+","+idp.TokenURL(),
 			"-Dlog4j2.configurationFile="+filepath.Join(n.dir, "config", "log4j2.properties"),
@@ -471,7 +478,11 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 		if err := runLogged(ctx, java, format, filepath.Join(n.dir, "logs", "format.log")); err != nil {
 			return fmt.Errorf("format the storage of %s: %w", n.label, err)
 		}
-		n.argv = append(append([]string{java}, jvm...), "kafka.Kafka", props)
+		n.argv = append([]string{java}, jvm...)
+		if o.dumpClasses != "" {
+			n.argv = append(n.argv, "-XX:ArchiveClassesAtExit="+o.dumpClasses)
+		}
+		n.argv = append(n.argv, "kafka.Kafka", props)
 		return nil
 	})
 	if err != nil {

@@ -341,6 +341,10 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 	if err != nil {
 		return nil, err
 	}
+	var classes []string // the brokers' class archive: the same classpath
+	if !o.fullSpeed {
+		classes = archiveFlag(classArchive(ctx, jars, java))
+	}
 	cc := &ConnectCluster{
 		name:         o.name,
 		dir:          dir,
@@ -392,7 +396,7 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 				return nil, fmt.Errorf("write %s: %w", path, err)
 			}
 		}
-		w.argv = append(append([]string{java}, jvmFlags(o.heapMB, o.fullSpeed)...),
+		w.argv = append(append(append([]string{java}, jvmFlags(o.heapMB, o.fullSpeed)...), classes...),
 			"-Dlog4j2.configurationFile="+log4j,
 			// Connectors' clients may fetch OAUTHBEARER tokens from the
 			// test's identity provider (Kafka 4 allows no URL by default).
