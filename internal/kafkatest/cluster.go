@@ -451,7 +451,7 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	}
 	var classes []string // the class archive's flag, for tests' brokers
 	if !o.fullSpeed && o.dumpClasses == "" {
-		classes = archiveFlag(classArchive(ctx, jars, java))
+		classes = archiveFlag(classArchive(ctx, jars, java, brokerClasses))
 	}
 	// Format every node at once: each is a JVM start of a few seconds.
 	err = forEach(nodes, func(n *node) error {

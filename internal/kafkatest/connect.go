@@ -36,6 +36,9 @@ type connectOptions struct {
 	advertised     []string // rest.advertised.host.name by worker; nil: 127.0.0.1
 	httpsAuth      bool     // https listener requiring client certificates
 	fullSpeed      bool
+	// dumpClasses: the worker writes the classes it loaded there as it
+	// exits (classes.go's training run).
+	dumpClasses string
 }
 
 func connectDefaults() connectOptions {
@@ -341,9 +344,9 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 	if err != nil {
 		return nil, err
 	}
-	var classes []string // the brokers' class archive: the same classpath
-	if !o.fullSpeed {
-		classes = archiveFlag(classArchive(ctx, jars, java))
+	var classes []string // the workers' class archive, for tests' workers
+	if !o.fullSpeed && o.dumpClasses == "" {
+		classes = archiveFlag(classArchive(ctx, jars, java, connectClasses))
 	}
 	cc := &ConnectCluster{
 		name:         o.name,
@@ -402,6 +405,9 @@ func startConnect(ctx context.Context, kafka *Cluster, dir, java string, jars Ja
 			// test's identity provider (Kafka 4 allows no URL by default).
 			"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+idp.JWKSURL()+","+idp.TokenURL())
 		w.argv = append(w.argv, jvmOpts...)
+		if o.dumpClasses != "" {
+			w.argv = append(w.argv, "-XX:ArchiveClassesAtExit="+o.dumpClasses)
+		}
 		w.argv = append(w.argv, "-cp", jars.Classpath(), "org.apache.kafka.connect.cli.ConnectDistributed", props)
 		cc.workers = append(cc.workers, w)
 	}

@@ -39,7 +39,7 @@ func StartMirrorMaker(t testing.TB, properties string) *MirrorMaker {
 		}
 	}
 	mm := &MirrorMaker{log: filepath.Join(dir, "mm2.log")}
-	argv := append(append(append([]string{java}, jvmFlags(256, false)...), archiveFlag(classArchive(context.Background(), jars, java))...),
+	argv := append(append(append([]string{java}, jvmFlags(256, false)...), archiveFlag(classArchive(context.Background(), jars, java, connectClasses))...),
 		"-Dlog4j2.configurationFile="+log4j, "-cp", jars.Classpath(),
 		"org.apache.kafka.connect.mirror.MirrorMaker", conf)
 	mm.proc, _, err = spawn(argv, mm.log)
