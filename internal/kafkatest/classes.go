@@ -72,7 +72,7 @@ func makeArchive(ctx context.Context, jars Jars, javaPath, kind string, train fu
 	}
 	key, err := javaKey(javaPath)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "kafkatest: no class archive (%v); brokers start without one\n", err)
+		fmt.Fprintf(os.Stderr, "kafkatest: no %s class archive (%v); those JVMs start without one\n", kind, err)
 		return ""
 	}
 	path := filepath.Join(jars.Dir, "..", "classes-"+jars.Version+"-"+kind+"-"+key+".jsa")
@@ -96,7 +96,7 @@ func makeArchive(ctx context.Context, jars Jars, javaPath, kind string, train fu
 	}
 	began := time.Now()
 	if err := train(ctx, path); err != nil {
-		fmt.Fprintf(os.Stderr, "kafkatest: no class archive (%v); brokers start without one\n", err)
+		fmt.Fprintf(os.Stderr, "kafkatest: no %s class archive (%v); those JVMs start without one\n", kind, err)
 		if ctx.Err() == nil { // not for a caller that gave up
 			fmt.Fprintf(os.Stderr, "kafkatest: not tried again until %s is removed\n", failed)
 			_ = os.WriteFile(failed, []byte(err.Error()+"\n"), 0o644)
