@@ -113,15 +113,15 @@ func parseCommitMetadata(meta string, sp storedProgress) storedProgress {
 // or exactly-once, whose progress is the log's committed transactions)
 // the start waits for the log.
 func (p *progress) load(parts []Partition, known func(Partition) (storedProgress, bool)) (stored map[Partition]storedProgress, logErr, err error) {
-	fromGroup, err := p.loadGroup(parts)
-	if err != nil {
-		return nil, nil, err
-	}
 	fromLog, err := p.log.read(parts)
 	if err != nil {
 		if mem := fromMemory(parts, known); mem != nil {
 			return mem, err, nil
 		}
+		return nil, nil, err
+	}
+	fromGroup, err := p.loadGroup(parts)
+	if err != nil {
 		return nil, nil, err
 	}
 	for pt, sp := range fromLog {
