@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -71,6 +72,12 @@ func runStoppable(t *testing.T, tk task.Task, opts Options, src, dst cluster.Set
 // its own output (the package's interleaved log of parallel tests is cut
 // in CI's view, and a flow's restart, for one, says why only there).
 func failureLog(t *testing.T) *slog.Logger {
+	l, _ := keptLog(t)
+	return l
+}
+
+// keptLog is failureLog with the warnings and errors kept so far.
+func keptLog(t *testing.T) (*slog.Logger, func() []string) {
 	var mu sync.Mutex
 	var kept []string
 	keep := writerFunc(func(p []byte) (int, error) {
@@ -88,7 +95,12 @@ func failureLog(t *testing.T) *slog.Logger {
 		// The first ones say what went wrong; a long outage repeats.
 		t.Logf("the flow's warnings and errors (%d, the first %d):\n%s", len(kept), min(len(kept), 40), strings.Join(kept[:min(len(kept), 40)], "\n"))
 	})
-	return slog.New(slog.NewMultiHandler(slog.Default().Handler(), slog.NewTextHandler(keep, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	lines := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(kept)
+	}
+	return slog.New(slog.NewMultiHandler(slog.Default().Handler(), slog.NewTextHandler(keep, &slog.HandlerOptions{Level: slog.LevelWarn}))), lines
 }
 
 type writerFunc func([]byte) (int, error)

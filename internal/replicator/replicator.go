@@ -30,12 +30,10 @@ type Replicator struct {
 	historyLoaded bool
 	// ranBefore: the flow's start was read from (or written to) its
 	// progress topic once; a later run of this process needs not read it
-	// again, so a restart while that topic has no leader still starts.
-	// Not for exactly-once: its workers' first act is to fence the last
-	// transaction, whose abort marker Kafka skips on a partition without
-	// a leader, leaving the progress partition open for good (seen in CI:
-	// TestExactlyOnceProgressLeaderDownSaysSoAndCopiesNothingTwice); its
-	// run waits here for the progress topic instead, as it did.
+	// again, so a restart while that topic has no leader still starts at
+	// least once. An exactly-once worker's start fails until the leader
+	// is back, then closes what its fence left open there
+	// (worker.closeOwnProgress).
 	ranBefore bool
 
 	mu   sync.Mutex
@@ -194,7 +192,7 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	// the flow's first planning round ever; any found later start at their
 	// first record (progressLog.started).
 	unstoredFrom := task.StartEarliest
-	if !r.ranBefore || r.flow.ExactlyOnce {
+	if !r.ranBefore {
 		waitLeader(ctx, dst, r.flow.ProgressTopic, 10*time.Second)
 		startLog, err := newProgressLog(dst, r.flow.ProgressTopic, r.flow, r.opts.ProgressLogInterval)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,7 +42,11 @@ type childSpec struct {
 func runChild(spec string) int {
 	if at := os.Getenv("KMIRROR_TEST_CRASH_AT"); at != "" {
 		// SIGKILL itself at the point of the first commit 4 s after the
-		// first reached it: commits with records have landed before.
+		// first reached it: commits with records have landed before. With
+		// KMIRROR_TEST_HOLD_DIR, that commit is held instead (the file
+		// "held" written there) until the file "go" is there, and the next
+		// commit reaching the point dies.
+		hold := os.Getenv("KMIRROR_TEST_HOLD_DIR")
 		var mu sync.Mutex
 		var first time.Time
 		crashAt = func(point string) {
@@ -53,10 +58,22 @@ func runChild(spec string) int {
 			if first.IsZero() {
 				first = time.Now()
 			}
-			if time.Since(first) > 4*time.Second {
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				select {} // dies here
+			if time.Since(first) <= 4*time.Second {
+				return
 			}
+			if hold != "" {
+				_ = os.WriteFile(filepath.Join(hold, "held"), nil, 0o600)
+				for {
+					if _, err := os.Stat(filepath.Join(hold, "go")); err == nil {
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				hold = ""
+				return
+			}
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {} // dies here
 		}
 	}
 	var cs childSpec

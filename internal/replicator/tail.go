@@ -3,7 +3,6 @@ package replicator
 import (
 	"cmp"
 	"encoding/binary"
-	"errors"
 	"slices"
 
 	"github.com/IBM/sarama"
@@ -22,23 +21,9 @@ const tailFetchBytes = 1 << 20
 // The Connect engine's lag asks it too: MM2's offsets stop at the last
 // copied record as well.
 func SettledTail(src sarama.Client, topic string, part int32, from int64) (end int64, ok bool, err error) {
-	leader, err := src.Leader(topic, part)
+	blk, err := fetchAt(src, topic, part, from, sarama.ReadCommitted)
 	if err != nil {
 		return 0, false, err
-	}
-	req := &sarama.FetchRequest{Version: fetchVersion(src.Config().Version), MaxBytes: tailFetchBytes,
-		Isolation: sarama.ReadCommitted, SessionEpoch: -1}
-	req.AddBlock(topic, part, from, tailFetchBytes, -1)
-	resp, err := leader.Fetch(req)
-	if err != nil {
-		return 0, false, err
-	}
-	blk := resp.GetBlock(topic, part)
-	if blk == nil {
-		return 0, false, sarama.ErrIncompleteResponse
-	}
-	if !errors.Is(blk.Err, sarama.ErrNoError) {
-		return 0, false, blk.Err
 	}
 	return controlOnlyEnd(blk, from)
 }

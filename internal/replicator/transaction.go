@@ -31,7 +31,8 @@ import (
 //     its progress does not cover would copy them twice after a crash);
 //   - a partition is added to the open transaction before its first batch
 //     in it (AddPartitionsToTxn), the progress topic's partition before
-//     the progress records;
+//     the progress records; neither while this producer's last marker
+//     there has not landed (settle, progressrange.go);
 //   - the transactional id is stable per worker (task.TransactionalID), so
 //     the InitProducerId of a restarted worker aborts what its predecessor
 //     left open and fences it: a zombie can never commit after its
@@ -58,7 +59,8 @@ type transaction struct {
 	addMu sync.Mutex
 	// settled are the target partitions whose last transaction's marker
 	// was seen (or that hold nothing open of ours); a partition outside it
-	// is checked before it joins a transaction (settle). Guarded by addMu.
+	// is checked before it joins a transaction (settle; the progress
+	// topic's partition by progressClosed). Guarded by addMu.
 	settled map[tp]bool
 
 	task, flow    string // the progress records' keys
@@ -288,8 +290,14 @@ func (t *transaction) add(ctx context.Context, part tp) error {
 	if in {
 		return nil
 	}
-	if part.topic != t.progressTopic && !t.settled[part] {
-		if err := t.settle(ctx, part); err != nil {
+	if !t.settled[part] {
+		var err error
+		if part.topic == t.progressTopic {
+			err = t.progressClosed(ctx) // shared by the flow's workers: ours alone
+		} else {
+			err = t.settle(ctx, part)
+		}
+		if err != nil {
 			return err
 		}
 		t.settled[part] = true

@@ -168,6 +168,9 @@ func (w *worker) run(ctx context.Context) error {
 		if err := w.txn.init(ctx); err != nil {
 			return err
 		}
+		if err := w.closeOwnProgress(ctx, dst); err != nil {
+			return err
+		}
 		if err := w.txn.progressSettled(ctx); err != nil {
 			return err
 		}
