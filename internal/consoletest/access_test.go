@@ -65,7 +65,7 @@ func TestAccessPagesByRole(t *testing.T) {
 		}
 		b.axeCheck(src, lang+" destination policy")
 		b.screenshot("destination-policy-" + lang)
-		b.run("admin signs out", chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-form"]`)))
+		b.signOut("admin")
 
 		b.signInAs("otto", "otto-password")
 		b.run("a task by address "+lang,
@@ -88,14 +88,13 @@ func TestAccessPagesByRole(t *testing.T) {
 		b.screenshot("task-refused-by-policy-" + lang)
 		b.axeCheck(src, lang+" task form refused by the destination policy")
 
-		b.run("operator signs out", chromedp.Navigate(base+"/instances"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signout"]`)),
-			chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-form"]`)))
+		b.signOut("operator")
 		b.noNewErrors(lang)
 
 		b.signInAs("admin", adminPassword)
 		b.run("policy back to any", chromedp.Navigate(base+"/destination-policy"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="policy-form"]`)),
 			chromedp.Click(chromedp.CSS(`[data-testid="policy-mode-any"]`)), chromedp.Click(chromedp.CSS(`[data-testid="policy-submit"]`)),
-			chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash-success"]`)),
-			chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-form"]`)))
+			chromedp.WaitVisible(chromedp.CSS(`[data-testid="flash-success"]`)))
+		b.signOut("admin")
 	}
 }

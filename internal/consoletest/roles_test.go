@@ -38,6 +38,15 @@ func (b *browser) signInAs(user, password string) {
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="current-user"]`)))
 }
 
+// signOut signs the user out from a freshly loaded page: a click right
+// after a form's answer arrived could find the button of the page before
+// it ("Could not find node with given id", ci61).
+func (b *browser) signOut(user string) {
+	b.t.Helper()
+	b.run(user+" signs out", chromedp.Navigate(b.base+"/instances"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signout"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-form"]`)))
+}
+
 func (b *browser) count(sel string) int {
 	b.t.Helper()
 	return b.evalInt(`document.querySelectorAll(` + q(sel) + `).length`)
@@ -88,7 +97,7 @@ func TestConsoleByRole(t *testing.T) {
 		}
 		b.noNewErrors("as " + tc.user)
 		if !tc.admin {
-			b.run("sign out", chromedp.Click(chromedp.CSS(`[data-testid="signout"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="signin-form"]`)))
+			b.signOut(tc.user)
 		}
 	}
 

@@ -687,23 +687,12 @@ func TestExactlyOnceProgressLeaderDownSaysSoAndCopiesNothingTwice(t *testing.T) 
 	tk.Rules.Tasks = 1
 	fs := tk.Flows()[0]
 	target := "PA." + topic
-	ids := k.BrokerIDs()
-	away := ids[len(ids)-1]
-	// As kmirror creates it, but on one broker (min ISR 1: a single
-	// replica takes acks=all writes).
-	configs := map[string]*string{"cleanup.policy": ptr("compact"), "min.insync.replicas": ptr("1")}
-	for k, v := range progressTopicConfig {
-		configs[k] = ptr(v)
-	}
-	if err := mustAdmin(t, k).CreateTopic(fs.ProgressTopic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
-		ReplicaAssignment: map[int32][]int32{0: {away}}, ConfigEntries: configs}, false); err != nil {
+	client, admin, err := adminClient(s, "test-progress-away")
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if a, err := k.Admin(); err == nil {
-			_ = a.DeleteTopic(fs.ProgressTopic)
-		}
-	})
+	defer admin.Close() // closes client too
+	away := progressOnOneBroker(t, k, client, fs)
 	_, r, _, steady := copyingSteadily(t, tk, s, s, topic, target)
 	killed := time.Now()
 	back := brokerAway(t, k, away, true)

@@ -31,23 +31,9 @@ import (
 func TestExactlyOnceProgressLeftOpenIsClosedAtStart(t *testing.T) {
 	for _, outcome := range []string{"aborted", "committed"} {
 		t.Run(outcome, func(t *testing.T) {
-			k := rf3Away(t, "rf3-away-2")
-			dst := k.Settings(cluster.Plaintext, "")
-			sk := kafkatest.Shared(t, 1)
-			src := sk.Settings(cluster.Plaintext, "")
-			topic := kafkatest.NewTopic(t, sk, 3, nil)
-			tk := exactlyOnce(rf3Task("eos-open-"+outcome, "OA", "OB"+outcome[:2], topic))
-			tk.Rules.Tasks = 1
-			fs := tk.Flows()[0]
-			target := "OA." + topic
+			f := newAwayFlow(t, "eos-open-"+outcome, "OA", "OB"+outcome[:2])
+			k, src, dst, topic, tk, fs, target, client := f.k, f.src, f.dst, f.topic, f.tk, f.fs, f.target, f.client
 			id := task.TransactionalID(fs.Group, 0)
-
-			client, admin, err := adminClient(dst, "test-open-progress")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer admin.Close() // closes client too
-			away := progressOnOneBroker(t, k, client, admin, fs, target)
 
 			const total = 15000
 			done := make(chan struct{})
@@ -59,7 +45,7 @@ func TestExactlyOnceProgressLeftOpenIsClosedAtStart(t *testing.T) {
 				t.Fatalf("the child ended with %v, not killed with its progress written", err)
 			}
 
-			back := brokerAway(t, k, away, true)
+			back := brokerAway(t, k, f.away, true)
 			waitForLong(t, time.Minute, func() error {
 				if _, err := k.Leader(fs.ProgressTopic, 0); err == nil {
 					return errors.New("the progress partition still has a leader")
@@ -160,21 +146,8 @@ func endWithoutLeader(t *testing.T, client sarama.Client, id string, commit bool
 // committed; it is then killed at its next commit, and a new run copies the
 // rest: read_committed readers see every record once.
 func TestExactlyOnceProgressMarkerSkippedMidRun(t *testing.T) {
-	k := rf3Away(t, "rf3-away-2")
-	dst := k.Settings(cluster.Plaintext, "")
-	sk := kafkatest.Shared(t, 1)
-	src := sk.Settings(cluster.Plaintext, "")
-	topic := kafkatest.NewTopic(t, sk, 3, nil)
-	tk := exactlyOnce(rf3Task("eos-open-midrun", "OM", "OMB", topic))
-	tk.Rules.Tasks = 1
-	fs := tk.Flows()[0]
-	target := "OM." + topic
-	client, admin, err := adminClient(dst, "test-open-progress")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close() // closes client too
-	away := progressOnOneBroker(t, k, client, admin, fs, target)
+	f := newAwayFlow(t, "eos-open-midrun", "OM", "OMB")
+	k, src, dst, topic, tk, fs, target := f.k, f.src, f.dst, f.topic, f.tk, f.fs, f.target
 
 	const total = 20000
 	done := make(chan struct{})
@@ -188,7 +161,7 @@ func TestExactlyOnceProgressMarkerSkippedMidRun(t *testing.T) {
 		_, err := os.Stat(filepath.Join(hold, "held"))
 		return err
 	})
-	back := brokerAway(t, k, away, true)
+	back := brokerAway(t, k, f.away, true)
 	waitForLong(t, time.Minute, func() error {
 		if _, err := k.Leader(fs.ProgressTopic, 0); err == nil {
 			return errors.New("the progress partition still has a leader")
@@ -216,11 +189,52 @@ func TestExactlyOnceProgressMarkerSkippedMidRun(t *testing.T) {
 	verifyExactlyOnceTo(t, src, topic, dst, target, total)
 }
 
+// awayFlow is an exactly-once flow of one worker from a new topic of shared
+// cluster 1 to the rf3-away-2 cluster (renamed with its alias), its
+// progress topic's partition on one broker, away, that is not the
+// transactional id's coordinator (min ISR 1: one replica takes acks=all
+// writes); its topics on the target are deleted when the test ends.
+type awayFlow struct {
+	k             *kafkatest.Cluster
+	src, dst      cluster.Settings
+	topic, target string
+	tk            task.Task
+	fs            task.FlowSpec
+	client        sarama.Client // on the target
+	away          int32
+}
+
+func newAwayFlow(t *testing.T, name, alias, peerAlias string) awayFlow {
+	t.Helper()
+	f := awayFlow{k: rf3Away(t, "rf3-away-2")}
+	f.dst = f.k.Settings(cluster.Plaintext, "")
+	sk := kafkatest.Shared(t, 1)
+	f.src = sk.Settings(cluster.Plaintext, "")
+	f.topic = kafkatest.NewTopic(t, sk, 3, nil)
+	f.tk = exactlyOnce(rf3Task(name, alias, peerAlias, f.topic))
+	f.tk.Rules.Tasks = 1
+	f.fs = f.tk.Flows()[0]
+	f.target = alias + "." + f.topic
+	client, admin, err := adminClient(f.dst, "test-open-progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.Close() }) // closes client too
+	f.client = client
+	f.away = progressOnOneBroker(t, f.k, client, f.fs)
+	t.Cleanup(func() {
+		if a, err := f.k.Admin(); err == nil {
+			_ = a.DeleteTopic(f.target)
+		}
+	})
+	return f
+}
+
 // progressOnOneBroker creates the flow's progress topic with its partition
 // on one broker that is not the transactional id's coordinator (min ISR 1:
-// one replica takes acks=all writes), deleted with target when the test
-// ends, and returns that broker.
-func progressOnOneBroker(t *testing.T, k *kafkatest.Cluster, client sarama.Client, admin sarama.ClusterAdmin, fs task.FlowSpec, target string) int32 {
+// one replica takes acks=all writes), deleted when the test ends, and
+// returns that broker.
+func progressOnOneBroker(t *testing.T, k *kafkatest.Cluster, client sarama.Client, fs task.FlowSpec) int32 {
 	t.Helper()
 	coord, err := client.TransactionCoordinator(task.TransactionalID(fs.Group, 0))
 	if err != nil {
@@ -236,14 +250,13 @@ func progressOnOneBroker(t *testing.T, k *kafkatest.Cluster, client sarama.Clien
 	for k, v := range progressTopicConfig {
 		configs[k] = ptr(v)
 	}
-	if err := admin.CreateTopic(fs.ProgressTopic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
+	if err := mustAdmin(t, k).CreateTopic(fs.ProgressTopic, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
 		ReplicaAssignment: map[int32][]int32{0: {away}}, ConfigEntries: configs}, false); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		if a, err := k.Admin(); err == nil {
 			_ = a.DeleteTopic(fs.ProgressTopic)
-			_ = a.DeleteTopic(target)
 		}
 	})
 	return away
