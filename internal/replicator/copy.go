@@ -554,13 +554,8 @@ func (c *partitionCopy) checkTargetLoss(cause error) {
 		return
 	}
 	lost := ps.countTargetLoss(end, lastDown+1)
-	if lost == 0 {
-		return // counted already
-	}
-	msg := fmt.Sprintf("target %s-%d lost %d records it had acknowledged (target offsets %d-%d; the last of them is source offset %d of %s-%d): %v — the target had an unclean leader election or lost a broker without replicas; those records are not on the target",
-		ps.Target, ps.Partition.Partition, lost, end, lastDown, ps.lastUp.Load(), ps.Source, ps.Partition.Partition, cause)
-	c.w.state.setError(msg)
-	c.w.log.Error(msg)
+	c.w.targetLost(ps, lost, end, lastDown+1,
+		fmt.Sprintf("the last of them is source offset %d of %s-%d; found on %v", ps.lastUp.Load(), ps.Source, ps.Partition.Partition, cause))
 }
 
 // stamp puts the partition's producer id and sequence on a batch.
@@ -881,6 +876,16 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 	ps, now := c.ps, time.Now()
 	c.syncs = c.syncs[:0]
 	ps.mu.Lock()
+	// Written before the position the last acknowledged record left: the
+	// target lost acknowledged records that no produce error told of — a
+	// producer id new since then (a worker started again) writes its
+	// first batch wherever the partition ends, after an unclean election
+	// too. Counted as lost, as checkTargetLoss and reconcileResume do.
+	var lost, lostTo int64
+	if ps.progDown >= 0 && base < ps.progDown {
+		lostTo = ps.progDown
+		lost = ps.countTargetLossLocked(base, lostTo)
+	}
 	for i := lo; i < hi; i++ {
 		up, down := b.ups[i], base+int64(i-lo)
 		if !shouldSync(ps.sync, up, down, now, c.w.opts.SyncInterval) {
@@ -911,6 +916,10 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 	ps.progDown = base + int64(hi-lo)
 	ps.forgetRewrittenLoss(ps.progDown)
 	ps.mu.Unlock()
+	if lost > 0 {
+		c.w.targetLost(ps, lost, base, lostTo,
+			fmt.Sprintf("found when the next copied record, source offset %d of %s-%d, landed at target offset %d", b.ups[lo], ps.Source, ps.Partition.Partition, base))
+	}
 	// Queued outside the lock: emit waits while the sync queue is full,
 	// and the syncs' acknowledgements need the lock (syncDurable).
 	for _, s := range c.syncs {

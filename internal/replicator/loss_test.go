@@ -213,3 +213,53 @@ func TestTopicThatCannotBeCreatedWaitsAlone(t *testing.T) {
 		return nil
 	})
 }
+
+// A batch written before the position the last acknowledged record left
+// (a producer id new since then, after a worker started again, writes its
+// first batch wherever the partition ends, after an unclean election too,
+// with no error): the target lost what lay between. Counted as lost and
+// reported with the range; counted once when a sequence error found it
+// first; a batch landing there or later loses nothing.
+func TestAcknowledgedBelowTheLastPositionCountsTheGapAsLost(t *testing.T) {
+	state := newFlowState("A->B")
+	ps := state.partition(Partition{Source: "orders", Target: "A.orders", Partition: 0})
+	ps.exactlyOnce = true // its syncs wait for a commit: none are sent here
+	w := &worker{opts: Options{SyncInterval: time.Hour}, state: state, log: slog.Default()}
+	c := &partitionCopy{w: w, ps: ps}
+	ack := func(up, base int64) {
+		t.Helper()
+		var b batch
+		b.reset(up)
+		for i := range int64(10) {
+			b.add(msgAt(up+i, time.UnixMilli(1000)), nil, 10)
+		}
+		for i := range b.recs {
+			b.ptrs = append(b.ptrs, &b.recs[i])
+		}
+		c.acknowledge(context.Background(), &b, 0, 10, base)
+	}
+	lost := func(want int64) {
+		t.Helper()
+		if st := state.snapshot(time.Now()); st.LostOnTarget != want {
+			t.Fatalf("lost on target %d, want %d (last error %q)", st.LostOnTarget, want, st.LastError)
+		}
+	}
+	ps.progDown = 200 // resumed from progress committed at target offset 200
+	ack(1000, 200)    // where it left: 200..209
+	ack(1010, 215)    // later (another writer, transaction markers): nothing lost
+	lost(0)
+	ack(1020, 125) // the target ends at 125: 125..224 were lost
+	lost(100)
+	if st := state.snapshot(time.Now()); !strings.Contains(st.LastError, "lost 100 records it had acknowledged (target offsets 125-224; found when the next copied record, source offset 1020 of orders-0, landed at target offset 125)") {
+		t.Fatalf("last error %q", st.LastError)
+	}
+	if ps.progDown != 135 {
+		t.Fatalf("position after the batch %d, want 135", ps.progDown)
+	}
+
+	// Found first by a sequence error, then where the batch written under
+	// a new producer id lands: counted once.
+	ps.countTargetLoss(100, 135) // as checkTargetLoss counts it on the error
+	ack(1030, 100)
+	lost(135)
+}

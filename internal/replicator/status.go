@@ -607,11 +607,16 @@ func (p *partState) forgetRewrittenLoss(down int64) {
 // found again at the restart its errors cause, from progress committed
 // before it. It returns how many records were new to the count.
 func (p *partState) countTargetLoss(from, to int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.countTargetLossLocked(from, to)
+}
+
+// countTargetLossLocked is countTargetLoss with p.mu held.
+func (p *partState) countTargetLossLocked(from, to int64) int64 {
 	if to <= from {
 		return 0
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	n := to - from
 	if lo, hi := max(from, p.lostFrom), min(to, p.lostTo); hi > lo {
 		n -= hi - lo

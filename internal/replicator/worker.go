@@ -762,15 +762,24 @@ func (w *worker) reconcileResume(dst sarama.Client, ps *partState, from, progDow
 			"topic", ps.Source, "partition", ps.Partition.Partition, "from", from, "records", n)
 		return progDown
 	}
+	// Found while copying, before the restart, is counted then, once.
 	lost := ps.countTargetLoss(end, progDown)
+	w.targetLost(ps, lost, end, progDown,
+		fmt.Sprintf("progress was committed after them at source offset %d of %s-%d", from, ps.Source, ps.Partition.Partition))
+	return end
+}
+
+// targetLost reports lost acknowledged records newly counted at target
+// offsets [from, to) of ps's target partition, with detail saying how they
+// were found; nothing when lost is 0 (counted already).
+func (w *worker) targetLost(ps *partState, lost, from, to int64, detail string) {
 	if lost == 0 {
-		return end // found while copying, before the restart: counted then
+		return
 	}
-	msg := fmt.Sprintf("target %s-%d lost %d records it had acknowledged (target offsets %d-%d; progress was committed after them at source offset %d of %s-%d) — the target had an unclean leader election or lost a broker without replicas; those records are not on the target",
-		ps.Target, ps.Partition.Partition, lost, end, progDown-1, from, ps.Source, ps.Partition.Partition)
+	msg := fmt.Sprintf("target %s-%d lost %d records it had acknowledged (target offsets %d-%d; %s) — the target had an unclean leader election or lost a broker without replicas; those records are not on the target",
+		ps.Target, ps.Partition.Partition, lost, from, to-1, detail)
 	w.state.setError(msg)
 	w.log.Error(msg)
-	return end
 }
 
 // startOffset resolves where a partition starts: stored progress, else,
