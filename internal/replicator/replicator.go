@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"time"
 
@@ -264,10 +263,10 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 	pl := &planner{flow: r.flow, src: src, dst: dst, srcAdmin: srcAdmin, dstAdmin: dstAdmin, log: r.log, targetIDs: r.targetIDs}
 	var (
 		current []Partition
-		ws      workerSet
+		ws      = &workerSet{}
 		errs    = make(chan error, 64)
 	)
-	defer ws.stop()
+	defer func() { ws.stop() }() // the set running then
 	tick := time.NewTicker(r.opts.RefreshInterval)
 	defer tick.Stop()
 	// nextRound waits for the next planning round; stop is true when the
@@ -308,26 +307,38 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 		r.state.mu.Lock()
 		r.state.topics, r.state.conflicts, r.state.unavailable = p.Topics, p.Conflicts, p.Unavailable
 		r.state.mu.Unlock()
-		if !samePartitions(current, p.Partitions) {
-			ws.stop()
+		if added, full := roundChange(current, p.Partitions, ws.workers, r.flow); full || len(added) > 0 {
+			start := p.Partitions
+			if full {
+				ws.stop()
+				ws = &workerSet{}
+				wctx, cancel := context.WithCancel(ctx)
+				ws.ctx, ws.cancel = wctx, cancel
+			} else {
+				start = added
+			}
 			current = p.Partitions
-			wctx, cancel := context.WithCancel(ctx)
-			ws.cancel = cancel
 			// Counted before any worker starts, so each sizes its
 			// buffers from the flow's whole partition count.
-			ws.leave = r.opts.Budget.join(len(current))
-			for _, a := range Assign(current, r.flow.Workers) {
+			ws.leaves = append(ws.leaves, r.opts.Budget.join(len(start)))
+			for _, a := range Assign(start, r.flow.Workers) {
+				a.ID += ws.workers // a worker added beside running ones has an id of its own
 				w := &worker{flow: r.flow, asg: a, opts: r.opts, state: r.state, syncs: syncs, unstoredFrom: unstoredFrom,
 					log: r.log.With("assignment", a.ID), header: []byte(r.flow.Source.Alias)}
 				ws.wg.Add(1)
 				go func() {
 					defer ws.wg.Done()
-					if err := w.run(wctx); err != nil {
+					if err := w.run(ws.ctx); err != nil {
 						errs <- fmt.Errorf("assignment %d: %w", a.ID, err)
 					}
 				}()
 			}
-			r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
+			ws.workers += min(len(start), max(r.flow.Workers, 1))
+			if full {
+				r.log.Info("replicating", "topics", len(p.Topics), "partitions", len(current))
+			} else {
+				r.log.Info("replicating new partitions beside the running ones", "partitions", len(start), "topics", len(p.Topics), "workers", ws.workers)
+			}
 			unstoredFrom = task.StartEarliest // later rounds find partitions written after the start
 		}
 		if !interruptible(ctx, 0, func() { r.checkInternals(dst, dstAdmin, syncClient, syncAdmin) }) {
@@ -395,11 +406,14 @@ func interruptible(ctx context.Context, grace time.Duration, f func()) bool {
 	}
 }
 
-// workerSet is the running workers of one assignment round.
+// workerSet is the running workers of one full start and of the
+// additions after it.
 type workerSet struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	leave  func() // gives the round's partitions' budget share back
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	leaves  []func() // give each start's partitions' budget share back
+	workers int      // started since the full start
 }
 
 // stop cancels the workers and waits until each committed its progress.
@@ -408,26 +422,51 @@ func (s *workerSet) stop() {
 		s.cancel()
 	}
 	s.wg.Wait()
-	if s.leave != nil {
-		s.leave()
-		s.leave = nil
+	for _, leave := range s.leaves {
+		leave()
 	}
+	s.leaves = nil
 }
 
-func samePartitions(a, b []Partition) bool {
-	if len(a) != len(b) {
-		return false
+// maxAddedWorkers bounds the workers started beside a full start's, as a
+// multiple of the task's: past it, an addition starts every partition
+// again, spread over the task's workers (each worker holds its own
+// clients and connections).
+const maxAddedWorkers = 2
+
+// roundChange compares the running partitions with a planning round's:
+// full when every worker must start again (the first round; a partition
+// gone or changed — a new max.message.bytes, a topic created again; an
+// exactly-once flow, whose transactional ids are its workers' ids and
+// whose open progress only its own worker closes; or, for an addition,
+// workers started beside the full start's reaching maxAddedWorkers times
+// the task's), else the partitions added, started beside the running
+// workers, which go on undisturbed. Neither: nothing changed.
+func roundChange(current, next []Partition, workers int, f Flow) (added []Partition, full bool) {
+	if current == nil {
+		return nil, true
 	}
-	key := func(p Partition) string {
-		return fmt.Sprintf("%s/%d/%s/%d/%s/%s", p.Source, p.Partition, p.Target, p.MaxBytes, p.TopicID, p.TargetTopicID)
+	have := make(map[Partition]bool, len(current))
+	for _, p := range current {
+		have[p] = true
 	}
-	ka, kb := make([]string, len(a)), make([]string, len(b))
-	for i := range a {
-		ka[i], kb[i] = key(a[i]), key(b[i])
+	kept := 0
+	for _, p := range next {
+		if have[p] {
+			kept++
+		} else {
+			added = append(added, p)
+		}
 	}
-	slices.Sort(ka)
-	slices.Sort(kb)
-	return slices.Equal(ka, kb)
+	switch {
+	case kept < len(have):
+		return nil, true
+	case len(added) == 0:
+		return nil, false
+	case f.ExactlyOnce, workers+min(len(added), max(f.Workers, 1)) > (1+maxAddedWorkers)*max(f.Workers, 1):
+		return nil, true
+	}
+	return added, false
 }
 
 // waitLeader polls until partition 0 of topic has a leader, or timeout.

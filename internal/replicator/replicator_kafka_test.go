@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -249,6 +250,10 @@ func TestBidirectionalIdentityWithSourceHeaderDoesNotLoop(t *testing.T) {
 	}
 }
 
+// A topic and partitions added to a regex task's source are copied by
+// workers started beside the running ones, which go on undisturbed: each
+// target partition is written by one producer id, the first topic's first
+// partition included, whose copy ran through both additions.
 func TestNewTopicAndPartitionGrowthArePickedUp(t *testing.T) {
 	k1, k2 := kafkatest.Shared(t, 0), kafkatest.Shared(t, 1)
 	current := k1.Settings(cluster.Plaintext, "")
@@ -259,7 +264,7 @@ func TestNewTopicAndPartitionGrowthArePickedUp(t *testing.T) {
 
 	tk := newTask("regex", task.DirectionPush, nil)
 	tk.Rules.TopicsRegex = strings.ReplaceAll(prefix, ".", `\.`) + `\..*`
-	startTask(t, tk, current, peer)
+	r := startTask(t, tk, current, peer)[0]
 	verifyCopy(t, current, first, peer, first, 100, e2e.VerifyOptions{})
 
 	second := prefix + ".two"
@@ -272,6 +277,20 @@ func TestNewTopicAndPartitionGrowthArePickedUp(t *testing.T) {
 	}
 	produceN(t, current, first, 3, 300, 50)
 	verifyCopy(t, current, first, peer, first, 400, e2e.VerifyOptions{})
+	var pids []int64
+	for _, tp := range []struct {
+		topic string
+		part  int32
+	}{{first, 0}, {first, 1}, {first, 2}, {second, 0}, {second, 1}} {
+		got := producerIDs(t, peer, tp.topic, tp.part)
+		if len(got) != 1 || slices.Contains(pids, got[0]) {
+			t.Fatalf("%s-%d was written by producer ids %v (the others' %v): one each, else a copy started again", tp.topic, tp.part, got, pids)
+		}
+		pids = append(pids, got[0])
+	}
+	if st := r.Status(); st.Restarts != 0 {
+		t.Fatalf("the flow started again %d times (last error %q)", st.Restarts, st.LastError)
+	}
 }
 
 func TestStartLatestCopiesOnlyNewRecords(t *testing.T) {
