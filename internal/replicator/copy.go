@@ -875,15 +875,16 @@ func produceVersion(v sarama.KafkaVersion) int16 {
 func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, base int64) {
 	ps, now := c.ps, time.Now()
 	c.syncs = c.syncs[:0]
-	ps.mu.Lock()
 	// Written before the position the last acknowledged record left: the
 	// target lost acknowledged records that no produce error told of — a
 	// producer id new since then (a worker started again) writes its
 	// first batch wherever the partition ends, after an unclean election
 	// too. Counted as lost, as checkTargetLoss and reconcileResume do.
-	var lost, lostTo int64
-	if ps.progDown >= 0 && base < ps.progDown {
-		lostTo = ps.progDown
+	// (progDown is written only by this goroutine and the start before it.)
+	lost, lostTo := int64(0), ps.progDown
+	gap := lostTo >= 0 && base < lostTo && c.ownPosition() && !c.targetCreatedAgain()
+	ps.mu.Lock()
+	if gap {
 		lost = ps.countTargetLossLocked(base, lostTo)
 	}
 	for i := lo; i < hi; i++ {
@@ -934,6 +935,37 @@ func (c *partitionCopy) acknowledge(ctx context.Context, b *batch, lo, hi int, b
 	ps.lastUp.Store(last)
 	ps.lastDown.Store(base + int64(hi-lo-1))
 	ps.lastTS.Store(b.first.Add(b.recs[hi-1].TimestampDelta).UnixMilli())
+}
+
+// ownPosition says whether the partition's downstream position is one
+// kmirror's own records left: stored progress, or a record acknowledged in
+// this process. A fresh start's is the target's end, which other writers'
+// records may make, and their loss is not kmirror's.
+func (c *partitionCopy) ownPosition() bool {
+	c.ps.mu.Lock()
+	defer c.ps.mu.Unlock()
+	return c.ps.resumed || c.ps.lastDown.Load() >= 0
+}
+
+// targetCreatedAgain says whether the target topic now has another id than
+// the one its copy started on: deleted and created again between two
+// planning rounds, a retried produce lands at the new topic's start. That
+// is not an election's loss: the next round restarts the copy, which
+// counts what the old topic held (worker.targetReplaced). Asked only when
+// a batch lands below the position (rare); unknown ids say no.
+func (c *partitionCopy) targetCreatedAgain() bool {
+	c.ps.mu.Lock()
+	want := c.ps.targetTopicID
+	c.ps.mu.Unlock()
+	if want == "" {
+		return false
+	}
+	ids, err := topicIDs(c.w.dst, []string{c.ps.Target})
+	if id, ok := ids[c.ps.Target]; err == nil && ok && id != want {
+		c.w.log.Warn("target topic was created again under the copy; what the old topic held is counted when the copy starts again", "topic", c.ps.Target, "partition", c.ps.Partition.Partition, "id", id, "was", want)
+		return true
+	}
+	return false
 }
 
 // pendingSync is an offset sync decided under the partition's lock, queued

@@ -244,9 +244,15 @@ func TestAcknowledgedBelowTheLastPositionCountsTheGapAsLost(t *testing.T) {
 			t.Fatalf("lost on target %d, want %d (last error %q)", st.LostOnTarget, want, st.LastError)
 		}
 	}
-	ps.progDown = 200 // resumed from progress committed at target offset 200
-	ack(1000, 200)    // where it left: 200..209
-	ack(1010, 215)    // later (another writer, transaction markers): nothing lost
+	// A fresh start's position is the target's end, other writers'
+	// records included: a batch below it is no loss of kmirror's.
+	ps.progDown = 200
+	ack(990, 150)
+	lost(0)
+
+	ps.progDown, ps.resumed = 200, true // resumed from progress committed at target offset 200
+	ack(1000, 200)                      // where it left: 200..209
+	ack(1010, 215)                      // later (another writer, transaction markers): nothing lost
 	lost(0)
 	ack(1020, 125) // the target ends at 125: 125..224 were lost
 	lost(100)
@@ -261,5 +267,15 @@ func TestAcknowledgedBelowTheLastPositionCountsTheGapAsLost(t *testing.T) {
 	// a new producer id lands: counted once.
 	ps.countTargetLoss(100, 135) // as checkTargetLoss counts it on the error
 	ack(1030, 100)
+	lost(135)
+
+	// The target topic created again under the copy (another id than the
+	// one the copy started on): not an election's loss, counted when the
+	// copy starts again (targetReplaced).
+	_, b := startFakes(t)
+	createTopic(t, b, "A.orders", 1)
+	w.dst, _ = admin(t, b)
+	ps.targetTopicID = "the old topic's id"
+	ack(1040, 0)
 	lost(135)
 }

@@ -329,7 +329,11 @@ func (r *Replicator) runOnce(ctx context.Context) error {
 				go func() {
 					defer ws.wg.Done()
 					if err := w.run(ws.ctx); err != nil {
-						errs <- fmt.Errorf("assignment %d: %w", a.ID, err)
+						select {
+						case errs <- fmt.Errorf("assignment %d: %w", a.ID, err):
+						default: // the flow ends on the errors queued before: ws.stop must not wait on this send
+							w.log.Error("worker failed", "error", err)
+						}
 					}
 				}()
 			}
@@ -435,7 +439,8 @@ func (s *workerSet) stop() {
 const maxAddedWorkers = 2
 
 // roundChange compares the running partitions with a planning round's:
-// full when every worker must start again (the first round; a partition
+// full when every worker must start again (the first round with
+// partitions; a partition
 // gone or changed — a new max.message.bytes, a topic created again; an
 // exactly-once flow, whose transactional ids are its workers' ids and
 // whose open progress only its own worker closes; or, for an addition,
@@ -443,8 +448,11 @@ const maxAddedWorkers = 2
 // the task's), else the partitions added, started beside the running
 // workers, which go on undisturbed. Neither: nothing changed.
 func roundChange(current, next []Partition, workers int, f Flow) (added []Partition, full bool) {
-	if current == nil {
-		return nil, true
+	if len(current) == 0 {
+		// Nothing ran: start what there is (an empty round starts
+		// nothing, so the task's start offset still applies to the first
+		// partitions found).
+		return nil, len(next) > 0
 	}
 	have := make(map[Partition]bool, len(current))
 	for _, p := range current {

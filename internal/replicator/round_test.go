@@ -32,6 +32,7 @@ func TestRoundChange(t *testing.T) {
 		full          bool
 	}{
 		{name: "the first round", next: two, full: true},
+		{name: "an empty first round starts nothing (the task's start offset stays for the first partitions)"},
 		{name: "nothing changed, in another order", current: two, next: []Partition{p("orders", 1), p("orders", 0)}, workers: 2},
 		{name: "a partition added", current: two, next: append(slices.Clone(two), p("orders", 2)), workers: 2, added: []Partition{p("orders", 2)}},
 		{name: "a topic added", current: two, next: append(slices.Clone(two), p("audit", 0), p("audit", 1)), workers: 2,
