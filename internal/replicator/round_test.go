@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/task"
@@ -134,4 +137,35 @@ func producerIDs(t *testing.T, s cluster.Settings, topic string, part int32) []i
 		at = next
 	}
 	return ids
+}
+
+// A worker's clients ask the source for the metadata of the flow's topics
+// only: requests for every topic do not grow with the task's workers (the
+// planner's alone), however many topics the cluster holds.
+func TestWorkersAskMetadataOnlyForTheFlowsTopics(t *testing.T) {
+	allTopics := func(tasks int) int64 {
+		src, a, b := fakeSourceTo(t, 1, "orders", 4)
+		for i := range 50 {
+			createTopic(t, a, fmt.Sprintf("unrelated-%d", i), 2)
+		}
+		var n atomic.Int64
+		src.ControlKey(int16(kmsg.Metadata), func(r kmsg.Request) (kmsg.Response, error, bool) {
+			src.KeepControl()
+			if r.(*kmsg.MetadataRequest).Topics == nil {
+				n.Add(1)
+			}
+			return nil, nil, false
+		})
+		produceKeys(t, a, "orders", 4, 0, 40)
+		f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: tasks,
+			ReplicationFactor: 1, StartOffset: task.StartEarliest})
+		r := runFlowWith(t, f, Options{RefreshInterval: time.Hour, CommitInterval: 100 * time.Millisecond})
+		waitProgress(t, r, 40)
+		return n.Load()
+	}
+	one, four := allTopics(1), allTopics(4)
+	t.Logf("metadata requests for every topic: %d with one worker, %d with four", one, four)
+	if four != one {
+		t.Fatalf("four workers asked the source for every topic's metadata %d times, one worker %d: the workers ask for every topic", four, one)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -71,12 +72,22 @@ const recordOverhead = 64
 // round trip, small enough to keep a retry cheap.
 const maxBatchBytes = 1 << 20
 
+// sourceConfig is the source client's. A worker's clients ask metadata for
+// the topics they use only (sarama's Metadata.Full = false), not for every
+// topic of the cluster at their start and every refresh: a worker has
+// three to six clients, and a production cluster's metadata can be
+// thousands of topics the flow does not copy. The flow's planner, which
+// matches the task's topics against the cluster's, keeps the full view.
+// (Without a first full fetch, a client connects at its first request,
+// not at its creation: the planner's clients, created first, are what
+// says a cluster is unreachable.)
 func (w *worker) sourceConfig() (*sarama.Config, error) {
 	c, err := w.flow.Source.Settings.Config(fmt.Sprintf("kmirror-%s-%s-%d", w.flow.Task, w.flow.Name(), w.asg.ID))
 	if err != nil {
 		return nil, err
 	}
 	c.Consumer.Return.Errors = true
+	c.Metadata.Full = false
 	// A partition's fetch takes whole record batches; what a response
 	// carries in all follows the partitions' budget shares, so a thousand
 	// partitions fetch no more at once than six (budget.go). A batch
@@ -100,6 +111,7 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 		return nil, err
 	}
 	c.Metadata.Retry.Max = 2
+	c.Metadata.Full = false // as sourceConfig says
 	// One request in flight per partition, several partitions per leader
 	// connection.
 	c.Net.MaxOpenRequests = min(64, len(w.asg.Partitions)+1)
@@ -114,6 +126,17 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 	c.Producer.Return.Successes = true
 	c.Producer.Partitioner = sarama.NewManualPartitioner
 	return c, nil
+}
+
+// sourceTopics is the source topics of parts, each once.
+func sourceTopics(parts []Partition) []string {
+	var out []string
+	for _, p := range parts {
+		if !slices.Contains(out, p.Source) {
+			out = append(out, p.Source)
+		}
+	}
+	return out
 }
 
 // run copies until ctx ends (returns nil after a clean stop with progress
@@ -196,6 +219,11 @@ func (w *worker) run(ctx context.Context) error {
 		return fmt.Errorf("connect to source %s: %w", w.flow.Source.Alias, err)
 	}
 	defer commits.Close()
+	// Its admin needs the controller, which any metadata answer names: ask
+	// for the worker's own topics (the client asks for no other).
+	if err := commits.RefreshMetadata(sourceTopics(w.asg.Partitions)...); err != nil {
+		return fmt.Errorf("metadata of the source topics on %s: %w", w.flow.Source.Alias, err)
+	}
 	prog, err := newProgress(commits, w.flow.Group(), plog)
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)
