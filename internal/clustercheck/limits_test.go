@@ -108,7 +108,7 @@ func newSilentListener(t *testing.T) *silentListener {
 func TestCheckEndsAtItsDeadline(t *testing.T) {
 	l := newSilentListener(t)
 	s := cluster.Settings{Name: "silent", BootstrapServers: []string{l.ln.Addr().String()}, SecurityProtocol: cluster.Plaintext}
-	r := clustercheck.CheckWithin(context.Background(), s, clustercheck.Limits{Deadline: 300 * time.Millisecond})
+	r := clustercheck.CheckWithin(context.Background(), s, clustercheck.Limits{Deadline: 2 * time.Second})
 	f := r.Failed()
 	if r.OK || f == nil || f.Name != clustercheck.StepMetadata || !strings.Contains(f.Message, "not finished within") {
 		t.Fatalf("failed step %+v, want metadata not finished within the deadline", f)

@@ -320,11 +320,11 @@ func TestHangingWorker(t *testing.T) {
 	}))
 	defer live.Close()
 
-	c := newClient(t, Config{URLs: []string{hung.URL, live.URL}, Timeout: 300 * time.Millisecond})
+	c := newClient(t, Config{URLs: []string{hung.URL, live.URL}, Timeout: 2 * time.Second})
 	if st, err := c.Status(context.Background(), "m"); err != nil || st.Connector.State != StateRunning {
 		t.Fatalf("status past a hung worker: %+v, %v", st, err)
 	}
-	c = newClient(t, Config{URLs: []string{hung.URL, live.URL}, Timeout: 300 * time.Millisecond})
+	c = newClient(t, Config{URLs: []string{hung.URL, live.URL}, Timeout: 2 * time.Second})
 	_, err := c.Restart(context.Background(), "m", true, false)
 	if err == nil || !strings.Contains(err.Error(), "may have acted on it") {
 		t.Fatalf("restart on a hung worker: got %v", err)
@@ -544,7 +544,7 @@ func TestAnswersAreCapped(t *testing.T) {
 		_, _ = io.WriteString(w, answer.Load().(string))
 	}))
 	defer srv.Close()
-	c := newClient(t, Config{URLs: []string{srv.URL}})
+	c := newClient(t, Config{URLs: []string{srv.URL}, Timeout: time.Minute}) // decoding 32 MiB under -race took 8.7 s of the default 15
 	ctx := context.Background()
 	answer.Store(big(MaxAnswerBytes - 100))
 	if _, err := c.Connector(ctx, "m"); err != nil {

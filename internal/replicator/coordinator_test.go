@@ -78,8 +78,15 @@ func TestCoordinatorCallAfterItsContextEnds(t *testing.T) {
 			var calls atomic.Int32
 			working := make(chan struct{}, 1)
 			done := make(chan error, 1)
+			// The wait for an answer under way: short where the broker is
+			// frozen (the bound under test), long where it answers, so a
+			// starved CPU (-race) does not turn an answer into a give-up.
+			answerWait := 20 * time.Second
+			if c.frozen {
+				answerWait = time.Second
+			}
 			go func() {
-				done <- tx.coordinatorCall(ctx, 20*time.Millisecond, time.Second, func(*sarama.Broker) error {
+				done <- tx.coordinatorCall(ctx, 20*time.Millisecond, answerWait, func(*sarama.Broker) error {
 					calls.Add(1)
 					working <- struct{}{}
 					time.Sleep(c.work)
@@ -102,8 +109,8 @@ func TestCoordinatorCallAfterItsContextEnds(t *testing.T) {
 				if !errors.Is(err, c.want) || (c.want == nil && err != nil) {
 					t.Fatalf("coordinatorCall after its context ended: %v, want %v", err, c.want)
 				}
-			case <-time.After(10 * time.Second): // a frozen broker's answer would take its read timeout (30 s)
-				t.Fatal("coordinatorCall still waits for the broker 10 s after its context ended")
+			case <-time.After(25 * time.Second): // a frozen broker's answer would take its read timeout (30 s)
+				t.Fatal("coordinatorCall still waits for the broker 25 s after its context ended")
 			}
 			if want := int32(1); !c.frozen && calls.Load() != want {
 				t.Fatalf("f called %d times, want %d", calls.Load(), want)

@@ -83,7 +83,7 @@ func TestSourcePartitionDeniedMidRunWaitsAloneAndSaysWhy(t *testing.T) {
 	// partition counts as readable again once no refusal comes.
 	denied = cs[0].Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: "orders", Partitions: []int32{0},
 		Err: kerr.TopicAuthorizationFailed, Count: -1})
-	waitFor(t, func() error {
+	waitForLong(t, 2*time.Minute, func() error { // a built-in timer takes about 11 s of it
 		if st := r.Status(); st.State != task.StateDegraded || !strings.Contains(st.Reason, "READ") {
 			return fmt.Errorf("idle and denied: state %s (%s)", st.State, st.Reason)
 		}

@@ -128,15 +128,37 @@ func (w *worker) targetConfig() (*sarama.Config, error) {
 	return c, nil
 }
 
-// sourceTopics is the source topics of parts, each once.
-func sourceTopics(parts []Partition) []string {
-	var out []string
+// partitionTopics is the source and the target topics of parts, each once.
+func partitionTopics(parts []Partition) (src, dst []string) {
 	for _, p := range parts {
-		if !slices.Contains(out, p.Source) {
-			out = append(out, p.Source)
+		if !slices.Contains(src, p.Source) {
+			src = append(src, p.Source)
+		}
+		if !slices.Contains(dst, p.Target) {
+			dst = append(dst, p.Target)
 		}
 	}
-	return out
+	return src, dst
+}
+
+// workerClient is a worker's client (cfg's Metadata.Full is off, see
+// sourceConfig), made to know the cluster's live brokers from the metadata
+// of topics before its first request: one that has asked for nothing sends
+// its first requests to a bootstrap address, which may be a broker that is
+// down (CI: an InitProducerID sent to a killed broker failed the flow).
+// Only an answer from no broker fails it: what a topic's answer says (a
+// partition without a leader, a topic it may not read) is for the requests
+// that use the topic to report, as with sarama's own first fetch.
+func workerClient(addrs []string, cfg *sarama.Config, topics []string) (sarama.Client, error) {
+	c, err := sarama.NewClient(addrs, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.RefreshMetadata(topics...); err != nil && len(c.Brokers()) == 0 {
+		_ = c.Close()
+		return nil, err
+	}
+	return c, nil
 }
 
 // run copies until ctx ends (returns nil after a clean stop with progress
@@ -151,7 +173,8 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	src, err := sarama.NewClient(w.flow.Source.Settings.BootstrapServers, srcCfg)
+	srcTopics, dstTopics := partitionTopics(w.asg.Partitions)
+	src, err := workerClient(w.flow.Source.Settings.BootstrapServers, srcCfg, srcTopics)
 	if err != nil {
 		return fmt.Errorf("connect to source %s: %w", w.flow.Source.Alias, err)
 	}
@@ -161,7 +184,7 @@ func (w *worker) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dst, err := sarama.NewClient(w.flow.Target.Settings.BootstrapServers, dstCfg)
+	dst, err := workerClient(w.flow.Target.Settings.BootstrapServers, dstCfg, dstTopics)
 	if err != nil {
 		return fmt.Errorf("connect to target %s: %w", w.flow.Target.Alias, err)
 	}
@@ -172,7 +195,7 @@ func (w *worker) run(ctx context.Context) error {
 	// requests queued on one connection wait for each other.
 	w.produceDst = []sarama.Client{dst}
 	for range produceConns(len(w.asg.Partitions)) - 1 {
-		extra, err := sarama.NewClient(w.flow.Target.Settings.BootstrapServers, dstCfg)
+		extra, err := workerClient(w.flow.Target.Settings.BootstrapServers, dstCfg, dstTopics)
 		if err != nil {
 			return fmt.Errorf("connect to target %s: %w", w.flow.Target.Alias, err)
 		}
@@ -214,16 +237,13 @@ func (w *worker) run(ctx context.Context) error {
 	// broker's connection for a whole round trip, so a commit to a group
 	// coordinator that also leads partitions this worker fetches stopped
 	// their fetching for the commit's time, every commit interval.
-	commits, err := sarama.NewClient(w.flow.Source.Settings.BootstrapServers, srcCfg)
+	// (Its admin needs the controller, which workerClient's first
+	// metadata answer names.)
+	commits, err := workerClient(w.flow.Source.Settings.BootstrapServers, srcCfg, srcTopics)
 	if err != nil {
 		return fmt.Errorf("connect to source %s: %w", w.flow.Source.Alias, err)
 	}
 	defer commits.Close()
-	// Its admin needs the controller, which any metadata answer names: ask
-	// for the worker's own topics (the client asks for no other).
-	if err := commits.RefreshMetadata(sourceTopics(w.asg.Partitions)...); err != nil {
-		return fmt.Errorf("metadata of the source topics on %s: %w", w.flow.Source.Alias, err)
-	}
 	prog, err := newProgress(commits, w.flow.Group(), plog)
 	if err != nil {
 		return fmt.Errorf("progress store on source %s: %w", w.flow.Source.Alias, err)

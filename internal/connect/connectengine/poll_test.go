@@ -95,7 +95,7 @@ func waitFor(t *testing.T, e *Engine, name string, want task.State, reasonPart s
 func TestStatusIgnoresUnreachableAdvertisedAddresses(t *testing.T) {
 	srv := fakeConnect(t, "c", "connect-0.connect.svc:8083", "connect-1.connect.svc:8083", "10.244.1.7:8083")
 	e, tk := engineOn(t, connect.Config{URLs: []string{srv.URL}})
-	waitFor(t, e, tk.Name, task.StateRunning, "", 10*time.Second)
+	waitFor(t, e, tk.Name, task.StateRunning, "", time.Minute)
 	for range 10 { // a probe at those names would fail within a poll or two
 		time.Sleep(100 * time.Millisecond)
 		if st, _ := e.Status(tk.Name); st.State != task.StateRunning {
@@ -112,7 +112,7 @@ func TestRegisteredWorkerThatDoesNotAnswerIsDegraded(t *testing.T) {
 	deadID := strings.TrimPrefix(dead, "http://")
 	live := fakeConnect(t, "c", "connect-0.connect.svc:8083", deadID)
 	e, tk := engineOn(t, connect.Config{URLs: []string{live.URL, dead}, DialTimeout: time.Second})
-	reason := waitFor(t, e, tk.Name, task.StateDegraded, "worker "+deadID+" does not answer", 10*time.Second)
+	reason := waitFor(t, e, tk.Name, task.StateDegraded, "worker "+deadID+" does not answer", time.Minute)
 	if !strings.Contains(reason, "c task 1 run there") {
 		t.Errorf("reason %q does not say what runs there", reason)
 	}
@@ -125,7 +125,7 @@ func TestRegisteredWorkerThatDoesNotAnswerIsDegraded(t *testing.T) {
 // keeps its client) instead of waiting on the hung one each time.
 func TestHungFirstURLDoesNotBlindThePoll(t *testing.T) {
 	old := pollRequestTimeout
-	pollRequestTimeout = 500 * time.Millisecond
+	pollRequestTimeout = 2 * time.Second
 	t.Cleanup(func() { pollRequestTimeout = old })
 	live := fakeConnect(t, "c", "connect-0.connect.svc:8083")
 	release := make(chan struct{})
@@ -142,7 +142,7 @@ func TestHungFirstURLDoesNotBlindThePoll(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	began := time.Now()
 	e, tk := engineOn(t, connect.Config{URLs: []string{hung.URL, live.URL}})
-	waitFor(t, e, tk.Name, task.StateRunning, "", 10*time.Second)
+	waitFor(t, e, tk.Name, task.StateRunning, "", time.Minute)
 	t.Logf("RUNNING %s after the start, the first URL hung", time.Since(began).Round(time.Millisecond))
 	time.Sleep(time.Second) // ten more polls
 	if st, _ := e.Status(tk.Name); st.State != task.StateRunning {

@@ -50,7 +50,7 @@ func TestSettledEndLooksOncePerPosition(t *testing.T) {
 // and later samples start at the URL that answered.
 func TestHungFirstURLDoesNotBlindTheSampler(t *testing.T) {
 	old := sampleRequestTimeout
-	sampleRequestTimeout = 300 * time.Millisecond
+	sampleRequestTimeout = 2 * time.Second
 	t.Cleanup(func() { sampleRequestTimeout = old })
 	live := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
