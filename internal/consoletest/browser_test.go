@@ -284,16 +284,28 @@ func (b *browser) screenshot(name string) {
 	b.t.Logf("screenshot %s", path)
 }
 
-// text is the trimmed text of the first element matching the CSS selector.
+// text is the trimmed text of the first element matching the CSS selector,
+// waiting (up to 30 s) for one. It is read in the page in one step: HTMX
+// may swap the element between a DevTools node lookup and its read (ci68:
+// "No node with given id found" right after a form's refusal arrived).
 func (b *browser) text(sel string) string {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
-	defer cancel()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("read %s: %v", sel, err)
+	const missing = "\x00missing"
+	read := fmt.Sprintf(`(function(){var e=document.querySelector(%s); return e ? e.innerText : %q})()`, q(sel), missing)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := chromedp.Run(b.ctx, chromedp.Evaluate[string](read))
+		if err != nil {
+			b.t.Fatalf("read %s: %v", sel, err)
+		}
+		if s != missing {
+			return strings.TrimSpace(s)
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("read %s: no such element after 30 s", sel)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	return strings.TrimSpace(s)
 }
 
 // evalInt and evalBool run a JavaScript expression in the page (DevTools
