@@ -537,63 +537,67 @@ func TestLeaderlessSourcePartitionWaitsAlone(t *testing.T) {
 // Loss the target causes is counted and shown, never passed off: the target
 // partition (RF 2, min.insync.replicas 1) acknowledges records from its
 // leader alone while its follower is down; the leader is then killed and
-// the stale follower elected uncleanly. kmirror finds the acknowledged
-// records gone when the new leader no longer knows its producer sequence,
-// counts exactly them as lost on the target, and copies what comes after.
-// It takes brokers away: alone on its cluster.
+// the stale follower elected uncleanly. Two tasks copy the same source
+// topic to two such target partitions through one election:
+//   - steady: kmirror finds the acknowledged records gone when the new
+//     leader no longer knows its producer sequence;
+//   - restarted: its flow is stopped and started again after the records
+//     were acknowledged and before the election, so its new producer id's
+//     first batch lands at the new leader's end with no error to tell of
+//     the loss (ci64 saw this pass 100 lost records over when a plan
+//     change started the workers again mid-test); the gap before it is
+//     counted.
+//
+// Each counts exactly the lost records and copies what comes after. It
+// takes brokers away: alone on its cluster.
 func TestTargetUncleanElectionLossIsCounted(t *testing.T) {
-	uncleanElectionLoss(t, rf3Away(t, "rf3-away-1"), false)
-}
-
-// The same loss with kmirror started again after the records were
-// acknowledged and before the election: the new producer id's first batch
-// lands at the new leader's end with no error to tell of the loss, and
-// the gap before it is counted (ci64 saw this pass 100 lost records over
-// when a plan change started the workers again mid-test).
-func TestTargetUncleanElectionAfterARestartIsCounted(t *testing.T) {
-	uncleanElectionLoss(t, rf3Away(t, "rf3-away-2"), true)
-}
-
-// uncleanElectionLoss runs the unclean-election scenario on k, with a
-// restart of the flow between the acknowledged writes and the election
-// when restart is set.
-func uncleanElectionLoss(t *testing.T, k *kafkatest.Cluster, restart bool) {
+	k := rf3Away(t, "rf3-away-1")
 	dst := k.Settings(cluster.Plaintext, "")
 	// The source on the test's own cluster too: on a shared one, other
-	// tests' flows keep creating heartbeats topics, which this flow copies,
-	// and a new partition starts its workers again, with new producer ids
-	// whose writes cannot tell the lost sequence (ci64: 0 counted, the flow
-	// having taken in new heartbeats topics mid-test).
+	// tests' flows keep creating heartbeats topics, which these flows
+	// copy.
 	src := dst
 	topic := kafkatest.NewTopic(t, k, 1, nil)
 	ids := k.BrokerIDs()
 	leader, follower := ids[0], ids[1]
-	target := "UA." + topic
 	one, yes := "1", "true"
 	admin := mustAdmin(t, k)
-	if err := admin.CreateTopic(target, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
-		ReplicaAssignment: map[int32][]int32{0: {leader, follower}},
-		ConfigEntries:     map[string]*string{"min.insync.replicas": &one, "unclean.leader.election.enable": &yes}}, false); err != nil {
-		t.Fatal(err)
+	type copyTo struct {
+		name, target string
+		tk           task.Task
+		r            *Replicator
+		stop         func()
 	}
-	t.Cleanup(func() {
-		if a, err := k.Admin(); err == nil {
-			_ = a.DeleteTopic(target)
+	copies := []*copyTo{{name: "steady"}, {name: "restarted"}}
+	for i, c := range copies {
+		alias, peer := fmt.Sprintf("U%dA", i), fmt.Sprintf("U%dB", i)
+		c.target = alias + "." + topic
+		if err := admin.CreateTopic(c.target, &sarama.TopicDetail{NumPartitions: -1, ReplicationFactor: -1,
+			ReplicaAssignment: map[int32][]int32{0: {leader, follower}},
+			ConfigEntries:     map[string]*string{"min.insync.replicas": &one, "unclean.leader.election.enable": &yes}}, false); err != nil {
+			t.Fatal(err)
 		}
-	})
-	tk := newTask("unclean", task.DirectionPush, []string{topic})
-	tk.Current.Alias, tk.Peer.Alias = "UA", "UB"
-	tk.Rules.RenameTopics = true
-	tk.Rules.ReplicationFactor = task.DefaultReplicationFactor
-	reps, stop := runUntilStopped(t, tk, src, dst)
-	r := reps[0]
+		t.Cleanup(func() {
+			if a, err := k.Admin(); err == nil {
+				_ = a.DeleteTopic(c.target)
+			}
+		})
+		c.tk = newTask("unclean-"+c.name, task.DirectionPush, []string{topic})
+		c.tk.Current.Alias, c.tk.Peer.Alias = alias, peer
+		c.tk.Rules.RenameTopics = true
+		c.tk.Rules.ReplicationFactor = task.DefaultReplicationFactor
+		reps, stop := runUntilStopped(t, c.tk, src, dst)
+		c.r, c.stop = reps[0], stop
+	}
 
 	count := func(want int64) {
 		t.Helper()
 		cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer ccancel()
-		if _, err := e2e.WaitFor(cctx, dst, target, want, nil); err != nil {
-			t.Fatalf("waiting for %d records on %s: %v", want, target, err)
+		for _, c := range copies {
+			if _, err := e2e.WaitFor(cctx, dst, c.target, want, nil); err != nil {
+				t.Fatalf("%s: waiting for %d records on %s: %v", c.name, want, c.target, err)
+			}
 		}
 	}
 	produceN(t, src, topic, 1, 100, 100)
@@ -602,23 +606,22 @@ func uncleanElectionLoss(t *testing.T, k *kafkatest.Cluster, restart bool) {
 	followerBack := brokerAway(t, k, follower, false)
 	produceN(t, src, topic, 1, 100, 100)
 	count(200) // acknowledged by the leader alone
-	if restart {
-		stop() // graceful: progress committed at the target's end, 200
-		reps, _ = runUntilStopped(t, tk, src, dst)
-		r = reps[0]
-		waitForLong(t, 2*time.Minute, func() error {
-			// Started: its partition compared the target's end with the
-			// progress before the election.
-			if st := dataOnly(r.Status()); st.State != task.StateRunning || len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 200 {
-				return fmt.Errorf("state %s, partitions %+v", st.State, st.Partitions)
-			}
-			return nil
-		})
-	}
+
+	restarted := copies[1]
+	restarted.stop() // graceful: progress committed at the target's end, 200
+	reps, _ := runUntilStopped(t, restarted.tk, src, dst)
+	restarted.r = reps[0]
+	waitForLong(t, 2*time.Minute, func() error {
+		// Started: its partition compared the target's end with the
+		// progress before the election.
+		if st := dataOnly(restarted.r.Status()); st.State != task.StateRunning || len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 200 {
+			return fmt.Errorf("state %s, partitions %+v", st.State, st.Partitions)
+		}
+		return nil
+	})
 
 	brokerAway(t, k, leader, true)
 	followerBack()
-	var res map[string]map[int32]*sarama.PartitionResult
 	waitForLong(t, 2*time.Minute, func() error {
 		// A fresh admin each try: one made while the brokers came and went
 		// can keep naming the killed broker as the controller (seen: two
@@ -628,36 +631,40 @@ func uncleanElectionLoss(t *testing.T, k *kafkatest.Cluster, restart bool) {
 			return err
 		}
 		defer a.Close()
-		res, err = a.ElectLeaders(sarama.UncleanElection, map[string][]int32{target: {0}})
-		if err != nil {
-			return err
-		}
-		if pr := res[target][0]; pr != nil && !errors.Is(pr.ErrorCode, sarama.ErrNoError) && !errors.Is(pr.ErrorCode, sarama.ErrElectionNotNeeded) {
-			return fmt.Errorf("unclean election of %s-0: %v", target, pr.ErrorCode)
-		}
-		if l, err := k.Leader(target, 0); err != nil || l != follower {
-			return fmt.Errorf("leader of %s-0 is %d (%v), want the stale follower %d", target, l, err, follower)
+		for _, c := range copies {
+			res, err := a.ElectLeaders(sarama.UncleanElection, map[string][]int32{c.target: {0}})
+			if err != nil {
+				return err
+			}
+			if pr := res[c.target][0]; pr != nil && !errors.Is(pr.ErrorCode, sarama.ErrNoError) && !errors.Is(pr.ErrorCode, sarama.ErrElectionNotNeeded) {
+				return fmt.Errorf("unclean election of %s-0: %v", c.target, pr.ErrorCode)
+			}
+			if l, err := k.Leader(c.target, 0); err != nil || l != follower {
+				return fmt.Errorf("leader of %s-0 is %d (%v), want the stale follower %d", c.target, l, err, follower)
+			}
 		}
 		return nil
 	})
 
 	produceN(t, src, topic, 1, 100, 100)
-	var st engine.FlowStatus
-	waitForLong(t, 3*time.Minute, func() error {
-		st = dataOnly(r.Status())
-		if st.LostOnTarget != 100 || len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 300 {
-			return fmt.Errorf("lost on target %d, partitions %+v, last error %s", st.LostOnTarget, st.Partitions, st.LastError)
+	for _, c := range copies {
+		var st engine.FlowStatus
+		waitForLong(t, 3*time.Minute, func() error {
+			st = dataOnly(c.r.Status())
+			if st.LostOnTarget != 100 || len(st.Partitions) != 1 || st.Partitions[0].NextOffset != 300 {
+				return fmt.Errorf("%s: lost on target %d, partitions %+v, last error %s", c.name, st.LostOnTarget, st.Partitions, st.LastError)
+			}
+			return nil
+		})
+		t.Logf("%s, after the unclean election: lost on target %d; %s", c.name, st.LostOnTarget, st.LastError)
+		// Every record is accounted for: 300 produced, 100 lost by the
+		// target, 200 on it (the first hundred and the last), none twice.
+		n, err := e2e.Count(context.Background(), dst, c.target)
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	t.Logf("after the unclean election: lost on target %d; %s", st.LostOnTarget, st.LastError)
-	// Every record is accounted for: 300 produced, 100 lost by the target,
-	// 200 on it (the first hundred and the last), none twice.
-	n, err := e2e.Count(context.Background(), dst, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n != 200 {
-		t.Fatalf("target holds %d records; want 300 copied - 100 lost = 200", n)
+		if n != 200 {
+			t.Fatalf("%s: target holds %d records; want 300 copied - 100 lost = 200", c.name, n)
+		}
 	}
 }
