@@ -95,6 +95,23 @@ func newServer(t *testing.T) *server {
 	return &server{t: t, url: ts.URL, dir: dir, eng: eng, logs: logs}
 }
 
+// callDeployed is call for a task on Kafka Connect, asked again (up to a
+// minute) while the API answers that the task is not deployed yet: records
+// on the target do not mean every connector's deploy has finished — one
+// that met "a rebalance is expected" is tried again every poll, and until
+// then a switchover, failover or failback is refused with "try again
+// shortly" (ci67, ci69) — as an operator would, asked again.
+func (s *server) callDeployed(method, path string, body any) (int, map[string]any) {
+	s.t.Helper()
+	code, answer := s.call(method, path, body)
+	for deadline := time.Now().Add(time.Minute); code == http.StatusBadRequest &&
+		strings.Contains(fmt.Sprint(answer["error"]), "not deployed on Kafka Connect yet") && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		code, answer = s.call(method, path, body)
+	}
+	return code, answer
+}
+
 func (s *server) call(method, path string, body any) (int, map[string]any) {
 	s.t.Helper()
 	var r io.Reader

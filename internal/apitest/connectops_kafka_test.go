@@ -2,7 +2,6 @@ package apitest
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -57,15 +56,7 @@ func TestFailoverOfConnectTaskContinuesOnTheTarget(t *testing.T) {
 	var translated map[string]int64 // "topic/partition" -> the downstream offset
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
-		if notYet := fmt.Sprint(body["error"]); code == http.StatusBadRequest && strings.Contains(notYet, "not deployed on Kafka Connect yet") &&
-			time.Now().Before(deadline) {
-			// A connector's deploy met a Connect rebalance (ci67: "500
-			// ... a rebalance is expected") and is retried; the answer
-			// says to try again shortly.
-			time.Sleep(2 * time.Second)
-			continue
-		}
+		code, body := s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
 		if code != http.StatusOK {
 			t.Fatalf("failover: %d %v", code, body)
 		}
@@ -98,7 +89,7 @@ func TestFailoverOfConnectTaskContinuesOnTheTarget(t *testing.T) {
 	// A group with a member on the target is left alone, as the embedded
 	// engine's failover leaves it: said in skipped.
 	active := holdGroup(t, dst, group, "A."+topic)
-	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
+	code, body := s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/failover", map[string]any{"group": group})
 	skipped := ""
 	for _, r := range asList(body["results"]) {
 		for _, m := range asList(r.(map[string]any)["skipped"]) {

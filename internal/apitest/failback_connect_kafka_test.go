@@ -104,7 +104,7 @@ func TestFailbackOnConnect(t *testing.T) {
 		if _, err := e2e.WaitFor(ctx, dst, topic, int64(total), nil); err != nil {
 			t.Fatal(err)
 		}
-		if code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": groups}); code != http.StatusCreated {
+		if code, body := s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": groups}); code != http.StatusCreated {
 			t.Fatalf("%s: %d %v", label("switchover"), code, body)
 		}
 		addAgain(checkReport(t, label("there"), awaitSwitchovers(t, s, []string{name}, 4*time.Minute)[name], count, false))
@@ -116,7 +116,7 @@ func TestFailbackOnConnect(t *testing.T) {
 		for i, g := range groups {
 			consume(dst, g, round.onB[i])
 		}
-		code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
+		code, body := s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
 		if fb, _ := body["failback"].(map[string]any); code != http.StatusOK || fb["state"] != "prepared" {
 			t.Fatalf("%s: %d %v", label("prepare the way back"), code, body)
 		}
@@ -127,7 +127,7 @@ func TestFailbackOnConnect(t *testing.T) {
 		}
 		flowStates(t, s, name, 2)
 
-		code, body = s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": groups, "direction": "B->A"})
+		code, body = s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": groups, "direction": "B->A"})
 		if code != http.StatusCreated {
 			t.Fatalf("%s: %d %v", label("the way home"), code, body)
 		}

@@ -62,15 +62,7 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 			}
 		}
 	})
-	// Records on the target do not mean the deploy has finished: a worker
-	// that answered "a rebalance is expected" leaves it to its next try
-	// (every 5 s), and until then a switchover is refused with "try again
-	// shortly" — as an operator would, asked again.
-	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": names})
-	for deadline := time.Now().Add(time.Minute); code == http.StatusBadRequest && strings.Contains(fmt.Sprint(body), "not deployed on Kafka Connect yet") && time.Now().Before(deadline); {
-		time.Sleep(time.Second)
-		code, body = s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": names})
-	}
+	code, body := s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"groups": names})
 	if code != http.StatusCreated {
 		t.Fatalf("start the switchover: %d %v", code, body)
 	}
@@ -97,7 +89,7 @@ func TestPlannedSwitchoverOnConnect(t *testing.T) {
 	}
 	// MM2 cannot give renamed topics back: the way back is refused,
 	// naming the field, and nothing changes.
-	code, body = s.call(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
+	code, body = s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/failback", nil)
 	if code != http.StatusBadRequest || !strings.Contains(fmt.Sprint(body), "rules.rename_topics") {
 		t.Fatalf("the way back of a renamed task on Connect: %d %v", code, body)
 	}
@@ -177,7 +169,7 @@ func TestEmergencySwitchoverOnConnect(t *testing.T) {
 	}
 	t.Logf("A killed: %d records produced there, the group read %d", produced, len(readA))
 
-	code, body := s.call(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"mode": "emergency", "groups": []string{group}})
+	code, body := s.callDeployed(http.MethodPost, "/api/v1/tasks/"+name+"/switchover", map[string]any{"mode": "emergency", "groups": []string{group}})
 	if code != http.StatusCreated {
 		t.Fatalf("emergency switchover: %d %v", code, body)
 	}
