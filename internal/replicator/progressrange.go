@@ -111,15 +111,38 @@ func (t *transaction) progressClosed(ctx context.Context) error {
 // records on partition 0 of topic from offset from to its end now
 // (read_uncommitted: the records are in an open transaction).
 func ownProgressRecords(client sarama.Client, topic string, from int64, pid int64) (map[progressKey]progressValue, error) {
-	end, err := client.GetOffset(topic, 0, sarama.OffsetNewest)
+	out := map[progressKey]progressValue{}
+	err := eachBatch(client, topic, 0, from, func(b *sarama.RecordBatch) {
+		if b.Control || b.ProducerID != pid {
+			return
+		}
+		for _, r := range b.Records {
+			if b.FirstOffset+r.OffsetDelta < from {
+				continue
+			}
+			if k, v, ok := decodeProgress(&sarama.ConsumerMessage{Key: r.Key, Value: r.Value}); ok && v != nil {
+				out[k] = *v
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	out := map[progressKey]progressValue{}
+	return out, nil
+}
+
+// eachBatch hands f every whole record batch of topic-part from the one
+// holding offset from to the partition's end as it is now, in order, read
+// uncommitted (open and aborted transactions included).
+func eachBatch(client sarama.Client, topic string, part int32, from int64, f func(*sarama.RecordBatch)) error {
+	end, err := client.GetOffset(topic, part, sarama.OffsetNewest)
+	if err != nil {
+		return err
+	}
 	for from < end {
-		blk, err := fetchAt(client, topic, 0, from, sarama.ReadUncommitted)
+		blk, err := fetchAt(client, topic, part, from, sarama.ReadUncommitted)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		next := from
 		for _, rs := range blk.RecordsSet {
@@ -128,24 +151,14 @@ func ownProgressRecords(client sarama.Client, topic string, from int64, pid int6
 				continue
 			}
 			next = max(next, b.FirstOffset+int64(b.LastOffsetDelta)+1)
-			if b.Control || b.ProducerID != pid {
-				continue
-			}
-			for _, r := range b.Records {
-				if b.FirstOffset+r.OffsetDelta < from {
-					continue
-				}
-				if k, v, ok := decodeProgress(&sarama.ConsumerMessage{Key: r.Key, Value: r.Value}); ok && v != nil {
-					out[k] = *v
-				}
-			}
+			f(b)
 		}
 		if next == from {
-			return nil, fmt.Errorf("read %s-0 at offset %d: nothing came back before its end %d", topic, from, end)
+			return fmt.Errorf("read %s-%d at offset %d: nothing came back before its end %d", topic, part, from, end)
 		}
 		from = next
 	}
-	return out, nil
+	return nil
 }
 
 // outcomeAt says whether the record at offset off of topic-part, written by

@@ -1,7 +1,6 @@
 package replicator
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -110,31 +109,14 @@ func TestAddedPartitionStartsBesideTheRunningCopies(t *testing.T) {
 func producerIDs(t *testing.T, s cluster.Settings, topic string, part int32) []int64 {
 	t.Helper()
 	c, _ := admin(t, s)
-	end, err := c.GetOffset(topic, part, sarama.OffsetNewest)
+	var ids []int64
+	err := eachBatch(c, topic, part, 0, func(rb *sarama.RecordBatch) {
+		if !slices.Contains(ids, rb.ProducerID) {
+			ids = append(ids, rb.ProducerID)
+		}
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	var ids []int64
-	for at := int64(0); at < end; {
-		blk, err := fetchAt(c, topic, part, at, sarama.ReadUncommitted)
-		if err != nil {
-			t.Fatal(err)
-		}
-		next := at
-		for _, rs := range blk.RecordsSet {
-			rb := rs.RecordBatch
-			if rb == nil || rb.PartialTrailingRecord {
-				continue
-			}
-			next = max(next, rb.FirstOffset+int64(rb.LastOffsetDelta)+1)
-			if !slices.Contains(ids, rb.ProducerID) {
-				ids = append(ids, rb.ProducerID)
-			}
-		}
-		if next == at {
-			t.Fatal(errors.New("fetch returned no whole batch"))
-		}
-		at = next
 	}
 	return ids
 }
