@@ -21,10 +21,12 @@ import (
 
 // The copy path of one partition is two goroutines and two batches:
 // consume fills a batch from the source while send writes the other to the
-// target as one produce request and waits for its answer. So each partition
-// has at most one request in flight — order is kept through retries without
-// an idempotent producer — and a batch grows to whatever arrives during one
-// round trip (capped by the target's record batch limit). Acknowledgement,
+// target (in one produce request with the worker's other partitions'
+// batches for that broker: produceline.go) and waits for its answer. So
+// each partition has at most one batch in flight — order is kept through
+// retries without an idempotent producer — and a batch grows to whatever
+// arrives during one round trip (capped by the target's record batch
+// limit). Acknowledgement,
 // progress and offset syncs are per batch, not per record, and the batches'
 // records are reused, so the hot loop allocates nothing of its own.
 //
@@ -459,7 +461,7 @@ const deniedClears = 10 * time.Second
 // errPartitionStopped ends send after the partition failed for good.
 var errPartitionStopped = errors.New("partition stopped")
 
-// send writes the handed-off batches in order, one request at a time.
+// send writes the handed-off batches in order, one at a time.
 func (c *partitionCopy) send(ctx context.Context) error {
 	defer c.exited()
 	defer close(c.done)
@@ -506,16 +508,12 @@ func (c *partitionCopy) sendBatch(ctx context.Context, b *batch) error {
 // near the limit); a single record refused stops the partition.
 func (c *partitionCopy) sendRange(ctx context.Context, b *batch, lo, hi int) error {
 	ps := c.ps
-	req := &sarama.ProduceRequest{RequiredAcks: sarama.WaitForAll, Timeout: int32(produceTimeout / time.Millisecond),
-		Version: produceVersion(c.w.dst.Config().Version)}
 	rb := b.recordBatch(lo, hi, c.w.flow.Compression)
 	c.stamp(rb)
 	if c.w.txn != nil {
 		rb.IsTransactional = true
-		req.TransactionalID = &c.w.txn.id // the broker authorizes transactional writes by it
 	}
-	req.AddBatch(ps.Target, ps.Partition.Partition, rb)
-	base, err := c.produce(ctx, req, rb)
+	base, err := c.produce(ctx, rb, b.size)
 	if errors.Is(err, sarama.ErrMessageSizeTooLarge) || errors.Is(err, sarama.ErrMessageSetSizeTooLarge) {
 		if hi-lo > 1 {
 			mid := (lo + hi) / 2
@@ -582,12 +580,12 @@ const produceTimeout = 10 * time.Second
 // reason in the flow's status.
 const produceRetryFor = 2 * time.Minute
 
-// produce sends req (holding rb) to the partition's leader, retrying in
+// produce sends rb (size bytes) to the partition's leader, retrying in
 // place — later batches of the partition wait — until it is written, the
 // error is not retriable, the retry time is up, or ctx ends. A retry of a
 // request the broker wrote but whose answer was lost is dropped by the
 // broker (same producer id and sequence), so it is not written twice.
-func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest, rb *sarama.RecordBatch) (int64, error) {
+func (c *partitionCopy) produce(ctx context.Context, rb *sarama.RecordBatch, size int) (int64, error) {
 	ps, dst := c.ps, c.dst
 	topic, part := ps.Target, ps.Partition.Partition
 	var since, joinFrom time.Time // joinFrom: the join this produce waits in, shown as its stall
@@ -616,7 +614,7 @@ func (c *partitionCopy) produce(ctx context.Context, req *sarama.ProduceRequest,
 			}
 		}
 		if err == nil {
-			base, err = produceOnce(ctx, dst, req, topic, part)
+			base, err = c.produceLined(ctx, rb, size)
 			// Only a success settles an attempt left without an answer
 			// (the broker answers a resend of a batch it wrote as written,
 			// by its sequence): a refusal of a later attempt does not — the
@@ -725,35 +723,59 @@ const stopAnswerWait = 5 * time.Second
 // pause, delete or shutdown is never held longer.
 const StopBound = stopAnswerWait + syncFlushWait + syncCloseWait + progressWriteWait + finalTxnWait + groupStopWait + heartbeatStopWait + 8*time.Second
 
-// produceOnce sends req to the partition's leader and waits for its answer,
-// at most answerWait, and at most stopAnswerWait past ctx: a stop does not
-// wait for a broker that does not answer. A request left unanswered may still be written;
-// it was not acknowledged, so its records are sent again (deduplicated by
-// the broker under the same producer id, else copied again and counted).
-// AsyncProduce, not Produce: sarama's Produce holds the broker's lock for
-// the whole round trip, so partitions sharing a leader would take turns;
-// with AsyncProduce each partition's request is in flight at once on the
-// connection (up to Net.MaxOpenRequests).
+// produceOnce sends req to the partition's leader on a request of its own
+// and waits for its answer as awaitProduce says.
 func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequest, topic string, part int32) (int64, error) {
 	leader, err := dst.Leader(topic, part)
 	if err != nil {
 		return -1, notSent{err}
 	}
-	type answer struct {
-		resp *sarama.ProduceResponse
-		err  error
-	}
-	got := make(chan answer, 1)
+	got := make(chan produceAnswer, 1)
 	// The callback runs on the broker's response reader: hand over only.
-	if err := leader.AsyncProduce(req, func(r *sarama.ProduceResponse, err error) { got <- answer{r, err} }); err != nil {
+	if err := leader.AsyncProduce(req, func(r *sarama.ProduceResponse, err error) { got <- produceAnswer{r, err} }); err != nil {
 		closeIfBroken(leader, err)
 		return -1, err
 	}
+	return awaitProduce(ctx, leader, got, nil, topic, part)
+}
+
+// produceLined hands rb to the line of the partition's leader
+// (produceline.go), to go with the worker's other partitions' batches for
+// that broker in one request, and waits for its answer as awaitProduce
+// says.
+func (c *partitionCopy) produceLined(ctx context.Context, rb *sarama.RecordBatch, size int) (int64, error) {
+	topic, part := c.ps.Target, c.ps.Partition.Partition
+	leader, err := c.dst.Leader(topic, part)
+	if err != nil {
+		return -1, notSent{err}
+	}
+	header := sarama.ProduceRequest{RequiredAcks: sarama.WaitForAll, Timeout: int32(produceTimeout / time.Millisecond),
+		Version: produceVersion(c.w.dst.Config().Version)}
+	if c.w.txn != nil {
+		header.TransactionalID = &c.w.txn.id // the broker authorizes transactional writes by it
+	}
+	p := &producePiece{topic: topic, part: part, rb: rb, size: size, got: make(chan produceAnswer, 1)}
+	c.w.lines.line(leader).send(p, header)
+	return awaitProduce(ctx, leader, p.got, p.abandon, topic, part)
+}
+
+// awaitProduce waits for the answer to a produce request to leader, at most
+// answerWait, and at most stopAnswerWait past ctx: a stop does not wait for
+// a broker that does not answer. A request left unanswered may still be
+// written; it was not acknowledged, so its records are sent again
+// (deduplicated by the broker under the same producer id, else copied
+// again and counted). abandon, when not nil, withdraws a batch still
+// waiting in its line: true means it was never sent.
+//
+// AsyncProduce, not Produce: sarama's Produce holds the broker's lock for
+// the whole round trip, so requests sharing a connection would take turns
+// on our side too.
+func awaitProduce(ctx context.Context, leader *sarama.Broker, got <-chan produceAnswer, abandon func() bool, topic string, part int32) (int64, error) {
 	// One timer, stopped on the answer: this runs for every batch.
 	wait := time.NewTimer(answerWait)
 	defer wait.Stop()
 	stopping := ctx.Done()
-	var a answer
+	var a produceAnswer
 	for waiting := true; waiting; {
 		select {
 		case a = <-got:
@@ -767,12 +789,18 @@ func produceOnce(ctx context.Context, dst sarama.Client, req *sarama.ProduceRequ
 			wait.Reset(stopAnswerWait)
 		case <-wait.C:
 			if stopping == nil {
+				if abandon != nil && abandon() {
+					return -1, notSent{ctx.Err()}
+				}
 				return -1, ctx.Err()
 			}
 			// The connection answers nothing: closed (the retry opens a
 			// new one).
 			err := fmt.Errorf("broker %d gave no answer to a produce request in %s: %w", leader.ID(), answerWait, os.ErrDeadlineExceeded)
 			closeIfBroken(leader, err)
+			if abandon != nil && abandon() {
+				return -1, notSent{err}
+			}
 			return -1, err
 		}
 	}

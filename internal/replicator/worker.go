@@ -43,6 +43,9 @@ type worker struct {
 	// produceDst are the target clients partitions produce through, dealt
 	// out in turn: dst and, for many partitions, more (produceConns).
 	produceDst []sarama.Client
+	// lines gather the partitions' batches into one request per broker
+	// connection (produceline.go).
+	lines produceLines
 	// txn is the exactly-once transaction (nil: at least once).
 	txn *transaction
 }
