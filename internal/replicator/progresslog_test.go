@@ -28,7 +28,7 @@ func startStoppable(f Flow) (*Replicator, func()) {
 
 // waitProgress waits until the flow's progress, summed over its partitions,
 // is want and nothing is left to copy.
-func waitProgress(t *testing.T, r *Replicator, want int64) {
+func waitProgress(t testing.TB, r *Replicator, want int64) {
 	t.Helper()
 	waitFor(t, func() error {
 		st := r.Status()
@@ -58,7 +58,7 @@ func targetTotal(t *testing.T, s cluster.Settings, topic string, partitions int3
 	return n
 }
 
-func produceKeys(t *testing.T, s cluster.Settings, topic string, partitions int32, from, n int) {
+func produceKeys(t testing.TB, s cluster.Settings, topic string, partitions int32, from, n int) {
 	t.Helper()
 	var msgs []*sarama.ProducerMessage
 	for i := from; i < from+n; i++ {

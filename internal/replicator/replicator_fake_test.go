@@ -52,7 +52,7 @@ func startFakes(t *testing.T) (a, b cluster.Settings) {
 	return cs[0].Settings(), cs[1].Settings()
 }
 
-func admin(t *testing.T, s cluster.Settings) (sarama.Client, sarama.ClusterAdmin) {
+func admin(t testing.TB, s cluster.Settings) (sarama.Client, sarama.ClusterAdmin) {
 	t.Helper()
 	c, a, err := adminClient(s, "test")
 	if err != nil {
@@ -62,7 +62,7 @@ func admin(t *testing.T, s cluster.Settings) (sarama.Client, sarama.ClusterAdmin
 	return c, a
 }
 
-func createTopic(t *testing.T, s cluster.Settings, topic string, partitions int32) {
+func createTopic(t testing.TB, s cluster.Settings, topic string, partitions int32) {
 	t.Helper()
 	_, a := admin(t, s)
 	if err := a.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: partitions, ReplicationFactor: 1}, false); err != nil {
@@ -70,7 +70,7 @@ func createTopic(t *testing.T, s cluster.Settings, topic string, partitions int3
 	}
 }
 
-func produce(t *testing.T, s cluster.Settings, msgs ...*sarama.ProducerMessage) {
+func produce(t testing.TB, s cluster.Settings, msgs ...*sarama.ProducerMessage) {
 	t.Helper()
 	cfg, _ := s.Config("test-producer")
 	cfg.Producer.Partitioner = sarama.NewManualPartitioner
@@ -120,12 +120,12 @@ func readAll(t *testing.T, s cluster.Settings, topic string, partition int32, wa
 	return out
 }
 
-func runFlow(t *testing.T, f Flow) *Replicator {
+func runFlow(t testing.TB, f Flow) *Replicator {
 	t.Helper()
 	return runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond})
 }
 
-func runFlowWith(t *testing.T, f Flow, opts Options) *Replicator {
+func runFlowWith(t testing.TB, f Flow, opts Options) *Replicator {
 	t.Helper()
 	r := New(f, opts, nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -136,7 +136,7 @@ func runFlowWith(t *testing.T, f Flow, opts Options) *Replicator {
 	return r
 }
 
-func pushFlow(t *testing.T, a, b cluster.Settings, rules task.Rules) Flow {
+func pushFlow(t testing.TB, a, b cluster.Settings, rules task.Rules) Flow {
 	t.Helper()
 	tk := task.Task{Name: "t1", Current: task.Current{Cluster: "A", Alias: "A"},
 		Peer: task.Peer{Alias: "B", ConfigType: task.PeerByAddress}, Rules: rules}
@@ -212,13 +212,13 @@ func TestPushKeepsEveryRecord(t *testing.T) {
 }
 
 // waitFor polls check until it passes, for up to 30 s.
-func waitFor(t *testing.T, check func() error) {
+func waitFor(t testing.TB, check func() error) {
 	t.Helper()
 	waitForLong(t, 30*time.Second, check)
 }
 
 // waitForLong is waitFor with its own limit.
-func waitForLong(t *testing.T, limit time.Duration, check func() error) {
+func waitForLong(t testing.TB, limit time.Duration, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
