@@ -15,9 +15,9 @@ const DefaultBufferBytes = 256 << 20
 // acknowledged. It is shared by every flow of the process (Options.Budget).
 //
 // Three eighths of it are for records copied out of the fetch responses
-// into batches waiting for the target (held): a partition charges each
-// record it copies and pauses its fetching while the budget is spent, and
-// an acknowledged batch gives its bytes back. So a partition drains its consumer at once —
+// into batches waiting for the target (held): a partition charges the
+// records it copies and pauses its fetching while its part is spent (see
+// below), and an acknowledged batch gives its bytes back. So a partition drains its consumer at once —
 // a record left in sarama's queue keeps its whole fetch response alive —
 // while the backlog the process buffers stays bounded whatever the
 // partition count. The rest goes to the fetch responses being read (each
@@ -26,13 +26,25 @@ const DefaultBufferBytes = 256 << 20
 // reuse (a quarter), sized from a partition's share (bufferSizes) when its
 // worker starts.
 //
+// The held part is shared fairly: half of it is split over the partitions
+// as each one's own (its guarantee), the other half is the common pool.
+// A partition pauses only once it holds more than its guarantee and the
+// bytes held past the guarantees fill the pool. So a task catching up, or
+// one whose target stopped answering, fills the pool and its own parts,
+// while every other task's partitions go on copying within theirs.
+//
 // Each share has a floor (minShare): past Total/minShare partitions the
-// process spends more than Total. Sizes are fixed when a worker starts, so
-// a flow started later makes only the workers started after it smaller.
+// process spends more than Total. Sizes and guarantees are fixed when a
+// worker starts, so a flow started later makes only the workers started
+// after it smaller.
 type Budget struct {
 	total int64
-	parts atomic.Int64 // partitions of the flows running now
-	held  atomic.Int64 // bytes copied out and not yet acknowledged
+	// guaranteed is the part of the held limit split over the partitions
+	// as their guarantees; the rest is the pool.
+	guaranteed int64
+	parts      atomic.Int64 // partitions of the flows running now
+	held       atomic.Int64 // bytes copied out and not yet acknowledged
+	over       atomic.Int64 // of held, the bytes past their partition's guarantee
 
 	mu   sync.Mutex
 	room chan struct{} // closed when held falls below the limit again
@@ -48,7 +60,9 @@ func NewBudget(total int64) *Budget {
 	if total <= 0 {
 		total = DefaultBufferBytes
 	}
-	return &Budget{total: total}
+	b := &Budget{total: total}
+	b.guaranteed = b.heldLimit() / 2
+	return b
 }
 
 // Total is the budget's size in bytes.
@@ -110,19 +124,36 @@ func (b *Budget) share() int64 {
 // heldLimit is what copied-out records may hold before partitions pause.
 func (b *Budget) heldLimit() int64 { return b.total * 3 / 8 }
 
-// hold charges n copied-out bytes.
-func (b *Budget) hold(n int64) { b.held.Add(n) }
+// guarantee is what one partition of a worker starting now may hold
+// whatever the others hold.
+func (b *Budget) guarantee() int64 { return b.guaranteed / max(b.parts.Load(), 1) }
 
-// spent says whether copied-out records hold the budget's limit: a
-// partition stops fetching until there is room.
-func (b *Budget) spent() bool { return b.held.Load() >= b.heldLimit() }
+// poolLimit is what the bytes held past the guarantees may reach before
+// the partitions past theirs pause.
+func (b *Budget) poolLimit() int64 { return b.heldLimit() - b.guaranteed }
 
-// release gives n bytes back (their batch was acknowledged, or its copy
-// stopped) and wakes the partitions paused for room when there is some.
-func (b *Budget) release(n int64) {
-	if n == 0 || b.held.Add(-n) >= b.heldLimit() {
-		return
+// charge moves what a partition holds (*held, against its guarantee) by n
+// bytes, given back when negative (its batch was acknowledged, or its copy
+// stopped), and wakes the partitions paused for room when the pool has
+// some again. below says the partition went under its guarantee with it.
+func (b *Budget) charge(held *atomic.Int64, guarantee, n int64) (below bool) {
+	now := held.Add(n)
+	was := now - n
+	b.held.Add(n)
+	if d := max(now-guarantee, 0) - max(was-guarantee, 0); d != 0 {
+		if over := b.over.Add(d); d < 0 && over < b.poolLimit() {
+			b.wake()
+		}
 	}
+	return was >= guarantee && now < guarantee
+}
+
+// spent says whether the pool is full: a partition holding more than its
+// guarantee stops fetching until there is room.
+func (b *Budget) spent() bool { return b.over.Load() >= b.poolLimit() }
+
+// wake wakes the partitions paused for room.
+func (b *Budget) wake() {
 	b.mu.Lock()
 	if b.room != nil {
 		close(b.room)

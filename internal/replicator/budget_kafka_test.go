@@ -22,6 +22,7 @@ func TestSpentBudgetPausesFetchingUntilRoomIsFreed(t *testing.T) {
 	produceN(t, src, topic, 1, n, 1024)
 
 	budget := NewBudget(8 << 20)
+	budget.guaranteed = 0 // no partition's own part: the pool is all of it
 	spend := budget.heldLimit()
 	budget.hold(spend) // as if other flows' copies held it all
 	tk := newTask("budget", task.DirectionPush, []string{topic})

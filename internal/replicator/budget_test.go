@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"runtime"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,10 +95,24 @@ func TestParseBytes(t *testing.T) {
 	}
 }
 
+// hold and release charge bytes held by no partition (all of them past a
+// guarantee): as if other flows' partitions held the pool.
+func (b *Budget) hold(n int64) {
+	var others atomic.Int64
+	b.charge(&others, 0, n)
+}
+
+func (b *Budget) release(n int64) {
+	var others atomic.Int64
+	others.Store(n)
+	b.charge(&others, 0, -n)
+}
+
 // The held part of the budget: spent at its limit, room again when an
 // acknowledged batch gives bytes back, and the paused are woken then.
 func TestBudgetHoldsCopiedBytesAndWakesWhenRoomIsFreed(t *testing.T) {
 	b := NewBudget(1 << 20) // held limit 512 KiB
+	b.guaranteed = 0        // all of it the pool, held by no partition
 	if b.spent() {
 		t.Fatal("spent before anything was held")
 	}

@@ -169,6 +169,9 @@ type partitionCopy struct {
 	// held is the bytes this partition copied and has not seen
 	// acknowledged, charged to the process's budget.
 	held atomic.Int64
+	// under is signalled when an acknowledgement brings held under the
+	// partition's guarantee.
+	under chan struct{}
 	// running counts consume and send until they return (exited).
 	running atomic.Int32
 
@@ -195,7 +198,7 @@ type partitionCopy struct {
 func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client) *partitionCopy {
 	c := &partitionCopy{w: w, ps: ps, maxBytes: maxBytes, dst: dst,
 		limit: min(maxBytes-batchOverhead, maxBatchBytes),
-		ready: make(chan *batch), free: make(chan *batch, 1), done: make(chan struct{})}
+		ready: make(chan *batch), free: make(chan *batch, 1), done: make(chan struct{}), under: make(chan struct{}, 1)}
 	if w.flow.AddSourceHeader {
 		c.header = &sarama.RecordHeader{Key: sourceHeaderKey, Value: w.header}
 	}
@@ -220,17 +223,28 @@ func (c *partitionCopy) fresh(next int64) *batch {
 	return b
 }
 
-// hold charges a copied record's bytes to the partition and the budget.
+// hold charges copied records' bytes to the partition and the budget.
 func (c *partitionCopy) hold(size int) {
-	c.held.Add(int64(size))
-	c.w.budget.hold(int64(size))
+	c.w.budget.charge(&c.held, c.w.guarantee, int64(size))
+}
+
+// spent says whether the partition holds more than its guarantee while the
+// budget's pool is full: it stops fetching until there is room.
+func (c *partitionCopy) spent() bool {
+	return c.held.Load() >= c.w.guarantee && c.w.budget.spent()
 }
 
 // acknowledged gives an acknowledged batch's bytes back to the budget and
 // the batch to consume for reuse, unless it grew past what is kept.
 func (c *partitionCopy) acknowledged(b *batch) {
-	c.held.Add(-int64(b.size))
-	c.w.budget.release(int64(b.size))
+	if c.w.budget.charge(&c.held, c.w.guarantee, -int64(b.size)) {
+		// Under its guarantee again: a partition paused for the pool
+		// may fetch.
+		select {
+		case c.under <- struct{}{}:
+		default:
+		}
+	}
 	if b.size > c.w.sizes.keep {
 		return
 	}
@@ -246,7 +260,7 @@ func (c *partitionCopy) acknowledged(b *batch) {
 // on) must not keep the budget spent and every other partition paused.
 func (c *partitionCopy) exited() {
 	if c.running.Add(-1) == 0 {
-		c.w.budget.release(c.held.Swap(0))
+		c.w.budget.charge(&c.held, c.w.guarantee, -c.held.Load())
 	}
 }
 
@@ -296,9 +310,20 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 		handed = cur.next
 		cur = c.fresh(handed)
 	}
+	// Copied bytes are charged to the budget a step at a time, not per
+	// record, and always before a batch holding them is handed off (its
+	// acknowledgement gives them back).
+	unheld, step := 0, int(min(max(c.w.guarantee/8, 1<<10), 16<<10))
+	charge := func() {
+		if unheld > 0 {
+			c.hold(unheld)
+			unheld = 0
+		}
+	}
 	// handOff gives the offered batch to send, waiting until it is free;
 	// false when the copy stops instead.
 	handOff := func() bool {
+		charge()
 		select {
 		case c.ready <- offered():
 			handedOff()
@@ -322,7 +347,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 	var deniedSince, lastDenied time.Time
 	msgs := pc.Messages()
 	for {
-		if hold := len(queued) >= maxQueued || c.w.budget.spent(); hold != paused {
+		if hold := len(queued) >= maxQueued || c.spent(); hold != paused {
 			if hold {
 				pc.Pause()
 			} else {
@@ -345,6 +370,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			if paused && len(queued) < maxQueued {
 				room = c.w.budget.roomFreed()
 			}
+			charge()
 			select {
 			case <-ctx.Done():
 				return nil
@@ -378,6 +404,8 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 				handedOff()
 				continue
 			case <-room:
+				continue
+			case <-c.under: // an acknowledgement took it under its guarantee
 				continue
 			case <-idle.C:
 				if !deniedSince.IsZero() && time.Since(lastDenied) > deniedClears {
@@ -446,7 +474,9 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			cur = c.fresh(cur.next)
 		}
 		cur.add(m, c.header, size)
-		c.hold(size)
+		if unheld += size; unheld >= step {
+			charge()
+		}
 	}
 }
 

@@ -38,6 +38,9 @@ type worker struct {
 	tailCheck sync.Mutex
 	// sizes are the worker's buffers, from its partitions' budget share.
 	sizes bufferSizes
+	// guarantee is what each of its partitions may hold whatever others
+	// hold (budget.go).
+	guarantee int64
 	// budget is the process's: its partitions hold copied records in it.
 	budget *Budget
 	// produceDst are the target clients partitions produce through, dealt
@@ -172,6 +175,7 @@ func (w *worker) run(ctx context.Context) error {
 		w.budget = processBudget
 	}
 	w.sizes = sizesFor(w.budget.share())
+	w.guarantee = w.budget.guarantee()
 	srcCfg, err := w.sourceConfig()
 	if err != nil {
 		return err
