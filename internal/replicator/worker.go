@@ -44,7 +44,7 @@ type worker struct {
 	// budget is the process's: its partitions hold copied records in it.
 	budget *Budget
 	// produceDst are the target clients partitions produce through, dealt
-	// out in turn: dst and, for many partitions, more (produceConns).
+	// out in turn: one and, for many partitions, more (produceConns).
 	produceDst []sarama.Client
 	// lines gather the partitions' batches into one request per broker
 	// connection (produceline.go).
@@ -197,17 +197,18 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	defer dst.Close()
 	w.dst = dst
-	// More partitions, more connections to produce on: a broker serves a
-	// connection's requests one at a time, and a thousand partitions'
-	// requests queued on one connection wait for each other.
-	w.produceDst = []sarama.Client{dst}
-	for range produceConns(len(w.asg.Partitions)) - 1 {
-		extra, err := workerClient(w.flow.Target.Settings.BootstrapServers, dstCfg, dstTopics)
+	// The copy produces on clients of its own, never dst: a broker serves
+	// a connection's requests one at a time, so the progress log's writes
+	// and the transaction's control requests on dst would hold the
+	// batches behind them. More partitions, more connections: a thousand
+	// partitions' requests queued on one connection wait for each other.
+	for range produceConns(len(w.asg.Partitions)) {
+		prod, err := workerClient(w.flow.Target.Settings.BootstrapServers, dstCfg, dstTopics)
 		if err != nil {
 			return fmt.Errorf("connect to target %s: %w", w.flow.Target.Alias, err)
 		}
-		defer extra.Close()
-		w.produceDst = append(w.produceDst, extra)
+		defer prod.Close()
+		w.produceDst = append(w.produceDst, prod)
 	}
 
 	w.ident = &producerIdentity{}
