@@ -208,8 +208,12 @@ func newPartitionCopy(w *worker, ps *partState, maxBytes int, dst sarama.Client)
 }
 
 // maxQueued is how many full batches a partition keeps waiting for send
-// before it stops fetching (the budget usually stops it first).
-const maxQueued = 16
+// before it stops fetching. A partition has one batch in flight and a
+// produce request carries one batch of it, so batches queued past the next
+// few add no throughput: at 16 a 6-partition task with a slower target
+// filled the budget's whole held part, and the held records (their
+// structs cost more than their bytes at 100 B) made most of its heap.
+const maxQueued = 4
 
 // fresh is an empty batch continuing at next: one send gave back, else new.
 func (c *partitionCopy) fresh(next int64) *batch {
