@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,8 +54,12 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 		name, topic, target, delivery string
 		groups                        map[string]int // records each group reads on the source
 		read                          map[string][]string
+		// written is what the producers wrote after the first records;
+		// sawWaiting is set once the switchover said they still write.
+		written    atomic.Int64
+		sawWaiting atomic.Bool
 	}
-	const first, later = 3000, 600
+	const first, chunk = 3000, 50
 	var drills []*drill
 	for _, shape := range []struct {
 		delivery string
@@ -99,15 +104,20 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 		t.Fatalf("a refused switchover was stored: %d %v", code, body)
 	}
 
-	// Producers still write while the switchover starts.
+	// Producers still write while the switchover starts, a chunk every
+	// half second (Produce continues the keys), until the switchover said
+	// they still write: on a loaded machine its earlier steps may take
+	// longer than any fixed number of chunks (at most a minute of them).
 	var wg sync.WaitGroup
 	for _, d := range drills {
 		wg.Go(func() {
-			// later records over about 6 s, in chunks one after another
-			// (Produce continues the keys).
-			for range 12 {
-				if _, err := e2e.Produce(ctx, src, d.topic, 3, later/12, 100); err != nil {
+			for range 120 {
+				if _, err := e2e.Produce(ctx, src, d.topic, 3, chunk, 100); err != nil {
 					t.Error(err)
+					return
+				}
+				d.written.Add(chunk)
+				if d.sawWaiting.Load() {
 					return
 				}
 				time.Sleep(500 * time.Millisecond)
@@ -132,7 +142,6 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 			t.Fatalf("a second switchover while one is open: %d %v", code, body)
 		}
 	}
-	sawWaiting := map[string]bool{}
 	done := map[string]bool{}
 	deadline := time.Now().Add(3 * time.Minute)
 	for len(done) < len(drills) {
@@ -144,7 +153,7 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 			for _, st := range body["steps"].([]any) {
 				st := st.(map[string]any)
 				if st["name"] == "producers_stopped" && st["state"] == "waiting" && strings.Contains(st["message"].(string), "still written to") {
-					sawWaiting[d.name] = true
+					d.sawWaiting.Store(true)
 				}
 			}
 			switch {
@@ -159,15 +168,15 @@ func TestPlannedSwitchoverMovesGroupsExactly(t *testing.T) {
 	}
 	wg.Wait()
 	for _, d := range drills {
-		if !sawWaiting[d.name] {
+		if !d.sawWaiting.Load() {
 			t.Errorf("%s: the switchover never said producers were still writing, though they were when it started", d.name)
 		}
 	}
 
 	// Consumers move to the target: each reads what it had not read on
 	// the source, and nothing it had.
-	total := first + later
 	for _, d := range drills {
+		total := first + int(d.written.Load())
 		for g, n := range d.groups {
 			keys, err := e2e.ConsumeGroup(ctx, dst, g, d.target, total-n)
 			if err != nil {
