@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -77,23 +75,8 @@ func TestBudgetChargesThePoolPastTheGuarantee(t *testing.T) {
 // part, every record, in order. Before the pool, the stalled task's held
 // bytes paused every partition of the process until its target answered.
 func TestAStalledTaskDoesNotPauseTheOthers(t *testing.T) {
-	src, err := embedded.Start("A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	healthy, err := embedded.Start("B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(healthy.Close)
-	frozen, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(frozen.Close)
-	a := src.Settings()
-	stuckTarget := cluster.Settings{Name: "C", BootstrapServers: frozen.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+	a, healthy := embeddedCluster(t, "A"), embeddedCluster(t, "B")
+	frozen, stuckTarget := fakeTarget(t, "C")
 
 	release := make(chan struct{})
 	var held atomic.Bool
@@ -138,8 +121,8 @@ func TestAStalledTaskDoesNotPauseTheOthers(t *testing.T) {
 	})
 	t.Logf("the stalled task holds %d bytes, %d of them in the pool", budget.held.Load(), budget.over.Load())
 
-	runFlowWith(t, flowOf("flowing", "small", healthy.Settings()), opts)
-	verifyCopy(t, a, "small", healthy.Settings(), "small", n, e2e.VerifyOptions{})
+	runFlowWith(t, flowOf("flowing", "small", healthy), opts)
+	verifyCopy(t, a, "small", healthy, "small", n, e2e.VerifyOptions{})
 	if st := stuck.Status(); st.Records >= n {
 		t.Fatalf("the stalled task copied %d records: its target did not hold them", st.Records)
 	}

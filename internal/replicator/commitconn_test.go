@@ -43,15 +43,7 @@ func TestProgressCommitsDoNotHoldTheCopy(t *testing.T) {
 	produce(t, a, record(0))
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond})
 	t.Cleanup(func() { close(release) }) // before the flow's stop (cleanups run last first)
-	copied := func(n int64) func() error {
-		return func() error {
-			if got := r.Status().Records; got < n {
-				return fmt.Errorf("%d of %d records copied: %+v", got, n, r.Status())
-			}
-			return nil
-		}
-	}
-	waitFor(t, copied(1))
+	waitFor(t, recordsCopied(r, 1))
 	armed.Store(true)
 	waitFor(t, func() error {
 		if !held.Load() {
@@ -65,7 +57,7 @@ func TestProgressCommitsDoNotHoldTheCopy(t *testing.T) {
 		more = append(more, record(i))
 	}
 	produce(t, a, more...)
-	waitForLong(t, 15*time.Second, copied(51))
+	waitForLong(t, 15*time.Second, recordsCopied(r, 51))
 	if !held.Load() {
 		t.Fatal("the commit was let go before the check: the test proves nothing")
 	}

@@ -28,11 +28,7 @@ func TestUnansweredCoordinatorShowsDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
+	dst, b := fakeTarget(t, "B")
 	var armed atomic.Bool
 	release := make(chan struct{})
 	dst.ControlKey(kmsg.AddPartitionsToTxn.Int16(), func(kmsg.Request) (kmsg.Response, error, bool) {
@@ -44,7 +40,6 @@ func TestUnansweredCoordinatorShowsDegraded(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) }) // before the flow's stop
 	a := cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
-	b := cluster.Settings{Name: "B", BootstrapServers: dst.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none", Delivery: task.DeliveryExactlyOnce})
 	record := func(i int) *sarama.ProducerMessage {

@@ -36,12 +36,7 @@ func TestSyncHistoryTopicKeepsTheHistorysBound(t *testing.T) {
 	}
 	f := flows[0]
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond, SyncHistoryLimit: limit})
-	waitFor(t, func() error {
-		if got := r.Status().Records; got < txns {
-			return fmt.Errorf("%d of %d records copied", got, txns)
-		}
-		return nil
-	})
+	waitFor(t, recordsCopied(r, txns))
 	// Every record after the first is a distance change (a marker before
 	// it): 12 points, the first 8 pushed out by the bound.
 	want := []int64{16, 18, 20, 22}

@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -21,18 +18,8 @@ import (
 // once, in order. Before lines, each request carried one partition.
 func TestPartitionsSharingALeaderShareProduceRequests(t *testing.T) {
 	const parts, perPart = 8, 500
-	src, err := embedded.Start("A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
-	a := src.Settings()
-	b := cluster.Settings{Name: "B", BootstrapServers: dst.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+	a := embeddedCluster(t, "A")
+	dst, b := fakeTarget(t, "B")
 
 	var mu sync.Mutex
 	var requests, batches, widest int

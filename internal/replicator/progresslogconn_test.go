@@ -6,11 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -20,18 +17,8 @@ import (
 // after the write (a connection's requests are served in order), and the
 // copy stood still for as long as each write took.
 func TestProgressLogWritesDoNotHoldTheCopy(t *testing.T) {
-	src, err := embedded.Start("A")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
-	a := src.Settings()
-	b := cluster.Settings{Name: "B", BootstrapServers: dst.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+	a := embeddedCluster(t, "A")
+	dst, b := fakeTarget(t, "B")
 	createTopic(t, a, "orders", 1)
 	produceKeys(t, a, "orders", 1, 0, 1)
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
@@ -58,15 +45,7 @@ func TestProgressLogWritesDoNotHoldTheCopy(t *testing.T) {
 	})
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, ProgressLogInterval: 100 * time.Millisecond})
 	t.Cleanup(func() { close(release) }) // before the flow's stop (cleanups run last first)
-	copied := func(n int64) func() error {
-		return func() error {
-			if got := r.Status().Records; got < n {
-				return fmt.Errorf("%d of %d records copied: %+v", got, n, r.Status())
-			}
-			return nil
-		}
-	}
-	waitFor(t, copied(1))
+	waitFor(t, recordsCopied(r, 1))
 	armed.Store(true)
 	// A write comes once the copied position moves.
 	produceKeys(t, a, "orders", 1, 1, 1)
@@ -78,7 +57,7 @@ func TestProgressLogWritesDoNotHoldTheCopy(t *testing.T) {
 	})
 	// The copy goes on while the write is held.
 	produceKeys(t, a, "orders", 1, 2, 50)
-	waitForLong(t, 15*time.Second, copied(52))
+	waitForLong(t, 15*time.Second, recordsCopied(r, 52))
 	if !held.Load() {
 		t.Fatal("the write was let go before the check: the test proves nothing")
 	}

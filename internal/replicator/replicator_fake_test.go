@@ -42,6 +42,39 @@ func fakeSourceTo(t *testing.T, brokers int, topic string, partitions int32) (sr
 	return src, a, dst.Settings()
 }
 
+// embeddedCluster is an in-process cluster named name, closed when t ends.
+func embeddedCluster(t testing.TB, name string) cluster.Settings {
+	t.Helper()
+	c, err := embedded.Start(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.Settings()
+}
+
+// fakeTarget is a one-broker kfake cluster named name, whose requests a
+// test can hold or slow (ControlKey), closed when t ends.
+func fakeTarget(t testing.TB, name string) (*kfake.Cluster, cluster.Settings) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, cluster.Settings{Name: name, BootstrapServers: c.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+}
+
+// recordsCopied is a waitFor condition: r copied at least n records.
+func recordsCopied(r *Replicator, n int64) func() error {
+	return func() error {
+		if got := r.Status().Records; got < n {
+			return fmt.Errorf("%d of %d records copied: %+v", got, n, r.Status())
+		}
+		return nil
+	}
+}
+
 func startFakes(t *testing.T) (a, b cluster.Settings) {
 	t.Helper()
 	cs, err := embedded.StartAll([]string{"A", "B"})

@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmirror/kmirror/internal/cluster"
-	"github.com/kmirror/kmirror/internal/embedded"
 	"github.com/kmirror/kmirror/internal/task"
 )
 
@@ -23,16 +20,8 @@ import (
 // go test ./internal/replicator -run '^$' -bench SlowLeader -benchtime 20x.
 func BenchmarkCopyThroughASlowLeader(b *testing.B) {
 	const parts = 64
-	src, err := embedded.Start("A")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(dst.Close)
+	a := embeddedCluster(b, "A")
+	dst, target := fakeTarget(b, "B")
 	dst.ControlKey(kmsg.Produce.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
 		dst.KeepControl()
 		for _, tp := range r.(*kmsg.ProduceRequest).Topics {
@@ -43,9 +32,8 @@ func BenchmarkCopyThroughASlowLeader(b *testing.B) {
 		}
 		return nil, nil, false
 	})
-	a := src.Settings()
 	createTopic(b, a, "orders", parts)
-	f := pushFlow(b, a, cluster.Settings{Name: "B", BootstrapServers: dst.ListenAddrs(), SecurityProtocol: cluster.Plaintext},
+	f := pushFlow(b, a, target,
 		task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 			RenameTopics: true, ReplicationFactor: 1, StartOffset: task.StartEarliest})
 	r := runFlow(b, f)

@@ -38,12 +38,7 @@ func TestStartLooksOffsetsUpPerBroker(t *testing.T) {
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond})
-	waitFor(t, func() error {
-		if got := r.Status().Records; got < int64(len(msgs)) {
-			return fmt.Errorf("%d of %d records copied", got, len(msgs))
-		}
-		return nil
-	})
+	waitFor(t, recordsCopied(r, int64(len(msgs))))
 	// Two lookups (newest, oldest) to each of three brokers; a partition
 	// whose leader was not known yet is asked alone, as before.
 	n := lookups.Load()
