@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kmsg"
-
 	"github.com/kmirror/kmirror/internal/cluster"
 	"github.com/kmirror/kmirror/internal/e2e"
 	"github.com/kmirror/kmirror/internal/task"
@@ -79,18 +77,7 @@ func TestAStalledTaskDoesNotPauseTheOthers(t *testing.T) {
 	frozen, stuckTarget := fakeTarget(t, "C")
 
 	release := make(chan struct{})
-	var held atomic.Bool
-	frozen.ControlKey(kmsg.Produce.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		frozen.KeepControl()
-		for _, tp := range r.(*kmsg.ProduceRequest).Topics {
-			if tp.Topic == "big" {
-				held.Store(true)
-				frozen.SleepControl(func() { <-release })
-				break
-			}
-		}
-		return nil, nil, false
-	})
+	hold := holdProduces(frozen, true, release, "big")
 	var once sync.Once
 	letGo := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(letGo) // before the flows stop
@@ -113,9 +100,9 @@ func TestAStalledTaskDoesNotPauseTheOthers(t *testing.T) {
 	opts := Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond, Budget: budget}
 	stuck := runFlowWith(t, flowOf("stuck", "big", stuckTarget), opts)
 	waitFor(t, func() error {
-		if !held.Load() || !budget.spent() {
+		if !hold.ever.Load() || !budget.spent() {
 			return fmt.Errorf("the stalled task's target held a write: %v; pool spent: %v (%d of %d bytes past guarantees)",
-				held.Load(), budget.spent(), budget.over.Load(), budget.poolLimit())
+				hold.ever.Load(), budget.spent(), budget.over.Load(), budget.poolLimit())
 		}
 		return nil
 	})

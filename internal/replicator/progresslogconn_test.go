@@ -2,11 +2,8 @@ package replicator
 
 import (
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -26,31 +23,16 @@ func TestProgressLogWritesDoNotHoldTheCopy(t *testing.T) {
 
 	// Once armed, the flow's progress-log writes are held (the log waits
 	// for each) until the test lets them go.
-	var armed, held atomic.Bool
 	release := make(chan struct{})
-	dst.ControlKey(kmsg.Produce.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		dst.KeepControl()
-		if !armed.Load() {
-			return nil, nil, false
-		}
-		for _, tp := range r.(*kmsg.ProduceRequest).Topics {
-			if tp.Topic == f.ProgressTopic {
-				held.Store(true)
-				dst.SleepControl(func() { <-release })
-				held.Store(false)
-				break
-			}
-		}
-		return nil, nil, false // then served as usual
-	})
+	hold := holdProduces(dst, false, release, f.ProgressTopic)
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, ProgressLogInterval: 100 * time.Millisecond})
 	t.Cleanup(func() { close(release) }) // before the flow's stop (cleanups run last first)
 	waitFor(t, recordsCopied(r, 1))
-	armed.Store(true)
+	hold.armed.Store(true)
 	// A write comes once the copied position moves.
 	produceKeys(t, a, "orders", 1, 1, 1)
 	waitFor(t, func() error {
-		if !held.Load() {
+		if !hold.holding.Load() {
 			return fmt.Errorf("no progress-log write held yet")
 		}
 		return nil
@@ -58,7 +40,7 @@ func TestProgressLogWritesDoNotHoldTheCopy(t *testing.T) {
 	// The copy goes on while the write is held.
 	produceKeys(t, a, "orders", 1, 2, 50)
 	waitForLong(t, 15*time.Second, recordsCopied(r, 52))
-	if !held.Load() {
+	if !hold.holding.Load() {
 		t.Fatal("the write was let go before the check: the test proves nothing")
 	}
 	from, to := readAll(t, a, "orders", 0, 52), readAll(t, b, "A.orders", 0, 52)

@@ -3,8 +3,10 @@ package replicator
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,13 +35,8 @@ func fakeSourceTo(t *testing.T, brokers int, topic string, partitions int32) (sr
 		t.Fatal(err)
 	}
 	t.Cleanup(src.Close)
-	dst, err := embedded.Start("B")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
 	a = cluster.Settings{Name: "A", BootstrapServers: src.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
-	return src, a, dst.Settings()
+	return src, a, embeddedCluster(t, "B")
 }
 
 // embeddedCluster is an in-process cluster named name, closed when t ends.
@@ -63,6 +60,37 @@ func fakeTarget(t testing.TB, name string) (*kfake.Cluster, cluster.Settings) {
 	}
 	t.Cleanup(c.Close)
 	return c, cluster.Settings{Name: name, BootstrapServers: c.ListenAddrs(), SecurityProtocol: cluster.Plaintext}
+}
+
+// producesHold holds a kfake cluster's produce requests that write to any
+// of its topics, while armed, until release is closed; then each is
+// served as usual.
+type producesHold struct {
+	armed   atomic.Bool
+	ever    atomic.Bool // a request was held
+	holding atomic.Bool // one is held now
+}
+
+func holdProduces(c *kfake.Cluster, armed bool, release <-chan struct{}, topics ...string) *producesHold {
+	h := &producesHold{}
+	h.armed.Store(armed)
+	c.ControlKey(kmsg.Produce.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if !h.armed.Load() {
+			return nil, nil, false
+		}
+		for _, tp := range r.(*kmsg.ProduceRequest).Topics {
+			if slices.Contains(topics, tp.Topic) {
+				h.ever.Store(true)
+				h.holding.Store(true)
+				c.SleepControl(func() { <-release })
+				h.holding.Store(false)
+				break
+			}
+		}
+		return nil, nil, false
+	})
+	return h
 }
 
 // recordsCopied is a waitFor condition: r copied at least n records.

@@ -3,12 +3,10 @@ package replicator
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmirror/kmirror/internal/task"
 )
@@ -26,26 +24,11 @@ func TestSlowSyncTopicDoesNotHoldTheCopy(t *testing.T) {
 	produceOneRecordTransactions(t, src.ListenAddrs(), "orders", txns)
 	f := pushFlow(t, a, b, task.Rules{Direction: task.DirectionPush, Topics: []string{"orders"}, Tasks: 1,
 		RenameTopics: true, ReplicationFactor: 1, StartOffset: "earliest", Compression: "none"})
-	var armed, held atomic.Bool
-	armed.Store(true)
 	release := make(chan struct{})
-	src.ControlKey(kmsg.Produce.Int16(), func(r kmsg.Request) (kmsg.Response, error, bool) {
-		src.KeepControl()
-		if !armed.Load() {
-			return nil, nil, false
-		}
-		for _, tp := range r.(*kmsg.ProduceRequest).Topics {
-			if tp.Topic == f.OffsetSyncsTopic || tp.Topic == f.SyncHistoryTopic {
-				held.Store(true)
-				src.SleepControl(func() { <-release })
-				break
-			}
-		}
-		return nil, nil, false
-	})
+	hold := holdProduces(src, true, release, f.OffsetSyncsTopic, f.SyncHistoryTopic)
 	r := runFlowWith(t, f, Options{RefreshInterval: 500 * time.Millisecond, CommitInterval: 100 * time.Millisecond})
 	letGo := func() {
-		if armed.CompareAndSwap(true, false) {
+		if hold.armed.CompareAndSwap(true, false) {
 			close(release)
 		}
 	}
@@ -54,11 +37,11 @@ func TestSlowSyncTopicDoesNotHoldTheCopy(t *testing.T) {
 	// to produce there, 16 s alone).
 	waitForLong(t, 3*time.Minute, func() error {
 		if got := r.Status().Records; got < txns {
-			return fmt.Errorf("%d of %d records copied while the sync topics' writes are held (held: %v)", got, txns, held.Load())
+			return fmt.Errorf("%d of %d records copied while the sync topics' writes are held (held: %v)", got, txns, hold.ever.Load())
 		}
 		return nil
 	})
-	if !held.Load() {
+	if !hold.ever.Load() {
 		t.Fatal("no sync write was held: the test proves nothing")
 	}
 	letGo()
