@@ -197,22 +197,33 @@ func TuneGC() {
 	}
 }
 
-// MemoryOverhead is what LimitMemory allows besides the buffer budget:
-// clients, partition state, the console, and the collector's own slack.
-const MemoryOverhead = 224 << 20
+// memoryLimit is the soft memory limit LimitMemory sets: what the buffer
+// budget commits (replicator.Budget.Committed: the budget, more when its
+// partitions' floors pass it, less when their buffers cannot reach it)
+// plus what the process needs besides records (clients, partition state,
+// goroutines, the console) and the collector's slack: 96 MiB and 64 KiB a
+// partition up to 2,048 partitions (past that the floors grow the limit).
+// Each width was measured (bench/results/2026-12-07-memory-limit.md): the
+// bench's 6-partition task (12 partitions with its latency topic) at about
+// 200 MiB peaked at 218-220 MiB RSS against 247-273 with 480 MiB; 1,000
+// partitions at 416 MiB at 436 against 489-499, both at no cost in
+// throughput or CPU beyond the runs' spread; 10,000 partitions at 849 MiB
+// stayed under 1 GiB (bench/results/2026-12-05-width.md).
+func memoryLimit(committed, partitions int64) int64 {
+	return committed + 96<<20 + min(partitions, 2048)*(64<<10)
+}
 
-// LimitMemory sets the Go runtime's soft memory limit to what the buffer
-// budget commits (replicator.Budget.Committed: the budget, or more when
-// its partitions' floors pass it) plus MemoryOverhead, and keeps it there
-// as partitions join and leave, when the operator did not set GOMEMLIMIT:
-// with GCPercent the heap may grow to three times what is live before a
-// collection, and at a thousand partitions that headroom, not the
-// records, made most of the peak RSS (bench/results/2026-12-02-1000-partitions.md).
-// Past the limit the collector runs more often (at most half the CPU, the
-// runtime's cap); it never refuses memory.
+// LimitMemory sets the Go runtime's soft memory limit (memoryLimit) and
+// keeps it there as partitions join and leave, when the operator did not
+// set GOMEMLIMIT: with GCPercent the heap may grow to three times what is
+// live before a collection, and at a thousand partitions that headroom,
+// not the records, made most of the peak RSS
+// (bench/results/2026-12-02-1000-partitions.md). Past the limit the
+// collector runs more often (at most half the CPU, the runtime's cap); it
+// never refuses memory.
 func LimitMemory(b *replicator.Budget) {
 	if os.Getenv("GOMEMLIMIT") == "" {
-		b.OnCommitted(func(committed int64) { debug.SetMemoryLimit(committed + MemoryOverhead) })
+		b.OnCommitted(func(committed, partitions int64) { debug.SetMemoryLimit(memoryLimit(committed, partitions)) })
 	}
 }
 

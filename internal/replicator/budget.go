@@ -48,10 +48,10 @@ type Budget struct {
 
 	mu   sync.Mutex
 	room chan struct{} // closed when held falls below the limit again
-	// onCommitted is told Committed when partitions joining or leaving
-	// change it (OnCommitted); committed is what it was told last.
-	onCommitted func(int64)
-	committed   int64
+	// onCommitted is told Committed and the partition count when
+	// partitions join or leave (OnCommitted); told is what it was told last.
+	onCommitted func(committed, partitions int64)
+	told        [2]int64
 }
 
 // NewBudget makes a budget of total bytes; total <= 0 takes
@@ -90,29 +90,40 @@ func (b *Budget) join(n int) (leave func()) {
 }
 
 // Committed is what the partitions sharing the budget may take: Total, or
-// more once their floors (minShare each) pass it.
+// more once their floors (minShare each) pass it, or less when their
+// buffers cannot reach it (partitionMost each): a 6-partition task holds
+// at most 48 MiB of a 256 MiB budget, and a soft memory limit set at the
+// whole budget let the collector's headroom make its peak RSS instead.
 func (b *Budget) Committed() int64 {
-	return max(b.total, b.parts.Load()*minShare)
+	parts := b.parts.Load()
+	return max(min(b.total, parts*partitionMost), parts*minShare)
 }
 
-// OnCommitted calls f with Committed now and again whenever partitions
-// joining or leaving change it: the process's soft memory limit follows
-// it (embeddedengine.LimitMemory). A limit left at Total while the floors
-// took more kept the collector running all the time: at 10,000
-// partitions its work was about two thirds of the process's CPU.
-func (b *Budget) OnCommitted(f func(int64)) {
+// partitionMost is the most one partition's buffers reach: its batches
+// (the one filling, the one in flight and maxQueued queued, maxBatchBytes
+// each at most), the fetch it asks for and its part of a fetch response
+// (bufferSizes, each at most maxBatchBytes).
+const partitionMost = (maxQueued + 4) * maxBatchBytes
+
+// OnCommitted calls f with Committed and the partition count now, and
+// again whenever partitions joining or leaving change them: the process's
+// soft memory limit follows them (embeddedengine.LimitMemory). A limit
+// left at Total while the floors took more kept the collector running all
+// the time: at 10,000 partitions its work was about two thirds of the
+// process's CPU.
+func (b *Budget) OnCommitted(f func(committed, partitions int64)) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.onCommitted, b.committed = f, b.Committed()
-	f(b.committed)
+	b.onCommitted, b.told = f, [2]int64{b.Committed(), b.parts.Load()}
+	f(b.told[0], b.told[1])
 }
 
 func (b *Budget) tellCommitted() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c := b.Committed(); b.onCommitted != nil && c != b.committed {
-		b.committed = c
-		b.onCommitted(c)
+	if now := [2]int64{b.Committed(), b.parts.Load()}; b.onCommitted != nil && now != b.told {
+		b.told = now
+		b.onCommitted(now[0], now[1])
 	}
 }
 

@@ -184,13 +184,16 @@ func TestProduceConnectionsGrowWithPartitionsUpToTheCap(t *testing.T) {
 }
 
 // What the budget commits is its total until its partitions' floors pass
-// it, and the soft memory limit is told each change (not the same value
-// twice): left at the total, the collector ran all the time at 10,000
-// partitions.
-func TestCommittedFollowsThePartitionsFloors(t *testing.T) {
+// it, what its partitions' buffers can reach when that is less, and the
+// soft memory limit is told each change with the partition count (not the
+// same values twice): left
+// at the total, the collector ran all the time at 10,000 partitions, and
+// a 6-partition task's peak RSS was the collector's headroom over a total
+// its buffers never reach.
+func TestCommittedFollowsThePartitions(t *testing.T) {
 	b := NewBudget(64 * minShare) // floors pass it beyond 64 partitions
-	var told []int64
-	b.OnCommitted(func(c int64) { told = append(told, c) })
+	var told, parts []int64
+	b.OnCommitted(func(c, n int64) { told, parts = append(told, c), append(parts, n) })
 	leave40 := b.join(40)
 	leave100 := b.join(100)
 	if got, want := b.Committed(), int64(140*minShare); got != want {
@@ -199,8 +202,22 @@ func TestCommittedFollowsThePartitionsFloors(t *testing.T) {
 	leave100()
 	leave100() // a second leave changes nothing
 	leave40()
-	want := []int64{64 * minShare, 140 * minShare, 64 * minShare}
+	want := []int64{0, 64 * minShare, 140 * minShare, 64 * minShare, 0}
 	if !slices.Equal(told, want) {
 		t.Fatalf("told %v, want %v", told, want)
 	}
+	if want := []int64{0, 40, 140, 40, 0}; !slices.Equal(parts, want) {
+		t.Fatalf("told partitions %v, want %v", parts, want)
+	}
+
+	big := NewBudget(DefaultBufferBytes)
+	leave6 := big.join(6)
+	if got, want := big.Committed(), int64(6*partitionMost); got != want || want >= DefaultBufferBytes {
+		t.Fatalf("6 partitions of a %d-byte budget commit %d, want %d (what their buffers reach)", DefaultBufferBytes, got, want)
+	}
+	big.join(600)
+	if got := big.Committed(); got != DefaultBufferBytes {
+		t.Fatalf("606 partitions commit %d, want the budget %d", got, DefaultBufferBytes)
+	}
+	leave6()
 }
