@@ -26,7 +26,7 @@ type worker struct {
 	log    *slog.Logger
 	header []byte        // source alias, for the kmirror.source header
 	src    sarama.Client // source client: the consumer's, and tail checks (tail.go)
-	dst    sarama.Client // target client: metadata, partition leaders, offset lookups
+	dst    sarama.Client // target client: metadata, offset lookups, the progress log, transaction control (never the copy's produces: produceDst)
 	ident  *producerIdentity
 	// unstoredFrom is where a partition without stored progress starts:
 	// the task\'s start offset in the flow\'s first round, else earliest.
