@@ -186,10 +186,9 @@ func TestProduceConnectionsGrowWithPartitionsUpToTheCap(t *testing.T) {
 // What the budget commits is its total until its partitions' floors pass
 // it, what its partitions' buffers can reach when that is less, and the
 // soft memory limit is told each change with the partition count (not the
-// same values twice): left
-// at the total, the collector ran all the time at 10,000 partitions, and
-// a 6-partition task's peak RSS was the collector's headroom over a total
-// its buffers never reach.
+// same values twice): left at the total, the collector ran all the time at
+// 10,000 partitions, and a 6-partition task's peak RSS was the collector's
+// headroom over a total its buffers never reach.
 func TestCommittedFollowsThePartitions(t *testing.T) {
 	b := NewBudget(64 * minShare) // floors pass it beyond 64 partitions
 	var told, parts []int64

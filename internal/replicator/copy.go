@@ -228,19 +228,17 @@ func (c *partitionCopy) fresh(next int64) *batch {
 	return b
 }
 
-// recordHeld is what a held record costs in memory besides its bytes: its
-// sarama.Record, its pointer, source offset and size, and a header slot.
-// At 100 B that is more than the bytes: a heap profile of the 100 B bench
-// put 59 of 110 MB of held batches in the record structs, and a charge of
-// the record's size alone (recordSize) undercounted them.
-const recordHeld = int(unsafe.Sizeof(sarama.Record{})) + 8 + 8 + 4 + 8
+// heldExtra is what a held record costs the budget beyond its recordSize
+// (which counts recordOverhead of framing): its sarama.Record, its
+// pointer, source offset and size, and a header slot. At 100 B these cost
+// more than the bytes: a heap profile of the 100 B bench put 59 of 110 MB
+// of held batches in the record structs, which recordSize alone
+// undercounted.
+const heldExtra = int(unsafe.Sizeof(sarama.Record{})) + 8 + 8 + 4 + 8 - recordOverhead
 
-// heldBytes is what a copied record of size bytes (recordSize, which
-// counts recordOverhead of framing, not the structs) costs the budget.
-func heldBytes(size int) int { return size - recordOverhead + recordHeld }
-
-// heldBytes is what the batch's records were charged.
-func (b *batch) heldBytes() int { return b.size + len(b.recs)*(recordHeld-recordOverhead) }
+// heldBytes is what the batch's records were charged (consume charges
+// each record its size plus heldExtra).
+func (b *batch) heldBytes() int { return b.size + len(b.recs)*heldExtra }
 
 // hold charges copied records' memory to the partition and the budget.
 func (c *partitionCopy) hold(size int) {
@@ -493,7 +491,7 @@ func (c *partitionCopy) consume(ctx context.Context, pc sarama.PartitionConsumer
 			cur = c.fresh(cur.next)
 		}
 		cur.add(m, c.header, size)
-		if unheld += heldBytes(size); unheld >= step {
+		if unheld += size + heldExtra; unheld >= step {
 			charge()
 		}
 	}

@@ -261,7 +261,7 @@ func TestHeldChargeCoversTheBatchsMemory(t *testing.T) {
 	for _, m := range msgs {
 		size := recordSize(m, extra)
 		b.add(m, extra, size)
-		charged += heldBytes(size)
+		charged += size + heldExtra // as consume charges it
 	}
 	for i := range b.recs {
 		b.ptrs = append(b.ptrs, &b.recs[i]) // as send builds them
