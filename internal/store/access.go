@@ -86,7 +86,7 @@ func (d *DB) CreateToken(ctx context.Context, t Token) error {
 	if t.CreatedAt.IsZero() {
 		t.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at, owner_account_id, expires_at)
+	_, err := d.w.ExecContext(ctx, `INSERT INTO api_tokens (name, role, token_sha256, created_by, created_at, owner_account_id, expires_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		t.Name, t.Role, t.TokenSHA256, t.CreatedBy, t.CreatedAt.Unix(), nullString(t.OwnerAccountID), nullUnix(t.ExpiresAt))
 	if isForeignKey(err) {
@@ -153,7 +153,7 @@ func (d *DB) ListTokens(ctx context.Context) ([]Token, error) {
 
 // TouchToken implements Tokens.
 func (d *DB) TouchToken(ctx context.Context, sha256Hex string, at time.Time) error {
-	_, err := d.db.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE token_sha256 = ?`, at.Unix(), sha256Hex)
+	_, err := d.w.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE token_sha256 = ?`, at.Unix(), sha256Hex)
 	if err != nil {
 		return fmt.Errorf("record a token's use: %w", err)
 	}
@@ -176,12 +176,12 @@ func nullUnix(t time.Time) any {
 
 // DeleteToken implements Tokens.
 func (d *DB) DeleteToken(ctx context.Context, name string) error {
-	return execOne(ctx, d.db, "delete", fmt.Sprintf("token %q", name), `DELETE FROM api_tokens WHERE name = ?`, name)
+	return execOne(ctx, d.w, "delete", fmt.Sprintf("token %q", name), `DELETE FROM api_tokens WHERE name = ?`, name)
 }
 
 // AppendAudit implements Audit.
 func (d *DB) AppendAudit(ctx context.Context, e AuditEntry) error {
-	return appendAudit(ctx, d.db, e)
+	return appendAudit(ctx, d.w, e)
 }
 
 func appendAudit(ctx context.Context, db execer, e AuditEntry) error {

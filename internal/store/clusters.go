@@ -74,7 +74,7 @@ func (d *DB) CreateCluster(ctx context.Context, c Cluster) error {
 	if err != nil {
 		return fmt.Errorf("create cluster %q: %w", c.Name, err)
 	}
-	_, err = d.db.ExecContext(ctx, `INSERT INTO clusters (`+clusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = d.w.ExecContext(ctx, `INSERT INTO clusters (`+clusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, strings.Join(c.BootstrapServers, ","), c.SecurityProtocol, c.SASLMechanism, c.Username,
 		c.PasswordCiphertext, c.CAPEM, c.ClientCertPEM, oauth, c.CredentialsCiphertext, c.CreatedAt.Unix())
 	if isConstraint(err) {
@@ -98,7 +98,7 @@ func (d *DB) ListClusters(ctx context.Context) ([]Cluster, error) {
 
 // DeleteCluster implements Clusters.
 func (d *DB) DeleteCluster(ctx context.Context, name string) error {
-	err := execOne(ctx, d.db, "delete", fmt.Sprintf("cluster %q", name), `DELETE FROM clusters WHERE name = ?`, name)
+	err := execOne(ctx, d.w, "delete", fmt.Sprintf("cluster %q", name), `DELETE FROM clusters WHERE name = ?`, name)
 	if isForeignKey(err) {
 		return fmt.Errorf("cluster %q: %w: tasks or Kafka Connect clusters use it", name, ErrReferenced)
 	}
@@ -111,7 +111,7 @@ func (d *DB) SetSmartConnect(ctx context.Context, cluster string, sc SmartConnec
 	if sc.ConnectCluster != "" {
 		engine = sc.ConnectCluster
 	}
-	err := execOne(ctx, d.db, "set Smart Connect of", fmt.Sprintf("cluster %q", cluster),
+	err := execOne(ctx, d.w, "set Smart Connect of", fmt.Sprintf("cluster %q", cluster),
 		`UPDATE clusters SET smart_connect_enabled = ?, smart_connect_engine = ? WHERE name = ?`, sc.Enabled, engine, cluster)
 	if isForeignKey(err) {
 		return fmt.Errorf("Connect cluster %q: %w", sc.ConnectCluster, ErrNotFound)

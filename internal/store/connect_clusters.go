@@ -53,7 +53,7 @@ func (d *DB) CreateConnectCluster(ctx context.Context, c ConnectCluster) error {
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now()
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := d.w.ExecContext(ctx, `INSERT INTO connect_clusters (`+connectClusterColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.Name, strings.Join(c.URLs, ","), c.Username, c.PasswordCiphertext, c.CAPEM, c.KafkaCluster,
 		c.ConfigProvider, c.CreatedAt.Unix(), c.ClientCertPEM, c.ClientKeyCiphertext, c.BearerTokenCiphertext, c.AutoRestart)
 	switch {
@@ -80,7 +80,7 @@ func (d *DB) ListConnectClusters(ctx context.Context) ([]ConnectCluster, error) 
 
 // DeleteConnectCluster implements ConnectClusters.
 func (d *DB) DeleteConnectCluster(ctx context.Context, name string) error {
-	err := execOne(ctx, d.db, "delete", fmt.Sprintf("Connect cluster %q", name), `DELETE FROM connect_clusters WHERE name = ?`, name)
+	err := execOne(ctx, d.w, "delete", fmt.Sprintf("Connect cluster %q", name), `DELETE FROM connect_clusters WHERE name = ?`, name)
 	if isForeignKey(err) {
 		return fmt.Errorf("Connect cluster %q: %w: delete or move its tasks and pick another engine for the clusters that default to it first", name, ErrReferenced)
 	}

@@ -45,7 +45,7 @@ func (d *DB) DestinationPolicy(ctx context.Context) (DestinationPolicy, error) {
 
 // SetDestinationPolicy implements Policies.
 func (d *DB) SetDestinationPolicy(ctx context.Context, p DestinationPolicy) error {
-	_, err := d.db.ExecContext(ctx, `UPDATE destination_policy SET mode = ?, networks = ?, changed_by = ?, changed_at = ? WHERE one = 1`,
+	_, err := d.w.ExecContext(ctx, `UPDATE destination_policy SET mode = ?, networks = ?, changed_by = ?, changed_at = ? WHERE one = 1`,
 		p.Mode, strings.Join(p.Networks, ","), p.ChangedBy, p.ChangedAt.Unix())
 	if err != nil {
 		return fmt.Errorf("set the destination policy: %w", err)

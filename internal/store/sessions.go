@@ -50,7 +50,7 @@ func (d *DB) SessionUser(ctx context.Context, idSHA256 string) (User, error) {
 
 // EndSession implements Sessions.
 func (d *DB) EndSession(ctx context.Context, idSHA256 string) error {
-	if _, err := d.db.ExecContext(ctx, `DELETE FROM console_sessions WHERE id_sha256 = ?`, idSHA256); err != nil {
+	if _, err := d.w.ExecContext(ctx, `DELETE FROM console_sessions WHERE id_sha256 = ?`, idSHA256); err != nil {
 		return fmt.Errorf("end a session: %w", err)
 	}
 	return nil
@@ -59,7 +59,7 @@ func (d *DB) EndSession(ctx context.Context, idSHA256 string) error {
 // EndAllSessions signs every console session out: a restored database
 // must not bring back sessions that had ended since the backup.
 func (d *DB) EndAllSessions(ctx context.Context) (int64, error) {
-	res, err := d.db.ExecContext(ctx, `DELETE FROM console_sessions`)
+	res, err := d.w.ExecContext(ctx, `DELETE FROM console_sessions`)
 	if err != nil {
 		return 0, fmt.Errorf("end every session: %w", err)
 	}

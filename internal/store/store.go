@@ -42,7 +42,15 @@ var (
 
 // DB is the SQLite implementation of the store interfaces.
 type DB struct {
-	db *sql.DB
+	db *sql.DB // readers
+	// w is the one connection every write goes through. SQLite admits one
+	// writer at a time, and its busy handler polls with sleeps of up to
+	// 100 ms: of many writers at once (25 concurrent API creates on a
+	// loaded machine) one could lose every race until the busy timeout
+	// failed it. Here they wait for the connection in the process, bounded
+	// by their context, and it passes on as soon as it is free; the busy
+	// timeout is left for other processes (the CLI on the same file).
+	w *sql.DB
 }
 
 // Open opens (creating if needed) kmirror.db in the data directory of dir
@@ -60,26 +68,40 @@ func Open(ctx context.Context, dir string) (*DB, error) {
 func OpenFile(ctx context.Context, path string) (*DB, error) {
 	// WAL lets the console read while a replicator writes; foreign keys are
 	// off by default in SQLite; the busy timeout turns short write contention
-	// into a wait instead of SQLITE_BUSY; immediate transactions take the write
-	// lock up front so two writers cannot deadlock upgrading read locks.
+	// with another process into a wait instead of SQLITE_BUSY (this process's
+	// writers queue for DB.w); immediate transactions take the write lock up
+	// front so two writers cannot deadlock upgrading read locks.
 	dsn := "file:" + path + "?_journal_mode=WAL&_foreign_keys=on&_busy_timeout=5000&_txlock=immediate"
-	sqldb, err := sql.Open("sqlite3", dsn)
+	open := func() (*sql.DB, error) {
+		db, err := sql.Open("sqlite3", dsn)
+		if err != nil {
+			return nil, fmt.Errorf("open database %s: %w", path, err)
+		}
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("open database %s: %w (is the data directory writable?)", path, err)
+		}
+		return db, nil
+	}
+	w, err := open()
 	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
+		return nil, err
 	}
-	if err := sqldb.PingContext(ctx); err != nil {
-		sqldb.Close()
-		return nil, fmt.Errorf("open database %s: %w (is the data directory writable?)", path, err)
-	}
-	if err := Migrate(ctx, sqldb, migrations.FS); err != nil {
-		sqldb.Close()
+	w.SetMaxOpenConns(1)
+	if err := Migrate(ctx, w, migrations.FS); err != nil {
+		w.Close()
 		return nil, fmt.Errorf("database %s: %w", path, err)
 	}
-	return &DB{db: sqldb}, nil
+	r, err := open()
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	return &DB{db: r, w: w}, nil
 }
 
 // Close closes the database.
-func (d *DB) Close() error { return d.db.Close() }
+func (d *DB) Close() error { return errors.Join(d.db.Close(), d.w.Close()) }
 
 // Ping checks that the database answers; /healthz uses it.
 func (d *DB) Ping(ctx context.Context) error { return d.db.PingContext(ctx) }
@@ -174,7 +196,7 @@ type execer interface {
 // inTx runs fn in one transaction (BEGIN IMMEDIATE, as the DSN says),
 // committed when fn returns nil.
 func (d *DB) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := d.db.BeginTx(ctx, nil)
+	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

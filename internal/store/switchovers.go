@@ -36,7 +36,7 @@ func (d *DB) CreateSwitchover(ctx context.Context, s switchover.Switchover) (int
 	if err != nil {
 		return 0, fmt.Errorf("encode switchover of %q: %w", s.Task, err)
 	}
-	res, err := d.db.ExecContext(ctx, `INSERT INTO switchovers (task, state, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
+	res, err := d.w.ExecContext(ctx, `INSERT INTO switchovers (task, state, body, created_at, updated_at) VALUES (?, ?, ?, ?, ?)`,
 		s.Task, string(s.State), string(body), s.CreatedAt.Unix(), s.UpdatedAt.Unix())
 	switch {
 	case isForeignKey(err):
@@ -55,7 +55,7 @@ func (d *DB) UpdateSwitchover(ctx context.Context, s switchover.Switchover) erro
 	if err != nil {
 		return fmt.Errorf("encode switchover %d: %w", s.ID, err)
 	}
-	return execOne(ctx, d.db, "update", fmt.Sprintf("switchover %d", s.ID),
+	return execOne(ctx, d.w, "update", fmt.Sprintf("switchover %d", s.ID),
 		`UPDATE switchovers SET state = ?, body = ?, updated_at = ? WHERE id = ?`, string(s.State), string(body), s.UpdatedAt.Unix(), s.ID)
 }
 

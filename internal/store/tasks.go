@@ -94,7 +94,7 @@ func (d *DB) CreateTask(ctx context.Context, t Task, check func(others []Task) e
 	// The DSN makes every transaction BEGIN IMMEDIATE: the write lock is
 	// taken here, before the others are read, so a concurrent create waits
 	// for this one to commit and then sees it.
-	tx, err := d.db.BeginTx(ctx, nil)
+	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create task %q: begin: %w", t.Name(), err)
 	}
@@ -152,7 +152,7 @@ func listTasks(ctx context.Context, q querier) ([]Task, error) {
 
 // DeleteTask implements Tasks.
 func (d *DB) DeleteTask(ctx context.Context, name string) error {
-	return execOne(ctx, d.db, "delete", fmt.Sprintf("task %q", name), `DELETE FROM tasks WHERE name = ?`, name)
+	return execOne(ctx, d.w, "delete", fmt.Sprintf("task %q", name), `DELETE FROM tasks WHERE name = ?`, name)
 }
 
 // SetTaskState implements Tasks.
@@ -160,13 +160,13 @@ func (d *DB) SetTaskState(ctx context.Context, name string, desired task.Desired
 	if !desired.Valid() {
 		return fmt.Errorf("task %q: desired state %q: use %s or %s", name, desired, task.DesiredRunning, task.DesiredPaused)
 	}
-	return execOne(ctx, d.db, "set state of", fmt.Sprintf("task %q", name), `UPDATE tasks SET desired_state = ?, last_action = ?, last_action_by = ?, last_action_at = ?
+	return execOne(ctx, d.w, "set state of", fmt.Sprintf("task %q", name), `UPDATE tasks SET desired_state = ?, last_action = ?, last_action_by = ?, last_action_at = ?
 		WHERE name = ?`, desired, action, by, at.Unix(), name)
 }
 
 // SetTaskError implements Tasks.
 func (d *DB) SetTaskError(ctx context.Context, name, msg string) error {
-	if _, err := d.db.ExecContext(ctx, `UPDATE tasks SET last_error = ? WHERE name = ?`, msg, name); err != nil {
+	if _, err := d.w.ExecContext(ctx, `UPDATE tasks SET last_error = ? WHERE name = ?`, msg, name); err != nil {
 		return fmt.Errorf("record error of task %q: %w", name, err)
 	}
 	return nil
@@ -217,7 +217,7 @@ func scanTask(s scanner) (Task, error) {
 
 // SetTaskEngine implements Tasks.
 func (d *DB) SetTaskEngine(ctx context.Context, name, engine string) error {
-	tx, err := d.db.BeginTx(ctx, nil)
+	tx, err := d.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("move task %q: begin: %w", name, err)
 	}

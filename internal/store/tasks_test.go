@@ -164,3 +164,45 @@ func TestCreateTaskCheckIsSerialized(t *testing.T) {
 		t.Fatalf("%d creates passed and %d are stored, want %d", ok, n, limit)
 	}
 }
+
+// A write waits for the process's other writes however long they take,
+// bounded only by its own context: a create that holds the write lock
+// past SQLite's busy timeout (5 s) does not fail a second writer with
+// "database is locked", and a writer whose context ends stops waiting.
+func TestWritesQueueBehindALongWrite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("holds a write for 6 s")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	db := open(t, t.TempDir())
+	addClusters(t, db, "east", "west")
+	holding := make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- db.CreateTask(ctx, storedTask("slow", "east", "west"), func([]store.Task) error {
+			close(holding)
+			time.Sleep(6 * time.Second) // past the busy timeout
+			return nil
+		})
+	}()
+	<-holding
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	gaveUp := make(chan error, 1)
+	go func() {
+		gaveUp <- db.CreateCluster(short, store.Cluster{Name: "north", BootstrapServers: []string{"h:9092"}, SecurityProtocol: "PLAINTEXT"})
+	}()
+	if err := db.CreateCluster(ctx, store.Cluster{Name: "south", BootstrapServers: []string{"h:9092"}, SecurityProtocol: "PLAINTEXT"}); err != nil {
+		t.Errorf("a write queued behind a 6 s write: %v", err)
+	}
+	if err := <-gaveUp; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a write whose context ended while it waited: %v, want the context's error", err)
+	}
+	if err := <-held; err != nil {
+		t.Fatalf("the long write: %v", err)
+	}
+	if _, err := db.Cluster(ctx, "north"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the write given up was stored: %v", err)
+	}
+}

@@ -55,7 +55,7 @@ func (d *DB) CreateUser(ctx context.Context, u User) error {
 	if u.Role == "" {
 		u.Role = "admin"
 	}
-	_, err := d.db.ExecContext(ctx, `INSERT INTO users (name, password_hash, role, account_id, created_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err := d.w.ExecContext(ctx, `INSERT INTO users (name, password_hash, role, account_id, created_at) VALUES (?, ?, ?, ?, ?)`,
 		u.Name, u.PasswordHash, u.Role, newID(), u.CreatedAt.Unix())
 	if isConstraint(err) {
 		return fmt.Errorf("user %q: %w", u.Name, ErrExists)
@@ -156,5 +156,5 @@ func (d *DB) SetRole(ctx context.Context, name, role string) error {
 }
 
 func (d *DB) updateUser(ctx context.Context, name, query string, args ...any) error {
-	return execOne(ctx, d.db, "change", fmt.Sprintf("user %q", name), query, args...)
+	return execOne(ctx, d.w, "change", fmt.Sprintf("user %q", name), query, args...)
 }
