@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,6 +96,32 @@ func TestProcStats(t *testing.T) {
 	rss, err := peakRSS(os.Getpid())
 	if err != nil || rss <= 0 {
 		t.Errorf("peakRSS: %v, %v", rss, err)
+	}
+}
+
+func TestParseCPUTicks(t *testing.T) {
+	for _, c := range []struct {
+		line       string
+		steal, all uint64
+		ok         bool
+	}{
+		{"cpu  100 2 30 800 5 1 2 60 0 0", 60, 1000, true},
+		{"cpu 1 2 3 4 5 6 7 8", 8, 36, true},
+		{"cpu 1 2 3 4 5 6 7", 0, 0, false},    // a kernel without steal
+		{"cpu0 1 2 3 4 5 6 7 8", 0, 0, false}, // a core's line, not the machine's
+		{"cpu 1 2 x 4 5 6 7 8", 0, 0, false},  // not a number
+		{"", 0, 0, false},
+	} {
+		steal, all, ok := parseCPUTicks(c.line)
+		if steal != c.steal || all != c.all || ok != c.ok {
+			t.Errorf("parseCPUTicks(%q) = %d, %d, %v; want %d, %d, %v", c.line, steal, all, ok, c.steal, c.all, c.ok)
+		}
+	}
+	if _, _, ok := cpuTicks(); !ok {
+		t.Error("no CPU time read from /proc/stat")
+	}
+	if s := stealSince(0, 0, false); !math.IsNaN(s) {
+		t.Errorf("steal without a first reading: %v, want NaN", s)
 	}
 }
 

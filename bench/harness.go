@@ -86,6 +86,7 @@ type result struct {
 	P50, P99   float64   // end-to-end latency, ms
 	P999, Max  float64   // its 99.9th percentile and its largest, ms
 	P99Series  []float64 // p99 of the records sent in each second of the timed window, ms
+	LatSteal   float64   // share of the machine's CPU time the hypervisor took (steal) over the timed window, %; NaN when unknown
 	LatRecords int       // records the latency phase timed
 	LatMissing int       // of those, never seen on the target in time
 	StartAll   float64   // wide scenarios: kmirror start to a record on every target partition, s
@@ -97,7 +98,7 @@ type result struct {
 func newResult(sc scenario, copier string) result {
 	nan := math.NaN()
 	return result{Scenario: sc.name, Copier: copier, Seconds: nan, RecPerSec: nan, MBPerSec: nan,
-		CPUPerGB: nan, PeakRSSMB: nan, P50: nan, P99: nan, P999: nan, Max: nan, StartAll: nan}
+		CPUPerGB: nan, PeakRSSMB: nan, P50: nan, P99: nan, P999: nan, Max: nan, StartAll: nan, LatSteal: nan}
 }
 
 // harness owns the clusters and every child of a run.

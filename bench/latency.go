@@ -148,9 +148,20 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 	warm := time.Now().Add(h.cfg.latWarmup).Truncate(time.Millisecond)
 	warmEnd.Store(warm.UnixMilli())
 	end := warm.Add(h.cfg.latDuration)
-	if err := produce(func(now time.Time) (bool, error) { return !now.Before(end), nil }); err != nil {
+	var (
+		steal0, all0  uint64
+		read, readOK bool // the machine's CPU time read at the window's start
+	)
+	if err := produce(func(now time.Time) (bool, error) {
+		if !read && !now.Before(warm) {
+			steal0, all0, readOK = cpuTicks()
+			read = true
+		}
+		return !now.Before(end), nil
+	}); err != nil {
 		return err
 	}
+	res.LatSteal = stealSince(steal0, all0, readOK)
 	if err := prod.Flush(ctx); err != nil {
 		return err
 	}

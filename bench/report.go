@@ -322,7 +322,11 @@ func p99Series(rs []result) string {
 		if r.Repeat > 1 || slices.ContainsFunc(rs, func(o result) bool { return o.Repeat > 1 }) {
 			name = fmt.Sprintf("%s #%d", r.Copier, r.Repeat)
 		}
-		fmt.Fprintf(&b, "- %s, `%s`: %s\n", r.Scenario, name, strings.Join(cells, " "))
+		steal := ""
+		if !math.IsNaN(r.LatSteal) {
+			steal = fmt.Sprintf(" (CPU steal %s %%)", num(r.LatSteal, 1))
+		}
+		fmt.Fprintf(&b, "- %s, `%s`%s: %s\n", r.Scenario, name, steal, strings.Join(cells, " "))
 	}
 	return b.String()
 }
@@ -466,7 +470,7 @@ func (h *harness) report(rs []result) error {
 		"The machine is shared with other test suites: compare ratios from one run, not absolute numbers across runs.\n\n", h.cfg.window)
 	b.WriteString("## Results\n\n" + table + "\n")
 	if series := p99Series(all); series != "" {
-		b.WriteString("## p99 latency, second by second (ms, by send time over the timed window)\n\n" + series + "\n")
+		b.WriteString("## p99 latency, second by second (ms, by send time over the timed window; CPU steal is the share of the machine's CPU time the hypervisor gave to other guests over the window)\n\n" + series + "\n")
 	}
 	fmt.Fprintf(&b, "## kmirror against the targets (%d of %d met)\n\n%s\n", met, total, ratios)
 	b.WriteString(also.String())
