@@ -421,7 +421,7 @@ func start(ctx context.Context, dir string, jars Jars, o options) (*Cluster, err
 	}
 	for _, n := range nodes {
 		bc := brokerConfig{NodeID: n.id, Ports: n.ports, DataDir: filepath.Join(n.dir, "data"), KeystoreDir: conf,
-			ACLs: o.acls, Brokers: o.brokers, MinISR: o.minISR, Overrides: o.props,
+			ACLs: o.acls, Brokers: o.brokers, MinISR: o.minISR, Quiet: !o.fullSpeed, Overrides: o.props,
 			JWKSURL: idp.JWKSURL(), Issuer: idp.Issuer()}
 		if ctl != nil {
 			bc.Controller = ctl.ports[controllerListener]

@@ -39,6 +39,15 @@ func TestServerProperties(t *testing.T) {
 	if strings.Contains(p, "authorizer.class.name") {
 		t.Error("ACLs on without asking")
 	}
+	if strings.Contains(p, "replica.fetch.wait.max.ms") || strings.Contains(p, "metadata.max.idle.interval.ms") {
+		t.Error("a full-speed cluster (the benchmark's) does not keep Kafka's housekeeping intervals")
+	}
+	quiet := serverProperties(brokerConfig{Ports: ports, DataDir: "/d", KeystoreDir: "/k", Quiet: true})
+	for _, want := range []string{"metadata.max.idle.interval.ms=5000\n", "replica.fetch.wait.max.ms=2000\n"} {
+		if !strings.Contains(quiet, want) {
+			t.Errorf("a test cluster's server.properties lacks %q", want)
+		}
+	}
 	acl := serverProperties(brokerConfig{Ports: ports, DataDir: "/d", KeystoreDir: "/k", ACLs: true})
 	for _, want := range []string{
 		"authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n",
