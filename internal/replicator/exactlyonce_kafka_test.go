@@ -98,6 +98,12 @@ func TestExactlyOnceKilledMidStreamCopiesNothingTwice(t *testing.T) {
 	peer := k2.Settings(cluster.SASLSSL, cluster.MechanismSCRAMSHA512)
 	topic := kafkatest.NewTopic(t, k1, 4, nil)
 	tk := exactlyOnce(newTask("eos-crash", task.DirectionPush, []string{topic}))
+	// Transactions of 5 s, not 1: the kill follows the check below by the
+	// time the check takes, and on a loaded machine (ci79) a 1 s
+	// transaction was committed in that time, or was already committing
+	// when seen open: nothing was aborted. A longer transaction makes that
+	// stretch a small part of it.
+	tk.Rules.TransactionIntervalMs = 5000
 	const total = 30000
 	killed := make(chan struct{})
 	produced := streamInBackground(current, topic, 4, total, killed, 50*time.Millisecond, 3*time.Minute)
