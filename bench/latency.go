@@ -149,7 +149,7 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 	warmEnd.Store(warm.UnixMilli())
 	end := warm.Add(h.cfg.latDuration)
 	var (
-		steal0, all0  uint64
+		steal0, all0 uint64
 		read, readOK bool // the machine's CPU time read at the window's start
 	)
 	if err := produce(func(now time.Time) (bool, error) {
