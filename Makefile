@@ -33,7 +33,7 @@ lint:
 	$(GOLANGCI_LINT) run ./...
 
 # All tests, real Apache Kafka included (jars fetched once from Maven Central),
-# then every package's in-process tests again under the race detector
+# and beside them every package's in-process tests again under the race detector
 # (-short: real Kafka is the first run's), but for the packages that only
 # drive processes and a browser (their code is raced where it lives; the
 # race-built children and Chromium cost a minute).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -233,5 +234,24 @@ func TestMediansAndSpreadOverRepeats(t *testing.T) {
 	}
 	if strings.Contains(spread, "mm2-tuned") {
 		t.Errorf("a reference not measured gets no line:\n%s", spread)
+	}
+}
+
+func TestLatencyWarmupFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want time.Duration
+		err  bool
+	}{
+		{[]string{"-lat-duration", "60s"}, 3 * time.Second, false},
+		{[]string{"-lat-duration", "6s"}, 2 * time.Second, false},
+		{[]string{"-lat-duration", "60s", "-lat-warmup", "40s"}, 40 * time.Second, false},
+		{[]string{"-lat-duration", "60s", "-lat-warmup", "0s"}, 0, false},
+		{[]string{"-lat-warmup", "-5s"}, 0, true},
+	} {
+		cfg, err := parseFlags(c.args, io.Discard)
+		if (err != nil) != c.err || (!c.err && cfg.latWarmup != c.want) {
+			t.Errorf("%v: warm-up %s, error %v; want %s, error %v", c.args, cfg.latWarmup, err, c.want, c.err)
+		}
 	}
 }

@@ -112,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.widePartitions, "wide-partitions", 20, "partitions of each topic of the 1000p scenario")
 	fs.IntVar(&c.latRate, "lat-rate", 5000, "records/s produced during a latency phase")
 	fs.DurationVar(&c.latDuration, "lat-duration", 12*time.Second, "timed length of a latency phase (after the copier is live and a warm-up)")
-	fs.DurationVar(&c.latWarmup, "lat-warmup", -1, "untimed start of a latency phase, after the copier is live (default: a third of -lat-duration, at most 3s); every copier's p99 falls over the first 40 s or so on a 2-core machine")
+	fs.DurationVar(&c.latWarmup, "lat-warmup", 0, "untimed start of a latency phase, after the copier is live (default: a third of -lat-duration, at most 3s); on a 2-core machine the p99 settles over about 40s")
 	fs.IntVar(&c.repeats, "repeats", 1, "measure each scenario's copiers this many times, interleaved (kmirror, MM2, bare, kmirror, ...): the tables use each row's median and a table gives each ratio's spread over the repeats")
 	fs.DurationVar(&c.window, "window", 40*time.Second, "time a slow copier over at most this long from its first record (rate over a partial copy)")
 	fs.DurationVar(&c.copyTimeout, "copy-timeout", 2*time.Minute, "give up a copier that shows no record on the target after this long")
@@ -151,7 +151,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		c.latRate, c.latDuration = 1000, 2*time.Second
 		c.window = 10 * time.Second
 	}
-	if c.latWarmup < 0 {
+	warmupSet := false
+	fs.Visit(func(f *flag.Flag) { warmupSet = warmupSet || f.Name == "lat-warmup" })
+	if !warmupSet {
 		c.latWarmup = min(3*time.Second, c.latDuration/3)
 	}
 	if *only != "" {
@@ -200,6 +202,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.latRate < 10 || c.latDuration < time.Second {
 		errs = append(errs, errors.New("-lat-rate must be at least 10 and -lat-duration at least 1s"))
+	}
+	if c.latWarmup < 0 {
+		errs = append(errs, errors.New("-lat-warmup must not be negative"))
 	}
 	return c, errors.Join(errs...)
 }

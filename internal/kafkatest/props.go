@@ -132,8 +132,9 @@ func serverProperties(c brokerConfig) string {
 		// metadata log's high watermark moves, and every node applies it.
 		p["metadata.max.idle.interval.ms"] = "5000"
 		// An idle follower asks its leader again every 500 ms. A write
-		// answers a waiting follower fetch at once, so the longer wait
-		// delays no replication.
+		// answers a waiting follower fetch at once, so acks=all writes wait
+		// no longer; a follower learns an idle partition's high watermark
+		// up to 2 s later, which only reads from followers (none here) see.
 		p["replica.fetch.wait.max.ms"] = "2000"
 	}
 	switch c.Roles {
