@@ -106,8 +106,9 @@ func (d *DB) Close() error { return errors.Join(d.db.Close(), d.w.Close()) }
 // Ping checks that the database answers; /healthz uses it.
 func (d *DB) Ping(ctx context.Context) error { return d.db.PingContext(ctx) }
 
-// SQL exposes the connection pool to other parts of this package's future
-// tables (tasks) and to tests; the service layer never uses it.
+// SQL exposes the readers' pool to tests, which also seed and corrupt rows
+// through it (such writes skip the writers' queue and wait in SQLite's busy
+// handler instead); the product never uses it.
 func (d *DB) SQL() *sql.DB { return d.db }
 
 // isConstraint reports whether err is a uniqueness violation.
