@@ -148,20 +148,14 @@ func (h *harness) latency(ctx context.Context, p copyRun, sc scenario, srcTopic,
 	warm := time.Now().Add(h.cfg.latWarmup).Truncate(time.Millisecond)
 	warmEnd.Store(warm.UnixMilli())
 	end := warm.Add(h.cfg.latDuration)
-	var (
-		steal0, all0 uint64
-		read, readOK bool // the machine's CPU time read at the window's start
-	)
-	if err := produce(func(now time.Time) (bool, error) {
-		if !read && !now.Before(warm) {
-			steal0, all0, readOK = cpuTicks()
-			read = true
-		}
-		return !now.Before(end), nil
-	}); err != nil {
+	if err := produce(func(now time.Time) (bool, error) { return !now.Before(warm), nil }); err != nil {
 		return err
 	}
-	res.LatSteal = stealSince(steal0, all0, readOK)
+	steal0, all0, ok0 := cpuTicks() // the timed window starts
+	if err := produce(func(now time.Time) (bool, error) { return !now.Before(end), nil }); err != nil {
+		return err
+	}
+	res.LatSteal = stealSince(steal0, all0, ok0)
 	if err := prod.Flush(ctx); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strconv"
@@ -176,4 +177,47 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// cpuTicks reads the machine's CPU time so far from /proc/stat, in clock
+// ticks: the time the hypervisor gave other guests (steal) and all of it.
+// ok is false where there is no /proc/stat.
+func cpuTicks() (steal, all uint64, ok bool) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseCPUTicks(line)
+}
+
+// parseCPUTicks reads /proc/stat's first line: "cpu" then user, nice,
+// system, idle, iowait, irq, softirq and steal (later fields, guest time,
+// are already counted in user and nice).
+func parseCPUTicks(line string) (steal, all uint64, ok bool) {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, v := range f[1:9] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		all += n
+		if i == 7 {
+			steal = n
+		}
+	}
+	return steal, all, true
+}
+
+// stealSince is the share of the machine's CPU time stolen since the
+// reading (steal0, all0), in %; NaN when either reading failed.
+func stealSince(steal0, all0 uint64, ok0 bool) float64 {
+	steal1, all1, ok1 := cpuTicks()
+	if !ok0 || !ok1 || all1 <= all0 {
+		return math.NaN()
+	}
+	return 100 * float64(steal1-steal0) / float64(all1-all0)
 }
